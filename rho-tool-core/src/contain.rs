@@ -1,0 +1,95 @@
+//! The wrapper that keeps a foreign future from unwinding into rho's task.
+//!
+//! Every future rho did not write (a gate's check, a tool's run) is polled
+//! and dropped through [`Contained`]. Containing each one separately, rather
+//! than the task body as a whole, matters: an unwind through the task body
+//! would drop the other foreign futures still alive in it during the unwind,
+//! and a `Drop` that panics then aborts the process.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use rho_untrusted::{call_contained, drop_contained, take_message};
+
+/// A panic caught while polling or creating a foreign future: its message if
+/// the payload was a `String` or `&str`. The payload itself is gone.
+pub(crate) type PanicMessage = Option<String>;
+
+/// A foreign future whose creation, polls and drop never unwind.
+///
+/// Resolves to `Ok(output)`, or `Err(message)` when the future panicked; in
+/// both cases the inner future is dropped (contained) as soon as it is
+/// finished, so its resources go at once.
+pub(crate) struct Contained<F> {
+    state: State<F>,
+}
+
+enum State<F> {
+    Running(F),
+    Panicked(PanicMessage),
+    Finished,
+}
+
+impl<F: Future + Unpin> Contained<F> {
+    /// Creates the future by calling `make`, containing a panic of `make`
+    /// itself (a hand-written `async_trait` method can panic before it
+    /// returns its future).
+    pub(crate) fn start(make: impl FnOnce() -> F) -> Self {
+        let state = match call_contained(make) {
+            Ok(future) => State::Running(future),
+            Err(caught) => State::Panicked(caught.message),
+        };
+        Self { state }
+    }
+
+    fn finish(&mut self) {
+        if let State::Running(future) = std::mem::replace(&mut self.state, State::Finished) {
+            // A panic in the future's own Drop after it finished or panicked
+            // changes nothing about the call's end; it is contained and gone.
+            let _ = drop_contained(future);
+        }
+    }
+}
+
+impl<F: Future + Unpin> Future for Contained<F> {
+    type Output = Result<F::Output, PanicMessage>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let future = match &mut this.state {
+            State::Running(future) => future,
+            State::Panicked(message) => {
+                let message = message.take();
+                this.state = State::Finished;
+                return Poll::Ready(Err(message));
+            }
+            // Only rho polls this, and never after it resolved.
+            State::Finished => return Poll::Pending,
+        };
+        let polled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Pin::new(future).poll(cx)));
+        match polled {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => {
+                this.finish();
+                Poll::Ready(Ok(output))
+            }
+            Err(payload) => {
+                let message = take_message(payload);
+                this.finish();
+                Poll::Ready(Err(message))
+            }
+        }
+    }
+}
+
+impl<F> Drop for Contained<F> {
+    fn drop(&mut self) {
+        if let State::Running(future) = std::mem::replace(&mut self.state, State::Finished) {
+            // Killed mid-run (timeout, abort, executor shutdown): the tool's
+            // future is dropped here, and its Drop may panic.
+            let _ = drop_contained(future);
+        }
+    }
+}

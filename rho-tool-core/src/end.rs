@@ -1,0 +1,100 @@
+//! How a call ended, as the loop reports it.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::call::TaskId;
+use crate::result::ToolResult;
+
+/// The class of a call's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The tool answered successfully.
+    Succeeded,
+    /// The tool answered with an error (its own, or an answer rho could not
+    /// use).
+    Failed,
+    /// The gate denied the call; the tool never ran.
+    Denied,
+    /// The gate or the tool panicked (including the answer's `Serialize` or
+    /// `Drop`).
+    Crashed,
+    /// The loop killed the tool at its timeout.
+    TimedOut,
+    /// The host aborted the call.
+    Aborted,
+    /// The executor went away while the call was in flight.
+    ExecutorGone,
+}
+
+impl Outcome {
+    /// A short snake_case name, as events and logs print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+            Outcome::Denied => "denied",
+            Outcome::Crashed => "crashed",
+            Outcome::TimedOut => "timed_out",
+            Outcome::Aborted => "aborted",
+            Outcome::ExecutorGone => "executor_gone",
+        }
+    }
+
+    /// Whether the end counts against the tool (a crash or a timeout), the
+    /// way a source's accounting should count it.
+    pub fn counts_against_tool(self) -> bool {
+        matches!(self, Outcome::Crashed | Outcome::TimedOut)
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The loop was told that a call's gate allowed it: its clock started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Running {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The task running it.
+    pub task: TaskId,
+    /// How long the call waited for its gate.
+    pub waited: Duration,
+}
+
+/// A finished call: its result and how it got there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallEnd {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The task that ran it.
+    pub task: TaskId,
+    /// The class of the end.
+    pub outcome: Outcome,
+    /// What the model and the session get.
+    pub result: ToolResult,
+    /// How long the call waited for its gate (until it ended, if the gate
+    /// never allowed it).
+    pub waited: Duration,
+    /// How long the tool ran after the gate allowed it; `None` if it never
+    /// started.
+    pub ran: Option<Duration>,
+}
+
+/// What a call reports to the loop, in order: at most one `Running`, then
+/// exactly one `Ended`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallEvent {
+    /// The gate allowed the call and its clock started.
+    Running(Running),
+    /// The call ended.
+    Ended(CallEnd),
+}

@@ -1,0 +1,65 @@
+//! The runtime seam: what rho asks of an async runtime.
+
+use std::future::Future;
+use std::time::Duration;
+
+/// How a task ended, as its handle reports it.
+///
+/// Nothing foreign is inside: a panic payload that reached the runtime is not
+/// carried here (the executor must dispose of it without dropping it in the
+/// loop, see [`TaskHandle`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Joined<T> {
+    /// The task finished with its value.
+    Done(T),
+    /// The task was stopped by [`TaskHandle::kill`].
+    Killed,
+    /// The task panicked past everything meant to contain it.
+    Crashed,
+    /// The executor went away (shut down, dropped) before the task finished.
+    Lost,
+}
+
+/// An async runtime that can run rho's tasks.
+///
+/// Implemented by `rho-exec-tokio` and `rho-exec-smol`; a third party can
+/// implement it for another runtime and check it with `rho-conformance`.
+///
+/// # Contract
+///
+/// - [`spawn`](Executor::spawn) starts the future as its own task, not linked
+///   to the caller: nothing that happens in it reaches the caller as an
+///   unwind. It must not block and must not panic, even when the runtime is
+///   shutting down (the handle then resolves [`Joined::Lost`]).
+/// - [`sleep`](Executor::sleep) is the runtime's timer; it must not panic.
+pub trait Executor: Clone + Send + Sync + 'static {
+    /// The handle of a spawned task.
+    type Handle<T: Send + 'static>: TaskHandle<T>;
+    /// The future returned by [`sleep`](Executor::sleep).
+    type Sleep: Future<Output = ()> + Send + 'static;
+
+    /// Spawns `future` as a task.
+    fn spawn<F>(&self, future: F) -> Self::Handle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+
+    /// A future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> Self::Sleep;
+}
+
+/// A spawned task: await it for how it ended, or kill it.
+///
+/// # Contract
+///
+/// - Resolves once, to a [`Joined`] that carries no foreign data. When the
+///   runtime reports a panic, the payload is disposed of without its `Drop`
+///   running in the awaiting task (leaking it is acceptable).
+/// - [`kill`](TaskHandle::kill) is idempotent and does not block or wait
+///   for the task to agree; afterwards the handle resolves
+///   [`Joined::Killed`] unless the task had already finished.
+/// - Dropping the handle detaches the task (it is not killed).
+pub trait TaskHandle<T>: Future<Output = Joined<T>> + Send + Unpin {
+    /// Asks the runtime to stop the task at its next `.await`.
+    fn kill(&mut self);
+}

@@ -1,0 +1,308 @@
+//! The loop side of a call: running notice, timeout clock, kill, result.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use rho_untrusted::{Exit, call_contained, exit_text, panic_text};
+
+use crate::call::TaskId;
+use crate::end::{CallEnd, CallEvent, Outcome, Running};
+use crate::executor::{Executor, Joined, TaskHandle};
+use crate::notice::Notice;
+use crate::result::ToolResult;
+use crate::runner::TaskEnd;
+use crate::watch::Watch;
+
+/// A call in flight, seen from the loop. Await it for the call's
+/// [`CallEnd`], or take its events one by one with
+/// [`next_event`](CallHandle::next_event).
+///
+/// The handle is what enforces the contract's loop side:
+///
+/// - it waits for the task's running notice with no clock at all, however
+///   long the gate takes;
+/// - at the notice it starts the tool's timeout clock on the executor's
+///   timer, and at the deadline it kills the task and ends the call with the
+///   timeout text, without waiting for the task to agree;
+/// - an abort ([`abort`](CallHandle::abort), [`AbortHandle`]) kills the task
+///   and ends the call at once;
+/// - a task that ended abnormally (the executor went away) gives the text of
+///   [`exit_text`], which runs no code of the reason.
+///
+/// The clock only runs while the handle is polled: a loop that stops polling
+/// a call stops noticing its deadline. Dropping an unfinished handle kills
+/// the task (and tells the watch the call was aborted).
+pub struct CallHandle<E: Executor> {
+    executor: E,
+    task: E::Handle<TaskEnd>,
+    notice: Arc<Notice>,
+    watch: Option<Arc<dyn Watch>>,
+    call_id: String,
+    tool: String,
+    task_id: TaskId,
+    timeout: Duration,
+    started: Instant,
+    running_since: Option<Instant>,
+    running_reported: bool,
+    deadline: Option<Pin<Box<E::Sleep>>>,
+    ended: bool,
+}
+
+impl<E: Executor> CallHandle<E> {
+    #[allow(clippy::too_many_arguments)] // crate-private; one call site
+    pub(crate) fn new(
+        executor: E,
+        task: E::Handle<TaskEnd>,
+        notice: Arc<Notice>,
+        watch: Option<Arc<dyn Watch>>,
+        call_id: String,
+        tool: String,
+        task_id: TaskId,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            executor,
+            task,
+            notice,
+            watch,
+            call_id,
+            tool,
+            task_id,
+            timeout,
+            started: Instant::now(),
+            running_since: None,
+            running_reported: false,
+            deadline: None,
+            ended: false,
+        }
+    }
+
+    /// The call's id.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The task running the call.
+    pub fn task(&self) -> TaskId {
+        self.task_id
+    }
+
+    /// The tool's timeout, counted from the running notice.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Whether the loop has seen the running notice (the clock runs).
+    pub fn is_running(&self) -> bool {
+        self.running_since.is_some()
+    }
+
+    /// Aborts the call: the next poll kills the task and ends the call with
+    /// an "aborted" result. Does nothing once the call ended.
+    pub fn abort(&self) {
+        self.notice.request_abort();
+    }
+
+    /// A handle that can abort the call from elsewhere (another task, a UI
+    /// thread) while this handle is being awaited.
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            notice: self.notice.clone(),
+        }
+    }
+
+    /// The next thing the call reports: at most one [`CallEvent::Running`],
+    /// then one [`CallEvent::Ended`]; `None` after that.
+    pub async fn next_event(&mut self) -> Option<CallEvent> {
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// Polls for the next event; see [`next_event`](CallHandle::next_event).
+    pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<CallEvent>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(joined) = Pin::new(&mut self.task).poll(cx) {
+            return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined))));
+        }
+        let seen = self.notice.look(cx.waker());
+        if seen.abort {
+            self.task.kill();
+            let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
+            return Poll::Ready(Some(CallEvent::Ended(end)));
+        }
+        if seen.running && self.running_since.is_none() {
+            self.running_since = Some(Instant::now());
+            self.deadline = Some(Box::pin(self.executor.sleep(self.timeout)));
+        }
+        if let Some(deadline) = &mut self.deadline {
+            if deadline.as_mut().poll(cx).is_ready() {
+                self.task.kill();
+                let end = self.finish_exit(Outcome::TimedOut, Exit::TimedOut(self.timeout));
+                return Poll::Ready(Some(CallEvent::Ended(end)));
+            }
+        }
+        if let Some(since) = self.running_since {
+            if !self.running_reported {
+                self.running_reported = true;
+                return Poll::Ready(Some(CallEvent::Running(Running {
+                    call_id: self.call_id.clone(),
+                    tool: self.tool.clone(),
+                    task: self.task_id,
+                    waited: since - self.started,
+                })));
+            }
+        }
+        Poll::Pending
+    }
+
+    fn finish_joined(&mut self, joined: Joined<TaskEnd>) -> CallEnd {
+        let (outcome, result) = match joined {
+            Joined::Done(TaskEnd::Answered(result)) => {
+                let outcome = if result.is_error {
+                    Outcome::Failed
+                } else {
+                    Outcome::Succeeded
+                };
+                (outcome, result)
+            }
+            Joined::Done(TaskEnd::Unusable(reason)) => (
+                Outcome::Failed,
+                ToolResult::error(format!(
+                    "tool `{}` gave an unusable answer: {reason}",
+                    self.tool
+                )),
+            ),
+            Joined::Done(TaskEnd::Denied(reason)) => (
+                Outcome::Denied,
+                ToolResult::error(format!(
+                    "tool `{}` was not run: the gate denied it: {reason}",
+                    self.tool
+                )),
+            ),
+            Joined::Done(TaskEnd::Panicked { phase, message }) => (
+                Outcome::Crashed,
+                ToolResult::error(panic_text(&self.tool, phase, message.as_deref())),
+            ),
+            // Only this handle can kill the task, and it stops polling it
+            // when it does; a third-party executor that kills on its own is
+            // treated as an abort.
+            Joined::Killed => (
+                Outcome::Aborted,
+                ToolResult::error(exit_text(&self.tool, Exit::Aborted)),
+            ),
+            Joined::Crashed => (
+                Outcome::Crashed,
+                ToolResult::error(exit_text(&self.tool, Exit::Crashed)),
+            ),
+            Joined::Lost => (
+                Outcome::ExecutorGone,
+                ToolResult::error(exit_text(&self.tool, Exit::ExecutorGone)),
+            ),
+        };
+        self.finish(outcome, result)
+    }
+
+    fn finish_exit(&mut self, outcome: Outcome, exit: Exit) -> CallEnd {
+        let result = ToolResult::error(exit_text(&self.tool, exit));
+        self.finish(outcome, result)
+    }
+
+    fn finish(&mut self, outcome: Outcome, result: ToolResult) -> CallEnd {
+        self.ended = true;
+        self.deadline = None;
+        let now = Instant::now();
+        let (waited, ran) = match self.running_since {
+            Some(since) => (since - self.started, Some(now - since)),
+            None => (now - self.started, None),
+        };
+        self.tell_watch(outcome);
+        CallEnd {
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            task: self.task_id,
+            outcome,
+            result,
+            waited,
+            ran,
+        }
+    }
+
+    fn tell_watch(&self, outcome: Outcome) {
+        if let Some(watch) = &self.watch {
+            let _ = call_contained(|| watch.ended(&self.tool, self.task_id, outcome));
+        }
+    }
+}
+
+// No field is ever pinned in place: the task handle is `Unpin` by contract
+// and the sleep is boxed, so the executor value itself need not be `Unpin`.
+impl<E: Executor> Unpin for CallHandle<E> {}
+
+impl<E: Executor> Future for CallHandle<E> {
+    type Output = CallEnd;
+
+    /// Resolves once to the call's end. Polling again after that stays
+    /// pending: a call never ends twice.
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallEnd> {
+        let this = self.get_mut();
+        loop {
+            match this.poll_event(cx) {
+                Poll::Ready(Some(CallEvent::Running(_))) => continue,
+                Poll::Ready(Some(CallEvent::Ended(end))) => return Poll::Ready(end),
+                Poll::Ready(None) | Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl<E: Executor> Drop for CallHandle<E> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.task.kill();
+            self.tell_watch(Outcome::Aborted);
+        }
+    }
+}
+
+impl<E: Executor> fmt::Debug for CallHandle<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallHandle")
+            .field("call_id", &self.call_id)
+            .field("tool", &self.tool)
+            .field("task", &self.task_id)
+            .field("timeout", &self.timeout)
+            .field("running", &self.running_since.is_some())
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Aborts one call from anywhere; cheap to clone.
+#[derive(Clone)]
+pub struct AbortHandle {
+    notice: Arc<Notice>,
+}
+
+impl AbortHandle {
+    /// Asks the call to end as aborted: the loop kills its task the next
+    /// time it polls the call (it is woken for that). Idempotent.
+    pub fn abort(&self) {
+        self.notice.request_abort();
+    }
+}
+
+impl fmt::Debug for AbortHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AbortHandle").finish_non_exhaustive()
+    }
+}

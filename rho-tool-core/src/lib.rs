@@ -1,0 +1,98 @@
+//! The contract of one tool call, independent of any async runtime.
+//!
+//! An agent loop asks the model for a turn, gets tool calls back, runs them
+//! and hands the results to the model. This crate says how one call runs so
+//! that no tool can hurt the loop:
+//!
+//! 1. [`Runner::start`] spawns the call as one task on an [`Executor`]. Nothing
+//!    that happens in the task (a panic, a kill, a `Drop` that panics)
+//!    reaches the loop as an unwind.
+//! 2. A [`Watch`] (a registry's sources) is told the task.
+//! 3. Inside the task the [`Gate`] runs first; it may wait as long as it
+//!    likes, no clock runs, and the loop goes on with other calls. A denial
+//!    ends the call with an error result naming the reason.
+//! 4. Once the gate allows, the task tells the loop "running", and only then
+//!    does the [`CallHandle`] start the tool's timeout clock.
+//! 5. The [`Tool`] runs; its [`ToolOutput`] is normalised into a
+//!    [`ToolResult`], with details made plain data inside the task.
+//! 6. A panic of the gate or the tool (any payload type) is caught in the
+//!    task and turned into text; only a `String` or `&str` payload is read.
+//! 7. At the deadline the handle kills the task and returns the timeout
+//!    text; an executor that went away gives `exit_text`'s text.
+//!
+//! # Why the core knows no runtime
+//!
+//! Hosts run on tokio, on smol, or on their own executor. The contract above
+//! is the same on all of them, so it lives here once, in rho's own wrapper
+//! around the task body; an executor crate only maps its runtime's spawn,
+//! abort, join and timer onto [`Executor`] and [`TaskHandle`]. A tool and a
+//! gate written once run unchanged on any of them.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use async_trait::async_trait;
+//! use rho_tool_core::{Executor, Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput};
+//!
+//! struct Add;
+//!
+//! #[async_trait]
+//! impl Tool for Add {
+//!     fn name(&self) -> &str { "add" }
+//!     fn description(&self) -> &str { "Adds `a` and `b`." }
+//!     async fn run(&self, args: serde_json::Value, _cx: ToolContext) -> ToolOutput {
+//!         match (args["a"].as_i64(), args["b"].as_i64()) {
+//!             (Some(a), Some(b)) => ToolOutput::text((a + b).to_string())
+//!                 .with_details(serde_json::json!({ "a": a, "b": b })),
+//!             _ => ToolOutput::error("`a` and `b` must be integers"),
+//!         }
+//!     }
+//! }
+//!
+//! /// Runs one call on whatever executor the host uses.
+//! async fn add_two_and_three<E: Executor>(executor: E) -> String {
+//!     let runner = Runner::new(executor);
+//!     let call = ToolCall::new("call-1", "add", serde_json::json!({ "a": 2, "b": 3 }));
+//!     let end = runner.start(call, Arc::new(Add)).await;
+//!     assert_eq!(end.outcome, Outcome::Succeeded);
+//!     end.result.text()
+//! }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    rust_2018_idioms,
+    unreachable_pub
+)]
+
+mod call;
+mod contain;
+mod end;
+mod executor;
+mod gate;
+mod handle;
+mod notice;
+mod output;
+mod result;
+mod runner;
+mod tool;
+mod watch;
+
+pub use call::{TaskId, ToolCall};
+pub use end::{CallEnd, CallEvent, Outcome, Running};
+pub use executor::{Executor, Joined, TaskHandle};
+pub use gate::{AllowAll, Gate, Verdict};
+pub use handle::{AbortHandle, CallHandle};
+pub use output::{AnswerError, Image, ToolOutput};
+pub use result::{Content, ToolResult};
+pub use runner::{Runner, start};
+pub use tool::{DEFAULT_TIMEOUT, Tool, ToolContext};
+pub use watch::Watch;
+
+/// Re-exported so tool authors use the same `async_trait` as the traits.
+pub use async_trait::async_trait;
+/// Re-exported: the plain data, limits and texts of `rho-untrusted`.
+pub use rho_untrusted as untrusted;

@@ -1,0 +1,211 @@
+//! What a tool answers, before rho normalises it.
+
+use std::fmt;
+
+use rho_untrusted::plain::Foreign;
+use rho_untrusted::{Limits, Plain, PlainError};
+use serde::Serialize;
+
+use crate::result::{Content, ToolResult};
+
+/// An image in an answer: its mime type and raw bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Image {
+    /// The mime type, such as `image/png`.
+    pub mime_type: String,
+    /// The encoded image (not base64: rho encodes it when it serialises).
+    pub data: Vec<u8>,
+}
+
+impl Image {
+    /// An image of `mime_type` made of `data`.
+    pub fn new(mime_type: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
+        Self {
+            mime_type: mime_type.into(),
+            data: data.into(),
+        }
+    }
+}
+
+impl fmt::Debug for Image {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Image")
+            .field("mime_type", &self.mime_type)
+            .field("bytes", &self.data.len())
+            .finish()
+    }
+}
+
+/// What a tool's `run` returns.
+///
+/// The forms: ok text ([`text`](ToolOutput::text)); ok with one image and
+/// text ([`image`](ToolOutput::image)); ok with several images and text
+/// ([`images`](ToolOutput::images)); error text
+/// ([`error`](ToolOutput::error)). Any of them can carry details for host
+/// screens ([`with_details`](ToolOutput::with_details)). rho turns it into a
+/// [`ToolResult`] inside the call's task ([`to_result`](ToolOutput::to_result)).
+///
+/// ```
+/// use rho_tool_core::{Image, ToolOutput};
+///
+/// let shot = ToolOutput::image(Image::new("image/png", vec![0x89, b'P', b'N', b'G']), "the login page")
+///     .with_details(serde_json::json!({ "width": 1280, "height": 800 }));
+/// let result = shot.to_result(&Default::default()).unwrap();
+/// assert!(!result.is_error);
+/// assert_eq!(result.text(), "the login page");
+/// ```
+#[derive(Debug)]
+pub struct ToolOutput {
+    answer: Answer,
+    details: Option<Details>,
+}
+
+#[derive(Debug)]
+enum Answer {
+    Text(String),
+    Images { images: Vec<Image>, text: String },
+    Error(String),
+}
+
+#[derive(Debug)]
+enum Details {
+    Plain(Plain),
+    Foreign(Foreign),
+}
+
+impl ToolOutput {
+    /// A successful answer of `text`.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::from_answer(Answer::Text(text.into()))
+    }
+
+    /// A successful answer of one image and `text` about it.
+    pub fn image(image: Image, text: impl Into<String>) -> Self {
+        Self::images(vec![image], text)
+    }
+
+    /// A successful answer of several images and `text` about them.
+    pub fn images(images: Vec<Image>, text: impl Into<String>) -> Self {
+        Self::from_answer(Answer::Images {
+            images,
+            text: text.into(),
+        })
+    }
+
+    /// A failed call: the model reads `text` as the error.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self::from_answer(Answer::Error(text.into()))
+    }
+
+    fn from_answer(answer: Answer) -> Self {
+        Self {
+            answer,
+            details: None,
+        }
+    }
+
+    /// Adds details: data for host screens, beside what the model reads.
+    ///
+    /// The value is kept as it is and made plain data later, inside the
+    /// call's task, under the runner's [`Limits`]: its `Serialize` and `Drop`
+    /// never run in the loop.
+    pub fn with_details<T: Serialize + Send + 'static>(mut self, details: T) -> Self {
+        self.details = Some(Details::Foreign(Foreign::new(details)));
+        self
+    }
+
+    /// Adds details that are already plain data.
+    pub fn with_plain_details(mut self, details: Plain) -> Self {
+        self.details = Some(Details::Plain(details));
+        self
+    }
+
+    /// Whether this is an error answer.
+    pub fn is_error(&self) -> bool {
+        matches!(self.answer, Answer::Error(_))
+    }
+
+    /// Normalises the answer into a [`ToolResult`], making its details plain
+    /// data under `limits`.
+    ///
+    /// # Errors
+    ///
+    /// [`AnswerError::InvalidImage`] when an image has no bytes or a mime type
+    /// that is not `image/*`; [`AnswerError::Details`] when the details could
+    /// not be made plain data (a limit, an error or a panic of their
+    /// `Serialize`, a panic of their `Drop`). The details are dropped either
+    /// way, with their panics contained.
+    pub fn to_result(self, limits: &Limits) -> Result<ToolResult, AnswerError> {
+        let details = match self.details {
+            None => None,
+            Some(Details::Plain(plain)) => Some(plain),
+            Some(Details::Foreign(foreign)) => {
+                Some(foreign.into_plain(limits).map_err(AnswerError::Details)?)
+            }
+        };
+        let (content, is_error) = match self.answer {
+            Answer::Text(text) => (vec![Content::text(text)], false),
+            Answer::Error(text) => (vec![Content::text(text)], true),
+            Answer::Images { images, text } => {
+                let mut content = Vec::with_capacity(images.len() + 1);
+                for (index, image) in images.into_iter().enumerate() {
+                    check_image(&image)
+                        .map_err(|reason| AnswerError::InvalidImage { index, reason })?;
+                    content.push(Content::Image {
+                        mime_type: image.mime_type,
+                        data: image.data,
+                    });
+                }
+                content.push(Content::text(text));
+                (content, false)
+            }
+        };
+        Ok(ToolResult {
+            content,
+            details,
+            is_error,
+        })
+    }
+}
+
+fn check_image(image: &Image) -> Result<(), String> {
+    if image.data.is_empty() {
+        return Err("it has no bytes".to_owned());
+    }
+    let mime = image.mime_type.as_str();
+    match mime.split_once('/') {
+        Some(("image", subtype)) if !subtype.is_empty() => Ok(()),
+        _ => Err(format!("its mime type `{mime}` is not an image type")),
+    }
+}
+
+/// Why an answer could not be normalised.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// An image that is not one.
+    #[error("image {index} of the answer is invalid: {reason}")]
+    InvalidImage {
+        /// The image's position in the answer, from 0.
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Details that could not be made plain data.
+    #[error("the answer's details could not be made plain data: {0}")]
+    Details(PlainError),
+}
+
+impl AnswerError {
+    /// The panic's message, when the details' own code panicked (their
+    /// `Serialize` or their `Drop`): the call then counts as crashed, not as
+    /// a tool error. `Some(None)` is a panic whose payload was not text.
+    pub fn panic_message(&self) -> Option<Option<&str>> {
+        match self {
+            AnswerError::Details(
+                PlainError::Panicked { message } | PlainError::DropPanicked { message },
+            ) => Some(message.as_deref()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Starting a call: one task per call, gate first, then the tool.
+
+use std::fmt;
+use std::sync::Arc;
+
+use rho_untrusted::{Limits, Phase, call_contained};
+
+use crate::call::{TaskId, ToolCall};
+use crate::contain::{Contained, PanicMessage};
+use crate::executor::Executor;
+use crate::gate::{AllowAll, Gate, Verdict};
+use crate::handle::CallHandle;
+use crate::notice::Notice;
+use crate::result::ToolResult;
+use crate::tool::{Tool, ToolContext};
+use crate::watch::Watch;
+
+/// How the task of a call ended, as plain data: this is all that crosses
+/// from the task to the loop.
+#[derive(Debug)]
+pub(crate) enum TaskEnd {
+    /// The tool answered (successfully or with its own error).
+    Answered(ToolResult),
+    /// The tool answered something rho could not use; the text says why.
+    Unusable(String),
+    /// The gate denied the call.
+    Denied(String),
+    /// The gate, the tool or the answer's own code panicked.
+    Panicked { phase: Phase, message: PanicMessage },
+}
+
+/// Starts calls on an executor, with a gate, a watch and answer limits.
+///
+/// Cheap to clone; clones share the gate and the watch.
+///
+/// ```
+/// # async fn demo<E: rho_tool_core::Executor>(executor: E, tool: std::sync::Arc<dyn rho_tool_core::Tool>) {
+/// use rho_tool_core::{Runner, ToolCall};
+///
+/// let runner = Runner::new(executor);
+/// let end = runner.start(ToolCall::new("call-1", "echo", serde_json::json!({"text": "hi"})), tool).await;
+/// println!("{}: {}", end.outcome, end.result.text());
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Runner<E> {
+    executor: E,
+    gate: Arc<dyn Gate>,
+    watch: Option<Arc<dyn Watch>>,
+    limits: Arc<Limits>,
+}
+
+impl<E: fmt::Debug> fmt::Debug for Runner<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runner")
+            .field("executor", &self.executor)
+            .field("watch", &self.watch.is_some())
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Executor> Runner<E> {
+    /// A runner on `executor` with the default gate ([`AllowAll`]), no watch
+    /// and the default [`Limits`].
+    pub fn new(executor: E) -> Self {
+        Self {
+            executor,
+            gate: Arc::new(AllowAll),
+            watch: None,
+            limits: Arc::new(Limits::default()),
+        }
+    }
+
+    /// Uses `gate` for every call.
+    pub fn with_gate(mut self, gate: Arc<dyn Gate>) -> Self {
+        self.gate = gate;
+        self
+    }
+
+    /// Tells `watch` of every call's task and how it ended.
+    pub fn with_watch(mut self, watch: Arc<dyn Watch>) -> Self {
+        self.watch = Some(watch);
+        self
+    }
+
+    /// Makes answers' details plain data under `limits`.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = Arc::new(limits);
+        self
+    }
+
+    /// The executor calls run on.
+    pub fn executor(&self) -> &E {
+        &self.executor
+    }
+
+    /// Starts `call` of `tool` as one task; await the handle for its end.
+    ///
+    /// Returns at once: the gate and the tool run in the task. The watch is
+    /// told the task before it is spawned. The tool's metadata
+    /// ([`Tool::name`], [`Tool::timeout`]) is read here, in the loop; if
+    /// reading it panics, the call ends as crashed without running.
+    pub fn start(&self, call: ToolCall, tool: Arc<dyn Tool>) -> CallHandle<E> {
+        let task = TaskId::next();
+        let metadata = call_contained(|| (tool.name().to_owned(), tool.timeout()));
+        if let Some(watch) = &self.watch {
+            let _ = call_contained(|| watch.started(&call, task));
+        }
+        let notice = Arc::new(Notice::default());
+        let call_id = call.id.clone();
+        let (tool_name, timeout, handle) = match metadata {
+            Ok((name, timeout)) => {
+                let body = run_task(
+                    call,
+                    tool,
+                    self.gate.clone(),
+                    notice.clone(),
+                    task,
+                    self.limits.clone(),
+                );
+                (name, timeout, self.executor.spawn(body))
+            }
+            Err(caught) => {
+                // Still a task, so the end reaches the loop the one way all
+                // ends do.
+                let end = TaskEnd::Panicked {
+                    phase: Phase::Tool,
+                    message: caught.message,
+                };
+                let handle = self.executor.spawn(async move { end });
+                (call.name, std::time::Duration::ZERO, handle)
+            }
+        };
+        CallHandle::new(
+            self.executor.clone(),
+            handle,
+            notice,
+            self.watch.clone(),
+            call_id,
+            tool_name,
+            task,
+            timeout,
+        )
+    }
+}
+
+/// Starts `call` of `tool` on `executor`, checked by `gate`.
+///
+/// The same as [`Runner::start`] on a runner with that gate, no watch and
+/// the default limits.
+pub fn start<E: Executor>(
+    executor: &E,
+    call: ToolCall,
+    tool: Arc<dyn Tool>,
+    gate: Arc<dyn Gate>,
+) -> CallHandle<E> {
+    Runner::new(executor.clone())
+        .with_gate(gate)
+        .start(call, tool)
+}
+
+/// The body of a call's task. Only rho's code runs here unguarded: every
+/// foreign future is polled and dropped through [`Contained`], and the
+/// answer is made plain data before the task ends.
+async fn run_task(
+    call: ToolCall,
+    tool: Arc<dyn Tool>,
+    gate: Arc<dyn Gate>,
+    notice: Arc<Notice>,
+    task: TaskId,
+    limits: Arc<Limits>,
+) -> TaskEnd {
+    let verdict = Contained::start(|| gate.check(&call, tool.as_ref())).await;
+    match verdict {
+        Ok(Verdict::Allow) => {}
+        Ok(Verdict::Deny { reason }) => return TaskEnd::Denied(reason),
+        Err(message) => {
+            return TaskEnd::Panicked {
+                phase: Phase::Gate,
+                message,
+            };
+        }
+    }
+    drop(gate);
+    notice.set_running();
+
+    let ToolCall { id, arguments, .. } = call;
+    let context = ToolContext::new(id, task);
+    let output = match Contained::start(|| tool.run(arguments, context)).await {
+        Ok(output) => output,
+        Err(message) => {
+            return TaskEnd::Panicked {
+                phase: Phase::Tool,
+                message,
+            };
+        }
+    };
+    match output.to_result(&limits) {
+        Ok(result) => TaskEnd::Answered(result),
+        Err(error) => match error.panic_message() {
+            Some(message) => TaskEnd::Panicked {
+                phase: Phase::Answer,
+                message: message.map(str::to_owned),
+            },
+            None => TaskEnd::Unusable(error.to_string()),
+        },
+    }
+}

@@ -1,0 +1,111 @@
+//! The `Tool` trait: what the model can call.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::call::TaskId;
+use crate::output::ToolOutput;
+
+/// The timeout of a tool that does not choose its own: two minutes.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A tool the model can call.
+///
+/// Object safe: hosts hold tools as `Arc<dyn Tool>`. Only
+/// [`name`](Tool::name), [`description`](Tool::description) and
+/// [`run`](Tool::run) are required; the rest have defaults.
+///
+/// The `Tool` impl itself is host or library code (for an agent-written
+/// tool, the code of the source that loaded it); the loop calls its
+/// metadata methods, which should return quickly and never panic. What is
+/// foreign is what `run` does and produces: `run` is only ever polled and
+/// dropped inside the call's task, with its panics contained, and its answer
+/// is made plain data there.
+///
+/// # Example
+///
+/// ```
+/// use async_trait::async_trait;
+/// use rho_tool_core::{Tool, ToolContext, ToolOutput};
+///
+/// struct Echo;
+///
+/// #[async_trait]
+/// impl Tool for Echo {
+///     fn name(&self) -> &str { "echo" }
+///     fn description(&self) -> &str { "Repeats its `text` argument." }
+///     fn parameters(&self) -> serde_json::Value {
+///         serde_json::json!({
+///             "type": "object",
+///             "properties": { "text": { "type": "string" } },
+///             "required": ["text"],
+///         })
+///     }
+///     async fn run(&self, arguments: serde_json::Value, _cx: ToolContext) -> ToolOutput {
+///         match arguments["text"].as_str() {
+///             Some(text) => ToolOutput::text(text),
+///             None => ToolOutput::error("`text` must be a string"),
+///         }
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls the tool by.
+    fn name(&self) -> &str;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+
+    /// The JSON Schema of the arguments. Default: any object.
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({ "type": "object" })
+    }
+
+    /// How long the tool may run once its gate allowed it. Default:
+    /// [`DEFAULT_TIMEOUT`]. The time a gate waits is never counted.
+    fn timeout(&self) -> Duration {
+        DEFAULT_TIMEOUT
+    }
+
+    /// Whether the tool's code was not written by the host (written by the
+    /// agent, loaded at run time). Default: `false`.
+    ///
+    /// rho makes every answer plain data inside the task either way; the
+    /// flag tells sources, watchers and hosts which tools to hold to account
+    /// (crash counts, quarantine) and which partial results to distrust.
+    fn is_untrusted(&self) -> bool {
+        false
+    }
+
+    /// Runs the tool on `arguments`.
+    ///
+    /// Runs in the call's own task. A panic here becomes an error result
+    /// naming the tool; the future may be dropped at any `.await` when the
+    /// call times out or the host aborts it.
+    async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput;
+}
+
+/// What a running tool knows about its call.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    call_id: String,
+    task: TaskId,
+}
+
+impl ToolContext {
+    pub(crate) fn new(call_id: String, task: TaskId) -> Self {
+        Self { call_id, task }
+    }
+
+    /// The id of the call being run.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The task the call runs in.
+    pub fn task(&self) -> TaskId {
+        self.task
+    }
+}
