@@ -97,9 +97,9 @@ fn script() -> Vec<(ToolCall, Arc<dyn Tool>)> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let json = std::env::args().skip(1).any(|arg| arg == "--json");
-    // The custom panic of `flaky_lint` is reported in its end line; keep the
-    // default hook from printing it over the demo's output.
-    std::panic::set_hook(Box::new(|_| {}));
+    // The panic of `flaky_lint` is reported in its end line, with where it
+    // was raised; the quiet hook keeps it from being printed over the demo.
+    rho_untrusted::install_quiet_panic_hook();
 
     let executor = match TokioExecutor::current() {
         Ok(executor) => executor,

@@ -10,15 +10,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use rho_untrusted::{call_contained, drop_contained, take_message};
-
-/// A panic caught while polling or creating a foreign future: its message if
-/// the payload was a `String` or `&str`. The payload itself is gone.
-pub(crate) type PanicMessage = Option<String>;
+use rho_untrusted::{Caught, call_contained, drop_contained};
 
 /// A foreign future whose creation, polls and drop never unwind.
 ///
-/// Resolves to `Ok(output)`, or `Err(message)` when the future panicked; in
+/// Resolves to `Ok(output)`, or `Err(caught)` when the future panicked (its
+/// message if the payload was a `String` or `&str`, and its location when
+/// the quiet hook recorded one; the payload itself is gone); in
 /// both cases the inner future is dropped (contained) as soon as it is
 /// finished, so its resources go at once.
 pub(crate) struct Contained<F> {
@@ -27,7 +25,7 @@ pub(crate) struct Contained<F> {
 
 enum State<F> {
     Running(F),
-    Panicked(PanicMessage),
+    Panicked(Caught),
     Finished,
 }
 
@@ -38,7 +36,7 @@ impl<F: Future + Unpin> Contained<F> {
     pub(crate) fn start(make: impl FnOnce() -> F) -> Self {
         let state = match call_contained(make) {
             Ok(future) => State::Running(future),
-            Err(caught) => State::Panicked(caught.message),
+            Err(caught) => State::Panicked(caught),
         };
         Self { state }
     }
@@ -53,32 +51,29 @@ impl<F: Future + Unpin> Contained<F> {
 }
 
 impl<F: Future + Unpin> Future for Contained<F> {
-    type Output = Result<F::Output, PanicMessage>;
+    type Output = Result<F::Output, Caught>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let future = match &mut this.state {
             State::Running(future) => future,
-            State::Panicked(message) => {
-                let message = message.take();
+            State::Panicked(caught) => {
+                let caught = std::mem::take(caught);
                 this.state = State::Finished;
-                return Poll::Ready(Err(message));
+                return Poll::Ready(Err(caught));
             }
             // Only rho polls this, and never after it resolved.
             State::Finished => return Poll::Pending,
         };
-        let polled =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Pin::new(future).poll(cx)));
-        match polled {
+        match call_contained(|| Pin::new(future).poll(cx)) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => {
                 this.finish();
                 Poll::Ready(Ok(output))
             }
-            Err(payload) => {
-                let message = take_message(payload);
+            Err(caught) => {
                 this.finish();
-                Poll::Ready(Err(message))
+                Poll::Ready(Err(caught))
             }
         }
     }

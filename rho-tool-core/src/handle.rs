@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use rho_untrusted::{Exit, call_contained, exit_text, panic_text};
+use rho_untrusted::{Exit, call_contained, exit_text, panic_text_at};
 
 use crate::call::TaskId;
 use crate::end::{CallEnd, CallEvent, Outcome, Running};
@@ -189,9 +189,14 @@ impl<E: Executor> CallHandle<E> {
                     self.tool
                 )),
             ),
-            Joined::Done(TaskEnd::Panicked { phase, message }) => (
+            Joined::Done(TaskEnd::Panicked { phase, caught }) => (
                 Outcome::Crashed,
-                ToolResult::error(panic_text(&self.tool, phase, message.as_deref())),
+                ToolResult::error(panic_text_at(
+                    &self.tool,
+                    phase,
+                    caught.message.as_deref(),
+                    caught.location.as_deref(),
+                )),
             ),
             // Only this handle can kill the task, and it stops polling it
             // when it does; a third-party executor that kills on its own is

@@ -3,10 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use rho_untrusted::{Limits, Phase, call_contained};
+use rho_untrusted::{Caught, Limits, Phase, call_contained};
 
 use crate::call::{TaskId, ToolCall};
-use crate::contain::{Contained, PanicMessage};
+use crate::contain::Contained;
 use crate::executor::Executor;
 use crate::gate::{AllowAll, Gate, Verdict};
 use crate::handle::CallHandle;
@@ -26,7 +26,7 @@ pub(crate) enum TaskEnd {
     /// The gate denied the call.
     Denied(String),
     /// The gate, the tool or the answer's own code panicked.
-    Panicked { phase: Phase, message: PanicMessage },
+    Panicked { phase: Phase, caught: Caught },
 }
 
 /// Starts calls on an executor, with a gate, a watch and answer limits.
@@ -126,7 +126,7 @@ impl<E: Executor> Runner<E> {
                 // ends do.
                 let end = TaskEnd::Panicked {
                     phase: Phase::Tool,
-                    message: caught.message,
+                    caught,
                 };
                 let handle = self.executor.spawn(async move { end });
                 (call.name, std::time::Duration::ZERO, handle)
@@ -175,10 +175,10 @@ async fn run_task(
     match verdict {
         Ok(Verdict::Allow) => {}
         Ok(Verdict::Deny { reason }) => return TaskEnd::Denied(reason),
-        Err(message) => {
+        Err(caught) => {
             return TaskEnd::Panicked {
                 phase: Phase::Gate,
-                message,
+                caught,
             };
         }
     }
@@ -189,10 +189,10 @@ async fn run_task(
     let context = ToolContext::new(id, task);
     let output = match Contained::start(|| tool.run(arguments, context)).await {
         Ok(output) => output,
-        Err(message) => {
+        Err(caught) => {
             return TaskEnd::Panicked {
                 phase: Phase::Tool,
-                message,
+                caught,
             };
         }
     };
@@ -201,7 +201,10 @@ async fn run_task(
         Err(error) => match error.panic_message() {
             Some(message) => TaskEnd::Panicked {
                 phase: Phase::Answer,
-                message: message.map(str::to_owned),
+                caught: Caught {
+                    message: message.map(str::to_owned),
+                    location: None,
+                },
             },
             None => TaskEnd::Unusable(error.to_string()),
         },

@@ -11,6 +11,8 @@
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::hook::ContainedScope;
+
 /// A caught panic payload: the value a `panic!` carried, still unformatted.
 pub type Payload = Box<dyn Any + Send + 'static>;
 
@@ -20,6 +22,7 @@ pub type Payload = Box<dyn Any + Send + 'static>;
 /// forgotten (leaked) so no more of its code runs. Returns `true` when the
 /// payload was dropped cleanly, `false` when its `Drop` panicked.
 pub fn dispose(payload: Payload) -> bool {
+    let _scope = ContainedScope::enter();
     match catch_unwind(AssertUnwindSafe(move || drop(payload))) {
         Ok(()) => true,
         Err(second) => {
@@ -27,6 +30,20 @@ pub fn dispose(payload: Payload) -> bool {
             false
         }
     }
+}
+
+/// Every other containment goes through here: one place that marks the
+/// thread as running contained code (for the quiet hook), catches the
+/// unwind and turns the payload into its message and location.
+fn contain<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
+    let scope = ContainedScope::enter();
+    let caught = catch_unwind(AssertUnwindSafe(f));
+    let location = scope.take_location();
+    drop(scope);
+    caught.map_err(|payload| Caught {
+        message: take_message(payload),
+        location,
+    })
 }
 
 /// Drops any value, containing a panic of its `Drop`.
@@ -37,20 +54,22 @@ pub fn dispose(payload: Payload) -> bool {
 /// message only when the payload was a `String` or `&str` (see
 /// [`panic_message`](crate::panic_message)), and the payload is disposed of.
 pub fn drop_contained<T>(value: T) -> Result<(), DropPanicked> {
-    match catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        Ok(()) => Ok(()),
-        Err(payload) => Err(DropPanicked {
-            message: take_message(payload),
-        }),
-    }
+    contain(move || drop(value)).map_err(|caught| DropPanicked {
+        message: caught.message,
+    })
 }
 
 /// Runs `f`, catching a panic; the payload is turned into its message (if it
 /// has one) and disposed of with [`dispose`] before this returns.
+///
+/// # Errors
+///
+/// [`Caught`] when `f` panicked: the message (for `String`/`&str`
+/// payloads) and, when the quiet hook is installed (see
+/// [`install_quiet_panic_hook`](crate::install_quiet_panic_hook)), where
+/// the panic was raised.
 pub fn call_contained<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| Caught {
-        message: take_message(payload),
-    })
+    contain(f)
 }
 
 /// Reads the message out of a payload (if it is a `String` or `&str`) and
@@ -61,11 +80,15 @@ pub fn take_message(payload: Payload) -> Option<String> {
     message
 }
 
-/// A panic caught by [`call_contained`]: only its message, the payload is gone.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A panic caught by [`call_contained`]: only its message and location, the
+/// payload is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Caught {
     /// The panic's message when its payload was a `String` or `&str`.
     pub message: Option<String>,
+    /// Where it was raised (`file:line:column`), recorded only while the
+    /// quiet hook is installed.
+    pub location: Option<String>,
 }
 
 /// A value's `Drop` panicked inside [`drop_contained`]; the payload is gone.

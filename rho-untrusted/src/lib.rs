@@ -18,6 +18,8 @@
 //! - [`dispose`] and friends: drop or run foreign code with its panics
 //!   contained; a payload whose `Drop` panics has its second payload
 //!   forgotten, never dropped.
+//! - [`install_quiet_panic_hook`]: an opt-in hook that keeps contained
+//!   panics off stderr and records where they were raised, for the text.
 //!
 //! # Example
 //!
@@ -59,14 +61,16 @@
 )]
 
 mod dispose;
+mod hook;
 pub mod plain;
 mod text;
 
 pub use dispose::{
     Caught, DropPanicked, Payload, call_contained, dispose, drop_contained, take_message,
 };
+pub use hook::{install_quiet_panic_hook, restore_panic_hook};
 pub use plain::{Limits, Plain, PlainError};
-pub use text::{Exit, Phase, exit_text, panic_message, panic_text, timeout_text};
+pub use text::{Exit, Phase, exit_text, panic_message, panic_text, panic_text_at, timeout_text};
 
 /// Whether panics unwind in this build, so that rho can contain them.
 ///

@@ -74,6 +74,39 @@ pub fn panic_text(tool: &str, phase: Phase, message: Option<&str>) -> String {
         Phase::Tool => format!("tool `{tool}` panicked"),
         Phase::Answer => format!("tool `{tool}` panicked while its answer was made plain data"),
     };
+    with_message(what, message)
+}
+
+/// [`panic_text`], followed by where the panic was raised when that is
+/// known (see [`install_quiet_panic_hook`](crate::install_quiet_panic_hook)).
+///
+/// ```
+/// use rho_untrusted::{Phase, panic_text_at};
+/// assert_eq!(
+///     panic_text_at("grep", Phase::Tool, Some("oops"), Some("src/grep.rs:10:5")),
+///     "tool `grep` panicked at src/grep.rs:10:5: oops",
+/// );
+/// ```
+pub fn panic_text_at(
+    tool: &str,
+    phase: Phase,
+    message: Option<&str>,
+    location: Option<&str>,
+) -> String {
+    let Some(location) = location else {
+        return panic_text(tool, phase, message);
+    };
+    let what = match phase {
+        Phase::Gate => format!("the gate of tool `{tool}` panicked at {location}"),
+        Phase::Tool => format!("tool `{tool}` panicked at {location}"),
+        Phase::Answer => {
+            format!("tool `{tool}` panicked at {location} while its answer was made plain data")
+        }
+    };
+    with_message(what, message)
+}
+
+fn with_message(what: String, message: Option<&str>) -> String {
     match message {
         Some(message) => format!("{what}: {message}"),
         None => format!("{what} (with a payload that is not text)"),
