@@ -140,6 +140,7 @@ impl Executor for TokioExecutor {
         TokioTask {
             join: self.handle.spawn(future),
             killed: false,
+            consumed: false,
         }
     }
 
@@ -156,25 +157,64 @@ impl Executor for TokioExecutor {
 pub struct TokioTask<T> {
     join: JoinHandle<T>,
     killed: bool,
+    /// The join handle resolved: its output was taken (tokio panics when a
+    /// finished handle is polled again).
+    consumed: bool,
 }
 
 impl<T: Send + 'static> Future for TokioTask<T> {
     type Output = Joined<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Joined<T>> {
-        let joined = match ready!(Pin::new(&mut self.join).poll(cx)) {
+        if self.consumed {
+            // Polled after it resolved; a task ends once.
+            return Poll::Pending;
+        }
+        let output = ready!(Pin::new(&mut self.join).poll(cx));
+        self.consumed = true;
+        let joined = match output {
             Ok(value) => Joined::Done(value),
-            Err(error) if error.is_panic() => {
-                // The payload is foreign: forget it rather than run its Drop
-                // here, in the loop.
-                std::mem::forget(error.into_panic());
-                Joined::Crashed
+            Err(error) => {
+                let panicked = forget_panic(error);
+                if self.killed {
+                    // A future whose Drop panicked while being killed was
+                    // still killed.
+                    Joined::Killed
+                } else if panicked {
+                    Joined::Crashed
+                } else {
+                    // Cancelled without our kill: the runtime shut down.
+                    Joined::Lost
+                }
             }
-            Err(_cancelled) if self.killed => Joined::Killed,
-            // Cancelled without our kill: the runtime shut down.
-            Err(_cancelled) => Joined::Lost,
         };
         Poll::Ready(joined)
+    }
+}
+
+/// Whether `error` was a panic; its payload is foreign, so it is forgotten
+/// rather than dropped (its `Drop` would run here, in the loop).
+fn forget_panic(error: tokio::task::JoinError) -> bool {
+    if error.is_panic() {
+        std::mem::forget(error.into_panic());
+        true
+    } else {
+        false
+    }
+}
+
+impl<T> Drop for TokioTask<T> {
+    fn drop(&mut self) {
+        // Dropping a JoinHandle whose task has finished drops the task's
+        // output here, and a panic payload is output too. Take it out first
+        // and forget it. (A task that finishes after this check drops its
+        // output on the worker that ran it.)
+        if !self.consumed && self.join.is_finished() {
+            let mut cx = Context::from_waker(std::task::Waker::noop());
+            if let Poll::Ready(Err(error)) = Pin::new(&mut self.join).poll(&mut cx) {
+                forget_panic(error);
+            }
+        }
     }
 }
 

@@ -49,6 +49,8 @@ pub struct CallHandle<E: Executor> {
     running_since: Option<Instant>,
     running_reported: bool,
     deadline: Option<Pin<Box<E::Sleep>>>,
+    /// The task's end, once seen, until it is reported.
+    joined: Option<Joined<TaskEnd>>,
     ended: bool,
 }
 
@@ -77,6 +79,7 @@ impl<E: Executor> CallHandle<E> {
             running_since: None,
             running_reported: false,
             deadline: None,
+            joined: None,
             ended: false,
         }
     }
@@ -131,26 +134,25 @@ impl<E: Executor> CallHandle<E> {
         if self.ended {
             return Poll::Ready(None);
         }
-        if let Poll::Ready(joined) = Pin::new(&mut self.task).poll(cx) {
-            return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined))));
-        }
-        let seen = self.notice.look(cx.waker());
-        if seen.abort {
-            self.task.kill();
-            let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
-            return Poll::Ready(Some(CallEvent::Ended(end)));
-        }
-        if seen.running && self.running_since.is_none() {
-            self.running_since = Some(Instant::now());
-            self.deadline = Some(Box::pin(self.executor.sleep(self.timeout)));
-        }
-        if let Some(deadline) = &mut self.deadline {
-            if deadline.as_mut().poll(cx).is_ready() {
-                self.task.kill();
-                let end = self.finish_exit(Outcome::TimedOut, Exit::TimedOut(self.timeout));
-                return Poll::Ready(Some(CallEvent::Ended(end)));
+        if self.joined.is_none() {
+            if let Poll::Ready(joined) = Pin::new(&mut self.task).poll(cx) {
+                self.joined = Some(joined);
             }
         }
+        let seen = self.notice.look(cx.waker());
+        if self.running_since.is_none() {
+            if let Some(at) = seen.running_at {
+                self.running_since = Some(at);
+                if self.joined.is_none() {
+                    // The clock counts from the notice itself, not from the
+                    // moment this loop got round to looking.
+                    let left = self.timeout.saturating_sub(at.elapsed());
+                    self.deadline = Some(Box::pin(self.executor.sleep(left)));
+                }
+            }
+        }
+        // A call that ran reports Running before it reports its end, even
+        // when it finished before the loop first looked.
         if let Some(since) = self.running_since {
             if !self.running_reported {
                 self.running_reported = true;
@@ -158,8 +160,23 @@ impl<E: Executor> CallHandle<E> {
                     call_id: self.call_id.clone(),
                     tool: self.tool.clone(),
                     task: self.task_id,
-                    waited: since - self.started,
+                    waited: since.saturating_duration_since(self.started),
                 })));
+            }
+        }
+        if let Some(joined) = self.joined.take() {
+            return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined))));
+        }
+        if seen.abort {
+            self.task.kill();
+            let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
+            return Poll::Ready(Some(CallEvent::Ended(end)));
+        }
+        if let Some(deadline) = &mut self.deadline {
+            if deadline.as_mut().poll(cx).is_ready() {
+                self.task.kill();
+                let end = self.finish_exit(Outcome::TimedOut, Exit::TimedOut(self.timeout));
+                return Poll::Ready(Some(CallEvent::Ended(end)));
             }
         }
         Poll::Pending
@@ -227,8 +244,11 @@ impl<E: Executor> CallHandle<E> {
         self.deadline = None;
         let now = Instant::now();
         let (waited, ran) = match self.running_since {
-            Some(since) => (since - self.started, Some(now - since)),
-            None => (now - self.started, None),
+            Some(since) => (
+                since.saturating_duration_since(self.started),
+                Some(now.saturating_duration_since(since)),
+            ),
+            None => (now.saturating_duration_since(self.started), None),
         };
         self.tell_watch(outcome);
         CallEnd {

@@ -6,6 +6,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
+use std::time::Instant;
 
 #[derive(Debug, Default)]
 pub(crate) struct Notice {
@@ -14,7 +15,7 @@ pub(crate) struct Notice {
 
 #[derive(Debug, Default)]
 struct State {
-    running: bool,
+    running_at: Option<Instant>,
     abort: bool,
     loop_waker: Option<Waker>,
 }
@@ -22,7 +23,8 @@ struct State {
 /// What the loop saw when it looked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Seen {
-    pub(crate) running: bool,
+    /// When the task said "running" (the gate allowed), if it has.
+    pub(crate) running_at: Option<Instant>,
     pub(crate) abort: bool,
 }
 
@@ -34,10 +36,14 @@ impl Notice {
     }
 
     /// Called by the task once its gate allowed: the call is running.
+    ///
+    /// The moment is recorded here, in the task, so the loop's clock starts
+    /// at the notice even when the loop looks later.
     pub(crate) fn set_running(&self) {
+        let now = Instant::now();
         let waker = {
             let mut state = self.lock();
-            state.running = true;
+            state.running_at = Some(now);
             state.loop_waker.take()
         };
         if let Some(waker) = waker {
@@ -66,7 +72,7 @@ impl Notice {
             slot => *slot = Some(waker.clone()),
         }
         Seen {
-            running: state.running,
+            running_at: state.running_at,
             abort: state.abort,
         }
     }
