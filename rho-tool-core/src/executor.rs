@@ -32,6 +32,11 @@ pub enum Joined<T> {
 ///   unwind. It must not block and must not panic, even when the runtime is
 ///   shutting down (the handle then resolves [`Joined::Lost`]).
 /// - [`sleep`](Executor::sleep) is the runtime's timer; it must not panic.
+/// - A clone should not keep the runtime alive: every in-flight call's
+///   [`CallHandle`](crate::CallHandle) holds one, and a runtime kept alive by
+///   its calls can never go away, so they could never end as "executor
+///   gone". (tokio's `Handle` and a weak reference to a smol executor do
+///   not keep theirs alive.)
 pub trait Executor: Clone + Send + Sync + 'static {
     /// The handle of a spawned task.
     type Handle<T: Send + 'static>: TaskHandle<T>;
