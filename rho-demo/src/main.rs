@@ -9,7 +9,8 @@
 //! call the gate denies.
 //!
 //! `cargo run -p rho-demo` prints readable lines; `-- --json` prints one JSON
-//! object a line.
+//! object a line; `-- --runtime smol` runs the same tools and gate on smol
+//! instead of tokio.
 
 #![forbid(unsafe_code)]
 #![warn(
@@ -23,23 +24,26 @@ mod print;
 mod tools;
 
 use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use rho_exec_smol::SmolExecutor;
 use rho_exec_tokio::TokioExecutor;
-use rho_tool_core::{CallEnd, Gate, Runner, Tool, ToolCall, Verdict, async_trait};
+use rho_tool_core::{CallEnd, Executor, Gate, Runner, Tool, ToolCall, Verdict, async_trait};
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use crate::print::{DemoEvent, Printer};
 
 /// The demo's gate: a person approves deploys (it takes them about a
 /// second), nobody may delete directories, everything else is allowed.
-struct DemoGate {
-    events: mpsc::UnboundedSender<DemoEvent>,
+/// Written once for any executor: it waits on the executor's own timer.
+struct DemoGate<E> {
+    executor: E,
+    events: mpsc::Sender<DemoEvent>,
 }
 
 #[async_trait]
-impl Gate for DemoGate {
+impl<E: Executor> Gate for DemoGate<E> {
     async fn check(&self, call: &ToolCall, tool: &dyn Tool) -> Verdict {
         match tool.name() {
             "deploy" => {
@@ -47,7 +51,7 @@ impl Gate for DemoGate {
                     call_id: call.id.clone(),
                     tool: tool.name().to_owned(),
                 });
-                tokio::time::sleep(Duration::from_millis(1000)).await;
+                self.executor.sleep(Duration::from_millis(1000)).await;
                 Verdict::Allow
             }
             "rm_rf" => Verdict::deny("deleting directory trees needs a person at the keyboard"),
@@ -94,28 +98,21 @@ fn script() -> Vec<(ToolCall, Arc<dyn Tool>)> {
     ]
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let json = std::env::args().skip(1).any(|arg| arg == "--json");
-    // The panic of `flaky_lint` is reported in its end line, with where it
-    // was raised; the quiet hook keeps it from being printed over the demo.
-    rho_untrusted::install_quiet_panic_hook();
-
-    let executor = match TokioExecutor::current() {
-        Ok(executor) => executor,
-        Err(error) => {
-            eprintln!("rho-demo: {error}");
-            std::process::exit(1);
-        }
-    };
-    let (events, mut received) = mpsc::unbounded_channel();
-    let runner = Runner::new(executor).with_gate(Arc::new(DemoGate {
+/// Runs the scripted turn on `executor` and prints its events as they come.
+fn run_turn<E: Executor>(executor: E, printer: &mut Printer) {
+    let (events, received) = mpsc::channel();
+    let gate = DemoGate {
+        executor: executor.clone(),
         events: events.clone(),
-    }));
-    let mut printer = Printer::new(json, Instant::now());
+    };
+    let runner = Runner::new(executor.clone()).with_gate(Arc::new(gate));
 
     let calls = script();
     let total = calls.len();
+    // The loop side of each call runs as its own task beside the others, so
+    // the printer sees events in the order they happen. The handles are kept:
+    // on smol, dropping a task's handle would cancel it.
+    let mut loop_tasks = Vec::with_capacity(total);
     for (call, tool) in calls {
         printer.print(&DemoEvent::Start {
             call_id: call.id.clone(),
@@ -124,20 +121,18 @@ async fn main() {
         });
         let mut handle = runner.start(call, tool);
         let events = events.clone();
-        // The loop side of each call runs beside the others, so the printer
-        // sees events in the order they happen.
-        tokio::spawn(async move {
+        loop_tasks.push(executor.spawn(async move {
             while let Some(event) = handle.next_event().await {
                 let _ = events.send(DemoEvent::from(event));
             }
-        });
+        }));
     }
     drop(runner);
     drop(events);
 
     let mut ends: Vec<CallEnd> = Vec::with_capacity(total);
     while ends.len() < total {
-        let Some(event) = received.recv().await else {
+        let Ok(event) = received.recv() else {
             break;
         };
         printer.print(&event);
@@ -146,4 +141,53 @@ async fn main() {
         }
     }
     printer.summary(&ends);
+}
+
+fn main() {
+    let mut json = false;
+    let mut runtime = "tokio".to_owned();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--json" => json = true,
+            "--runtime" => runtime = args.next().unwrap_or_default(),
+            other => fail(&format!(
+                "unknown argument `{other}` (use --json, --runtime tokio|smol)"
+            )),
+        }
+    }
+    // The panic of `flaky_lint` is reported in its end line, with where it
+    // was raised; the quiet hook keeps it from being printed over the demo.
+    rho_untrusted::install_quiet_panic_hook();
+    let mut printer = Printer::new(json, &runtime, Instant::now());
+
+    match runtime.as_str() {
+        "tokio" => {
+            let tokio = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap_or_else(|error| fail(&format!("cannot start tokio: {error}")));
+            let executor = TokioExecutor::new(tokio.handle().clone())
+                .unwrap_or_else(|error| fail(&error.to_string()));
+            run_turn(executor, &mut printer);
+        }
+        "smol" => {
+            let smol = Arc::new(smol::Executor::new());
+            for _ in 0..2 {
+                let smol = smol.clone();
+                // Detached worker threads; they end with the process.
+                std::thread::spawn(move || {
+                    smol::block_on(smol.run(smol::future::pending::<()>()));
+                });
+            }
+            run_turn(SmolExecutor::new(smol.clone()), &mut printer);
+        }
+        other => fail(&format!("unknown runtime `{other}` (use tokio or smol)")),
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("rho-demo: {message}");
+    std::process::exit(2);
 }

@@ -34,6 +34,7 @@ impl From<CallEvent> for DemoEvent {
 
 pub(crate) struct Printer {
     json: bool,
+    runtime: String,
     started: Instant,
 }
 
@@ -42,8 +43,12 @@ fn millis(duration: Duration) -> u128 {
 }
 
 impl Printer {
-    pub(crate) fn new(json: bool, started: Instant) -> Self {
-        Self { json, started }
+    pub(crate) fn new(json: bool, runtime: &str, started: Instant) -> Self {
+        Self {
+            json,
+            runtime: runtime.to_owned(),
+            started,
+        }
     }
 
     pub(crate) fn print(&mut self, event: &DemoEvent) {
@@ -130,14 +135,15 @@ impl Printer {
         if self.json {
             println!(
                 "{}",
-                json!({ "event": "turn_end", "calls": ends.len(), "outcomes": counts,
-                        "took_ms": took.as_secs_f64() * 1000.0 })
+                json!({ "event": "turn_end", "runtime": self.runtime, "calls": ends.len(),
+                        "outcomes": counts, "took_ms": took.as_secs_f64() * 1000.0 })
             );
         } else {
             let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
             println!(
-                "\n{} calls in {:.2}s: {}; the loop was never blocked.",
+                "\n{} calls on {} in {:.2}s: {}; the loop was never blocked.",
                 ends.len(),
+                self.runtime,
                 took.as_secs_f64(),
                 parts.join(", ")
             );

@@ -16,9 +16,9 @@ impl Tool for ReadFile {
     fn description(&self) -> &str {
         "Reads a file of the project."
     }
-    async fn run(&self, args: serde_json::Value, _cx: ToolContext) -> ToolOutput {
+    async fn run(&self, args: serde_json::Value, cx: ToolContext) -> ToolOutput {
         let path = args["path"].as_str().unwrap_or("?");
-        tokio::time::sleep(Duration::from_millis(40)).await;
+        cx.sleep(Duration::from_millis(40)).await;
         ToolOutput::text(format!(
             "{path}: 12 lines, fn main() {{ println!(\"hi\") }}"
         ))
@@ -41,8 +41,8 @@ impl Tool for Deploy {
     fn timeout(&self) -> Duration {
         Duration::from_millis(500)
     }
-    async fn run(&self, _args: serde_json::Value, _cx: ToolContext) -> ToolOutput {
-        tokio::time::sleep(Duration::from_millis(150)).await;
+    async fn run(&self, _args: serde_json::Value, cx: ToolContext) -> ToolOutput {
+        cx.sleep(Duration::from_millis(150)).await;
         ToolOutput::text("deployed build 4711 to staging")
     }
 }
@@ -61,8 +61,8 @@ impl Tool for SlowBuild {
     fn timeout(&self) -> Duration {
         Duration::from_millis(800)
     }
-    async fn run(&self, _args: serde_json::Value, _cx: ToolContext) -> ToolOutput {
-        tokio::time::sleep(Duration::from_secs(3600)).await;
+    async fn run(&self, _args: serde_json::Value, cx: ToolContext) -> ToolOutput {
+        cx.sleep(Duration::from_secs(3600)).await;
         ToolOutput::text("unreachable: the loop kills this call at 800ms")
     }
 }
@@ -84,8 +84,8 @@ impl Tool for Flaky {
     fn description(&self) -> &str {
         "Lints; crashes on odd inputs."
     }
-    async fn run(&self, _args: serde_json::Value, _cx: ToolContext) -> ToolOutput {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    async fn run(&self, _args: serde_json::Value, cx: ToolContext) -> ToolOutput {
+        cx.sleep(Duration::from_millis(100)).await;
         std::panic::panic_any(InternalState {
             _cache: vec![0; 64],
         })
@@ -112,8 +112,8 @@ impl Tool for Screenshot {
     fn description(&self) -> &str {
         "Takes a screenshot of the app."
     }
-    async fn run(&self, _args: serde_json::Value, _cx: ToolContext) -> ToolOutput {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    async fn run(&self, _args: serde_json::Value, cx: ToolContext) -> ToolOutput {
+        cx.sleep(Duration::from_millis(200)).await;
         ToolOutput::image(
             Image::new("image/png", PIXEL_PNG.to_vec()),
             "the app's main window",
@@ -132,8 +132,8 @@ impl Tool for Grep {
     fn description(&self) -> &str {
         "Searches the project."
     }
-    async fn run(&self, args: serde_json::Value, _cx: ToolContext) -> ToolOutput {
-        tokio::time::sleep(Duration::from_millis(120)).await;
+    async fn run(&self, args: serde_json::Value, cx: ToolContext) -> ToolOutput {
+        cx.sleep(Duration::from_millis(120)).await;
         let pattern = args["pattern"].as_str().unwrap_or_default().to_owned();
         ToolOutput::text("3 matches in 2 files").with_details(serde_json::json!({
             "pattern": pattern,
@@ -171,8 +171,8 @@ impl Tool for AgentScript {
     fn is_untrusted(&self) -> bool {
         true
     }
-    async fn run(&self, _args: serde_json::Value, _cx: ToolContext) -> ToolOutput {
-        tokio::time::sleep(Duration::from_millis(80)).await;
+    async fn run(&self, _args: serde_json::Value, cx: ToolContext) -> ToolOutput {
+        cx.sleep(Duration::from_millis(80)).await;
         ToolOutput::text("7 TODOs").with_details(ScriptReport {
             name: "count_todos",
             checked: u128::MAX,

@@ -12,7 +12,7 @@ use crate::gate::{AllowAll, Gate, Verdict};
 use crate::handle::CallHandle;
 use crate::notice::Notice;
 use crate::result::ToolResult;
-use crate::tool::{Tool, ToolContext};
+use crate::tool::{ExecutorTimer, Timer, Tool, ToolContext};
 use crate::watch::Watch;
 
 /// How the task of a call ended, as plain data: this is all that crosses
@@ -48,6 +48,7 @@ pub struct Runner<E> {
     gate: Arc<dyn Gate>,
     watch: Option<Arc<dyn Watch>>,
     limits: Arc<Limits>,
+    timer: Arc<dyn Timer>,
 }
 
 impl<E: fmt::Debug> fmt::Debug for Runner<E> {
@@ -65,6 +66,7 @@ impl<E: Executor> Runner<E> {
     /// and the default [`Limits`].
     pub fn new(executor: E) -> Self {
         Self {
+            timer: Arc::new(ExecutorTimer(executor.clone())),
             executor,
             gate: Arc::new(AllowAll),
             watch: None,
@@ -118,6 +120,7 @@ impl<E: Executor> Runner<E> {
                     notice.clone(),
                     task,
                     self.limits.clone(),
+                    self.timer.clone(),
                 );
                 (name, timeout, self.executor.spawn(body))
             }
@@ -170,6 +173,7 @@ async fn run_task(
     notice: Arc<Notice>,
     task: TaskId,
     limits: Arc<Limits>,
+    timer: Arc<dyn Timer>,
 ) -> TaskEnd {
     let verdict = Contained::start(|| gate.check(&call, tool.as_ref())).await;
     match verdict {
@@ -186,7 +190,7 @@ async fn run_task(
     notice.set_running();
 
     let ToolCall { id, arguments, .. } = call;
-    let context = ToolContext::new(id, task);
+    let context = ToolContext::new(id, task, timer);
     let output = match Contained::start(|| tool.run(arguments, context)).await {
         Ok(output) => output,
         Err(caught) => {

@@ -1,10 +1,15 @@
 //! The `Tool` trait: what the model can call.
 
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use crate::call::TaskId;
+use crate::executor::Executor;
 use crate::output::ToolOutput;
 
 /// The timeout of a tool that does not choose its own: two minutes.
@@ -87,16 +92,23 @@ pub trait Tool: Send + Sync {
     async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput;
 }
 
-/// What a running tool knows about its call.
-#[derive(Debug, Clone)]
+/// What a running tool knows about its call, and the runtime's timer.
+///
+/// Cheap to clone.
+#[derive(Clone)]
 pub struct ToolContext {
     call_id: String,
     task: TaskId,
+    timer: Arc<dyn Timer>,
 }
 
 impl ToolContext {
-    pub(crate) fn new(call_id: String, task: TaskId) -> Self {
-        Self { call_id, task }
+    pub(crate) fn new(call_id: String, task: TaskId, timer: Arc<dyn Timer>) -> Self {
+        Self {
+            call_id,
+            task,
+            timer,
+        }
     }
 
     /// The id of the call being run.
@@ -107,5 +119,37 @@ impl ToolContext {
     /// The task the call runs in.
     pub fn task(&self) -> TaskId {
         self.task
+    }
+
+    /// Waits for `duration` on the timer of the executor the call runs on.
+    ///
+    /// A tool that waits this way runs unchanged on tokio, on smol, or on
+    /// any other [`Executor`].
+    pub fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        self.timer.sleep(duration)
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("task", &self.task)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An executor's timer, with its type erased so that tools need not be
+/// generic over the executor.
+pub(crate) trait Timer: Send + Sync {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+}
+
+/// The timer of executor `E`.
+pub(crate) struct ExecutorTimer<E>(pub(crate) E);
+
+impl<E: Executor> Timer for ExecutorTimer<E> {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        Box::pin(self.0.sleep(duration))
     }
 }
