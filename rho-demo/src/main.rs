@@ -39,18 +39,13 @@ use crate::print::{DemoEvent, Printer};
 /// Written once for any executor: it waits on the executor's own timer.
 struct DemoGate<E> {
     executor: E,
-    events: mpsc::Sender<DemoEvent>,
 }
 
 #[async_trait]
 impl<E: Executor> Gate for DemoGate<E> {
-    async fn check(&self, call: &ToolCall, tool: &dyn Tool) -> Verdict {
+    async fn check(&self, _call: &ToolCall, tool: &dyn Tool) -> Verdict {
         match tool.name() {
             "deploy" => {
-                let _ = self.events.send(DemoEvent::AwaitingApproval {
-                    call_id: call.id.clone(),
-                    tool: tool.name().to_owned(),
-                });
                 self.executor.sleep(Duration::from_millis(1000)).await;
                 Verdict::Allow
             }
@@ -103,7 +98,6 @@ fn run_turn<E: Executor>(executor: E, printer: &mut Printer) {
     let (events, received) = mpsc::channel();
     let gate = DemoGate {
         executor: executor.clone(),
-        events: events.clone(),
     };
     let runner = Runner::new(executor.clone()).with_gate(Arc::new(gate));
 
@@ -136,6 +130,9 @@ fn run_turn<E: Executor>(executor: E, printer: &mut Printer) {
             break;
         };
         printer.print(&event);
+        if let DemoEvent::Other = event {
+            continue;
+        }
         if let DemoEvent::End(end) = event {
             ends.push(end);
         }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rho_tool_core::{CallEnd, CallEvent, Content, Running};
+use rho_tool_core::{CallEnd, CallEvent, Content, Running, Update};
 use serde_json::json;
 
 /// What the demo prints.
@@ -15,25 +15,36 @@ pub(crate) enum DemoEvent {
         tool: String,
         arguments: serde_json::Value,
     },
-    /// The gate asked a person and is waiting.
-    AwaitingApproval { call_id: String, tool: String },
+    /// The gate did not answer at once: a person is being asked.
+    AwaitingApproval { call_id: String },
     /// The gate allowed; the clock started.
     Running(Running),
+    /// A partial result of a running tool.
+    Update(Update),
     /// The call ended.
     End(CallEnd),
+    /// Something this demo does not show.
+    Other,
 }
 
 impl From<CallEvent> for DemoEvent {
     fn from(event: CallEvent) -> Self {
         match event {
+            CallEvent::AwaitingGate(call_id) => DemoEvent::AwaitingApproval { call_id },
             CallEvent::Running(running) => DemoEvent::Running(running),
+            CallEvent::Update(update) => DemoEvent::Update(update),
             CallEvent::Ended(end) => DemoEvent::End(end),
+            // CallEvent is non-exhaustive: later kinds of progress are not
+            // shown by this demo.
+            _ => DemoEvent::Other,
         }
     }
 }
 
 pub(crate) struct Printer {
     json: bool,
+    /// Each call's tool, for the events that carry only the call's id.
+    tools: BTreeMap<String, String>,
     runtime: String,
     started: Instant,
 }
@@ -46,6 +57,7 @@ impl Printer {
     pub(crate) fn new(json: bool, runtime: &str, started: Instant) -> Self {
         Self {
             json,
+            tools: BTreeMap::new(),
             runtime: runtime.to_owned(),
             started,
         }
@@ -53,23 +65,40 @@ impl Printer {
 
     pub(crate) fn print(&mut self, event: &DemoEvent) {
         let at = self.started.elapsed();
+        if let DemoEvent::Start { call_id, tool, .. } = event {
+            self.tools.insert(call_id.clone(), tool.clone());
+        }
         if self.json {
             println!("{}", Self::json_line(at, event));
         } else {
-            println!("{:>7.3}s  {}", at.as_secs_f64(), Self::text_line(event));
+            println!("{:>7.3}s  {}", at.as_secs_f64(), self.text_line(event));
         }
     }
 
-    fn text_line(event: &DemoEvent) -> String {
+    fn tool_of(&self, call_id: &str) -> &str {
+        self.tools.get(call_id).map_or("?", String::as_str)
+    }
+
+    fn text_line(&self, event: &DemoEvent) -> String {
         match event {
             DemoEvent::Start {
                 call_id,
                 tool,
                 arguments,
             } => format!("start     {call_id:<7} {tool:<12} {arguments}"),
-            DemoEvent::AwaitingApproval { call_id, tool } => {
-                format!("approval  {call_id:<7} {tool:<12} waiting for a person to approve")
+            DemoEvent::AwaitingApproval { call_id } => {
+                format!(
+                    "approval  {call_id:<7} {:<12} waiting for a person to approve",
+                    self.tool_of(call_id)
+                )
             }
+            DemoEvent::Update(update) => format!(
+                "update    {:<7} {:<12} {}",
+                update.call_id,
+                self.tool_of(&update.call_id),
+                update.partial
+            ),
+            DemoEvent::Other => String::new(),
             DemoEvent::Running(running) => format!(
                 "running   {:<7} {:<12} clock starts now (waited {} ms for approval)",
                 running.call_id,
@@ -109,9 +138,14 @@ impl Printer {
                 "event": "tool_execution_start", "at_ms": at_ms,
                 "call_id": call_id, "tool": tool, "arguments": arguments,
             }),
-            DemoEvent::AwaitingApproval { call_id, tool } => json!({
-                "event": "tool_approval_wait", "at_ms": at_ms, "call_id": call_id, "tool": tool,
+            DemoEvent::AwaitingApproval { call_id } => json!({
+                "event": "tool_approval_wait", "at_ms": at_ms, "call_id": call_id,
             }),
+            DemoEvent::Update(update) => json!({
+                "event": "tool_execution_update", "at_ms": at_ms, "call_id": update.call_id,
+                "partial": update.partial, "dropped_before": update.dropped_before,
+            }),
+            DemoEvent::Other => json!({ "event": "other", "at_ms": at_ms }),
             DemoEvent::Running(running) => json!({
                 "event": "tool_execution_running", "at_ms": at_ms, "call_id": running.call_id,
                 "tool": running.tool,

@@ -62,6 +62,12 @@ impl Tool for SlowBuild {
         Duration::from_millis(800)
     }
     async fn run(&self, _args: serde_json::Value, cx: ToolContext) -> ToolOutput {
+        for (done, crate_name) in ["serde", "tokio", "rho-tool-core"].iter().enumerate() {
+            cx.sleep(Duration::from_millis(150)).await;
+            // Progress for the host's screen, while the tool runs.
+            let _ = cx
+                .update(&serde_json::json!({ "compiled": crate_name, "done": done + 1, "of": 40 }));
+        }
         cx.sleep(Duration::from_secs(3600)).await;
         ToolOutput::text("unreachable: the loop kills this call at 800ms")
     }

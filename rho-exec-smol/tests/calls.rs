@@ -82,8 +82,14 @@ fn a_gate_that_waits_longer_than_the_timeout_then_allows_succeeds() {
     let mut handle = InLoop::new(runner.start(call("c1", "deploy"), tool.into_arc()));
     assert!(!handle.get_mut().is_running());
     let first = smol::block_on(handle.get_mut().next_event());
-    let Some(CallEvent::Running(running)) = first else {
-        panic!("the first event is the running notice: {first:?}");
+    assert_eq!(
+        first,
+        Some(CallEvent::AwaitingGate("c1".to_owned())),
+        "the first event says the gate is waiting"
+    );
+    let second = smol::block_on(handle.get_mut().next_event());
+    let Some(CallEvent::Running(running)) = second else {
+        panic!("the second event is the running notice: {second:?}");
     };
     assert!(running.waited >= GATE_WAIT, "{running:?}");
     assert!(begin.elapsed() >= GATE_WAIT);

@@ -25,7 +25,8 @@ const SOON: Duration = Duration::from_secs(10);
 /// The gate waits three times the tool's timeout, then allows: the call
 /// succeeds, because the clock starts at the running notice, not when the
 /// call started. The tool waits for the loop to have seen `Running`, so the
-/// events are deterministic: exactly one `Running`, then `Ended`, then none.
+/// events are deterministic: one `AwaitingGate` (the gate did not answer at
+/// once), exactly one `Running`, then `Ended`, then none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_waiting_longer_than_the_timeout_then_allowing_succeeds_with_one_running_event() {
     const GATE_WAIT: Duration = Duration::from_millis(1500);
@@ -53,9 +54,14 @@ async fn a_gate_waiting_longer_than_the_timeout_then_allowing_succeeds_with_one_
     assert_eq!(handle.timeout(), TIMEOUT);
     assert!(!handle.is_running());
 
+    assert_eq!(
+        handle.next_event().await,
+        Some(CallEvent::AwaitingGate("c1".to_owned())),
+        "the waiting gate is reported first"
+    );
     let running = match handle.next_event().await {
         Some(CallEvent::Running(running)) => running,
-        other => panic!("expected Running first, got {other:?}"),
+        other => panic!("expected Running after AwaitingGate, got {other:?}"),
     };
     assert_eq!(running.call_id, "c1");
     assert_eq!(running.task, task);

@@ -89,12 +89,32 @@ pub struct CallEnd {
     pub ran: Option<Duration>,
 }
 
-/// What a call reports to the loop, in order: at most one `Running`, then
+/// A partial result a running tool reported through
+/// [`ToolContext::update`](crate::ToolContext::update), as plain data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    /// The call's id.
+    pub call_id: String,
+    /// The partial result.
+    pub partial: rho_untrusted::Plain,
+    /// How many older partial results were dropped before this one because
+    /// the loop did not take them in time (the queue keeps the newest 256).
+    pub dropped_before: u64,
+}
+
+/// What a call reports to the loop, in this order: at most one
+/// `AwaitingGate`, at most one `Running`, any number of `Update`s, then
 /// exactly one `Ended`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum CallEvent {
+    /// The gate did not answer at once: it is waiting (for a person,
+    /// say). Carries the call's id. No clock runs.
+    AwaitingGate(String),
     /// The gate allowed the call and its clock started.
     Running(Running),
+    /// The running tool reported a partial result.
+    Update(Update),
     /// The call ended.
     Ended(CallEnd),
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rho_untrusted::{Exit, call_contained, exit_text, panic_text_at};
 
 use crate::call::TaskId;
-use crate::end::{CallEnd, CallEvent, Outcome, Running};
+use crate::end::{CallEnd, CallEvent, Outcome, Running, Update};
 use crate::executor::{Executor, Joined, TaskHandle};
 use crate::notice::Notice;
 use crate::result::ToolResult;
@@ -48,6 +48,7 @@ pub struct CallHandle<E: Executor> {
     started: Instant,
     running_since: Option<Instant>,
     running_reported: bool,
+    gate_wait_reported: bool,
     deadline: Option<Pin<Box<E::Sleep>>>,
     /// The task's end, once seen, until it is reported.
     joined: Option<Joined<TaskEnd>>,
@@ -78,6 +79,7 @@ impl<E: Executor> CallHandle<E> {
             started: Instant::now(),
             running_since: None,
             running_reported: false,
+            gate_wait_reported: false,
             deadline: None,
             joined: None,
             ended: false,
@@ -123,8 +125,10 @@ impl<E: Executor> CallHandle<E> {
         }
     }
 
-    /// The next thing the call reports: at most one [`CallEvent::Running`],
-    /// then one [`CallEvent::Ended`]; `None` after that.
+    /// The next thing the call reports, in this order: at most one
+    /// [`CallEvent::AwaitingGate`], at most one [`CallEvent::Running`], any
+    /// number of [`CallEvent::Update`]s, then exactly one
+    /// [`CallEvent::Ended`]; `None` after that.
     pub async fn next_event(&mut self) -> Option<CallEvent> {
         std::future::poll_fn(|cx| self.poll_event(cx)).await
     }
@@ -140,6 +144,10 @@ impl<E: Executor> CallHandle<E> {
             }
         }
         let seen = self.notice.look(cx.waker());
+        if seen.gate_waiting && !self.gate_wait_reported {
+            self.gate_wait_reported = true;
+            return Poll::Ready(Some(CallEvent::AwaitingGate(self.call_id.clone())));
+        }
         if self.running_since.is_none() {
             if let Some(at) = seen.running_at {
                 self.running_since = Some(at);
@@ -151,8 +159,8 @@ impl<E: Executor> CallHandle<E> {
                 }
             }
         }
-        // A call that ran reports Running before it reports its end, even
-        // when it finished before the loop first looked.
+        // A call that ran reports Running before anything else of its run,
+        // even when it finished before the loop first looked.
         if let Some(since) = self.running_since {
             if !self.running_reported {
                 self.running_reported = true;
@@ -164,20 +172,33 @@ impl<E: Executor> CallHandle<E> {
                 })));
             }
         }
-        if let Some(joined) = self.joined.take() {
-            return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined))));
-        }
-        if seen.abort {
-            self.task.kill();
-            let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
-            return Poll::Ready(Some(CallEvent::Ended(end)));
-        }
-        if let Some(deadline) = &mut self.deadline {
-            if deadline.as_mut().poll(cx).is_ready() {
+        if self.joined.is_none() {
+            // The host and the clock come before partial results: a tool
+            // that reports without pause must not outrun its deadline.
+            if seen.abort {
                 self.task.kill();
-                let end = self.finish_exit(Outcome::TimedOut, Exit::TimedOut(self.timeout));
+                let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
                 return Poll::Ready(Some(CallEvent::Ended(end)));
             }
+            if let Some(deadline) = &mut self.deadline {
+                if deadline.as_mut().poll(cx).is_ready() {
+                    self.task.kill();
+                    let end = self.finish_exit(Outcome::TimedOut, Exit::TimedOut(self.timeout));
+                    return Poll::Ready(Some(CallEvent::Ended(end)));
+                }
+            }
+        }
+        if seen.has_update {
+            if let Some((partial, dropped_before)) = self.notice.take_update() {
+                return Poll::Ready(Some(CallEvent::Update(Update {
+                    call_id: self.call_id.clone(),
+                    partial,
+                    dropped_before,
+                })));
+            }
+        }
+        if let Some(joined) = self.joined.take() {
+            return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined))));
         }
         Poll::Pending
     }
@@ -241,6 +262,7 @@ impl<E: Executor> CallHandle<E> {
 
     fn finish(&mut self, outcome: Outcome, result: ToolResult) -> CallEnd {
         self.ended = true;
+        self.notice.close();
         self.deadline = None;
         let now = Instant::now();
         let (waited, ran) = match self.running_since {
@@ -282,8 +304,8 @@ impl<E: Executor> Future for CallHandle<E> {
         let this = self.get_mut();
         loop {
             match this.poll_event(cx) {
-                Poll::Ready(Some(CallEvent::Running(_))) => continue,
                 Poll::Ready(Some(CallEvent::Ended(end))) => return Poll::Ready(end),
+                Poll::Ready(Some(_progress)) => continue,
                 Poll::Ready(None) | Poll::Pending => return Poll::Pending,
             }
         }
@@ -293,6 +315,7 @@ impl<E: Executor> Future for CallHandle<E> {
 impl<E: Executor> Drop for CallHandle<E> {
     fn drop(&mut self) {
         if !self.ended {
+            self.notice.close();
             self.task.kill();
             self.tell_watch(Outcome::Aborted);
         }

@@ -82,7 +82,7 @@ mod tool;
 mod watch;
 
 pub use call::{TaskId, ToolCall};
-pub use end::{CallEnd, CallEvent, Outcome, Running};
+pub use end::{CallEnd, CallEvent, Outcome, Running, Update};
 pub use executor::{Executor, Joined, TaskHandle};
 pub use gate::{AllowAll, Gate, Verdict};
 pub use handle::{AbortHandle, CallHandle};

@@ -1,6 +1,8 @@
 //! Starting a call: one task per call, gate first, then the tool.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use rho_untrusted::{Caught, Limits, Phase, call_contained};
@@ -113,15 +115,16 @@ impl<E: Executor> Runner<E> {
         let call_id = call.id.clone();
         let (tool_name, timeout, handle) = match metadata {
             Ok((name, timeout)) => {
-                let body = run_task(
+                let body = CallTask {
                     call,
                     tool,
-                    self.gate.clone(),
-                    notice.clone(),
+                    gate: self.gate.clone(),
+                    notice: notice.clone(),
                     task,
-                    self.limits.clone(),
-                    self.timer.clone(),
-                );
+                    limits: self.limits.clone(),
+                    timer: self.timer.clone(),
+                }
+                .run();
                 (name, timeout, self.executor.spawn(body))
             }
             Err(caught) => {
@@ -163,10 +166,8 @@ pub fn start<E: Executor>(
         .start(call, tool)
 }
 
-/// The body of a call's task. Only rho's code runs here unguarded: every
-/// foreign future is polled and dropped through [`Contained`], and the
-/// answer is made plain data before the task ends.
-async fn run_task(
+/// Everything a call's task owns.
+struct CallTask {
     call: ToolCall,
     tool: Arc<dyn Tool>,
     gate: Arc<dyn Gate>,
@@ -174,43 +175,71 @@ async fn run_task(
     task: TaskId,
     limits: Arc<Limits>,
     timer: Arc<dyn Timer>,
-) -> TaskEnd {
-    let verdict = Contained::start(|| gate.check(&call, tool.as_ref())).await;
-    match verdict {
-        Ok(Verdict::Allow) => {}
-        Ok(Verdict::Deny { reason }) => return TaskEnd::Denied(reason),
-        Err(caught) => {
-            return TaskEnd::Panicked {
-                phase: Phase::Gate,
-                caught,
-            };
-        }
-    }
-    drop(gate);
-    notice.set_running();
+}
 
-    let ToolCall { id, arguments, .. } = call;
-    let context = ToolContext::new(id, task, timer);
-    let output = match Contained::start(|| tool.run(arguments, context)).await {
-        Ok(output) => output,
-        Err(caught) => {
-            return TaskEnd::Panicked {
-                phase: Phase::Tool,
-                caught,
-            };
+impl CallTask {
+    /// The body of a call's task. Only rho's code runs here unguarded:
+    /// every foreign future is polled and dropped through [`Contained`], and
+    /// the answer is made plain data before the task ends.
+    async fn run(self) -> TaskEnd {
+        let CallTask {
+            call,
+            tool,
+            gate,
+            notice,
+            task,
+            limits,
+            timer,
+        } = self;
+        let mut check = Contained::start(|| gate.check(&call, tool.as_ref()));
+        let mut told_waiting = false;
+        let verdict = std::future::poll_fn(|cx| {
+            let polled = Pin::new(&mut check).poll(cx);
+            if polled.is_pending() && !told_waiting {
+                // The gate did not answer at once: someone is being asked.
+                told_waiting = true;
+                notice.set_gate_waiting();
+            }
+            polled
+        })
+        .await;
+        drop(check);
+        match verdict {
+            Ok(Verdict::Allow) => {}
+            Ok(Verdict::Deny { reason }) => return TaskEnd::Denied(reason),
+            Err(caught) => {
+                return TaskEnd::Panicked {
+                    phase: Phase::Gate,
+                    caught,
+                };
+            }
         }
-    };
-    match output.to_result(&limits) {
-        Ok(result) => TaskEnd::Answered(result),
-        Err(error) => match error.panic_message() {
-            Some(message) => TaskEnd::Panicked {
-                phase: Phase::Answer,
-                caught: Caught {
-                    message: message.map(str::to_owned),
-                    location: None,
+        drop(gate);
+        notice.set_running();
+
+        let ToolCall { id, arguments, .. } = call;
+        let context = ToolContext::new(id, task, timer, notice, limits.clone());
+        let output = match Contained::start(|| tool.run(arguments, context)).await {
+            Ok(output) => output,
+            Err(caught) => {
+                return TaskEnd::Panicked {
+                    phase: Phase::Tool,
+                    caught,
+                };
+            }
+        };
+        match output.to_result(&limits) {
+            Ok(result) => TaskEnd::Answered(result),
+            Err(error) => match error.panic_message() {
+                Some(message) => TaskEnd::Panicked {
+                    phase: Phase::Answer,
+                    caught: Caught {
+                        message: message.map(str::to_owned),
+                        location: None,
+                    },
                 },
+                None => TaskEnd::Unusable(error.to_string()),
             },
-            None => TaskEnd::Unusable(error.to_string()),
-        },
+        }
     }
 }

@@ -8,8 +8,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use rho_untrusted::{Limits, PlainError, call_contained, plain};
+use serde::Serialize;
+
 use crate::call::TaskId;
 use crate::executor::Executor;
+use crate::notice::Notice;
 use crate::output::ToolOutput;
 
 /// The timeout of a tool that does not choose its own: two minutes.
@@ -100,15 +104,51 @@ pub struct ToolContext {
     call_id: String,
     task: TaskId,
     timer: Arc<dyn Timer>,
+    notice: Arc<Notice>,
+    limits: Arc<Limits>,
 }
 
 impl ToolContext {
-    pub(crate) fn new(call_id: String, task: TaskId, timer: Arc<dyn Timer>) -> Self {
+    pub(crate) fn new(
+        call_id: String,
+        task: TaskId,
+        timer: Arc<dyn Timer>,
+        notice: Arc<Notice>,
+        limits: Arc<Limits>,
+    ) -> Self {
         Self {
             call_id,
             task,
             timer,
+            notice,
+            limits,
         }
+    }
+
+    /// Reports a partial result while the tool runs (progress, a first
+    /// page of output). The loop gets it as [`CallEvent::Update`](crate::CallEvent::Update).
+    ///
+    /// The value is made plain data here, inside the call's task, under the
+    /// runner's [`Limits`]; its `Serialize` never runs in the loop. Updates
+    /// reported after the call ended are ignored; a loop that falls behind
+    /// gets the newest 256 and a count of those dropped.
+    ///
+    /// # Errors
+    ///
+    /// The [`PlainError`] when the value could not be made plain data (a
+    /// limit, an error or a panic of its `Serialize`); nothing is reported
+    /// then.
+    pub fn update<T: Serialize + ?Sized>(&self, partial: &T) -> Result<(), PlainError> {
+        let plain = match call_contained(|| plain::to_plain(partial, &self.limits)) {
+            Ok(converted) => converted?,
+            Err(caught) => {
+                return Err(PlainError::Panicked {
+                    message: caught.message,
+                });
+            }
+        };
+        self.notice.push_update(plain);
+        Ok(())
     }
 
     /// The id of the call being run.
