@@ -26,6 +26,9 @@ pub enum Outcome {
     Aborted,
     /// The executor went away while the call was in flight.
     ExecutorGone,
+    /// The call was refused before anything ran: an unknown or disabled
+    /// tool, arguments that do not fit its schema.
+    Refused,
 }
 
 impl Outcome {
@@ -39,6 +42,7 @@ impl Outcome {
             Outcome::TimedOut => "timed_out",
             Outcome::Aborted => "aborted",
             Outcome::ExecutorGone => "executor_gone",
+            Outcome::Refused => "refused",
         }
     }
 

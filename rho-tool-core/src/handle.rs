@@ -220,6 +220,7 @@ impl<E: Executor> CallHandle<E> {
                     self.tool
                 )),
             ),
+            Joined::Done(TaskEnd::Refused(result)) => (Outcome::Refused, result),
             Joined::Done(TaskEnd::Denied(reason)) => (
                 Outcome::Denied,
                 ToolResult::error(format!(
@@ -272,8 +273,7 @@ impl<E: Executor> CallHandle<E> {
             ),
             None => (now.saturating_duration_since(self.started), None),
         };
-        self.tell_watch(outcome);
-        CallEnd {
+        let end = CallEnd {
             call_id: self.call_id.clone(),
             tool: self.tool.clone(),
             task: self.task_id,
@@ -281,12 +281,14 @@ impl<E: Executor> CallHandle<E> {
             result,
             waited,
             ran,
-        }
+        };
+        self.tell_watch(&end);
+        end
     }
 
-    fn tell_watch(&self, outcome: Outcome) {
+    fn tell_watch(&self, end: &CallEnd) {
         if let Some(watch) = &self.watch {
-            let _ = call_contained(|| watch.ended(&self.tool, self.task_id, outcome));
+            let _ = call_contained(|| watch.ended(end));
         }
     }
 }
@@ -317,7 +319,10 @@ impl<E: Executor> Drop for CallHandle<E> {
         if !self.ended {
             self.notice.close();
             self.task.kill();
-            self.tell_watch(Outcome::Aborted);
+            if self.watch.is_some() {
+                let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
+                drop(end);
+            }
         }
     }
 }

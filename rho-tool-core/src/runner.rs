@@ -27,6 +27,8 @@ pub(crate) enum TaskEnd {
     Unusable(String),
     /// The gate denied the call.
     Denied(String),
+    /// The call was refused before it started.
+    Refused(ToolResult),
     /// The gate, the tool or the answer's own code panicked.
     Panicked { phase: Phase, caught: Caught },
 }
@@ -97,6 +99,27 @@ impl<E: Executor> Runner<E> {
     /// The executor calls run on.
     pub fn executor(&self) -> &E {
         &self.executor
+    }
+
+    /// A call that ends at once, refused with `result`, without a gate, a
+    /// tool or a watch: for an unknown or disabled tool, or arguments that
+    /// do not fit the tool's schema. It ends with [`Outcome::Refused`](crate::Outcome::Refused)
+    /// through the same [`CallHandle`] as every other call, so a host's
+    /// loop treats all calls alike.
+    pub fn refuse(&self, call: ToolCall, result: ToolResult) -> CallHandle<E> {
+        let handle = self
+            .executor
+            .spawn(std::future::ready(TaskEnd::Refused(result)));
+        CallHandle::new(
+            self.executor.clone(),
+            handle,
+            Arc::new(Notice::default()),
+            None,
+            call.id,
+            call.name,
+            TaskId::next(),
+            std::time::Duration::ZERO,
+        )
     }
 
     /// Starts `call` of `tool` as one task; await the handle for its end.

@@ -1,12 +1,15 @@
 //! The hook through which a tool's source learns of each of its calls.
 
 use crate::call::{TaskId, ToolCall};
-use crate::end::Outcome;
+use crate::end::CallEnd;
 
 /// Told of each call's task when it starts and how it ended.
 ///
 /// The runner calls [`started`](Watch::started) before the task is spawned
-/// and [`ended`](Watch::ended) once, when the loop has the call's result.
+/// and [`ended`](Watch::ended) once, when the loop has the call's result
+/// (a call the host drops unfinished ends as aborted). A call refused
+/// before it started ([`Runner::refuse`](crate::Runner::refuse)) is not
+/// told: no task of any tool ran.
 /// Both run in the loop: they must be quick (hand slow work to a queue). A
 /// panic in either is contained and changes nothing about the call.
 ///
@@ -18,8 +21,9 @@ pub trait Watch: Send + Sync {
         let _ = (call, task);
     }
 
-    /// The call of tool `tool` that ran in `task` ended with `outcome`.
-    fn ended(&self, tool: &str, task: TaskId, outcome: Outcome) {
-        let _ = (tool, task, outcome);
+    /// The call that ran in `end.task` ended: its outcome and the result
+    /// the model gets (plain data).
+    fn ended(&self, end: &CallEnd) {
+        let _ = end;
     }
 }

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use rho_exec_tokio::TokioExecutor;
 use rho_tool_core::{
-    Gate, Outcome, TaskId, Tool, ToolCall, ToolContext, ToolOutput, Verdict, Watch, async_trait,
+    CallEnd, Gate, Outcome, TaskId, Tool, ToolCall, ToolContext, ToolOutput, Verdict, Watch,
+    async_trait,
 };
 
 /// A boxed, sendable future.
@@ -487,11 +488,11 @@ impl Watch for RecordingWatch {
             .push((call.id.clone(), task));
     }
 
-    fn ended(&self, tool: &str, task: TaskId, outcome: Outcome) {
+    fn ended(&self, end: &CallEnd) {
         self.ended
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((tool.to_owned(), task, outcome));
+            .push((end.tool.clone(), end.task, end.outcome));
     }
 }
 
@@ -503,7 +504,10 @@ impl Watch for PanickingWatch {
         panic!("the watch panicked when told that {} started", call.id);
     }
 
-    fn ended(&self, tool: &str, _task: TaskId, outcome: Outcome) {
-        panic!("the watch panicked when told that {tool} ended {outcome}");
+    fn ended(&self, end: &CallEnd) {
+        panic!(
+            "the watch panicked when told that {} ended {}",
+            end.tool, end.outcome
+        );
     }
 }
