@@ -1,0 +1,190 @@
+//! A tool's health as [`Accounting`](crate::Accounting) counts it, and a
+//! table of it for host screens.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rho_tool_core::Outcome;
+
+use crate::quarantine::Quarantine;
+
+/// One tool's counts, last error and quarantine, at the moment it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ToolHealth {
+    /// The tool's name.
+    pub tool: String,
+    /// Calls started (including those still in flight).
+    pub calls: u64,
+    /// Calls that answered successfully.
+    pub succeeded: u64,
+    /// Calls that answered with the tool's own error.
+    pub failed: u64,
+    /// Calls the gate denied (never counted against the tool).
+    pub denied: u64,
+    /// Calls that panicked (counted against the tool).
+    pub crashed: u64,
+    /// Calls killed at their timeout (counted against the tool).
+    pub timed_out: u64,
+    /// Calls the host aborted (never counted against the tool).
+    pub aborted: u64,
+    /// Calls whose executor went away (never counted against the tool).
+    pub executor_gone: u64,
+    /// The counted failures (crashes and timeouts) that count towards a
+    /// quarantine now.
+    pub strikes: u32,
+    /// The last failure, crash, timeout or lost executor, in words.
+    pub last_error: Option<String>,
+    /// The quarantine, while the tool is quarantined.
+    pub quarantine: Option<Quarantine>,
+}
+
+impl ToolHealth {
+    /// Calls that ended, of any class.
+    pub fn ended(&self) -> u64 {
+        self.succeeded
+            + self.failed
+            + self.denied
+            + self.crashed
+            + self.timed_out
+            + self.aborted
+            + self.executor_gone
+    }
+
+    /// Calls started and not yet ended.
+    pub fn in_flight(&self) -> u64 {
+        self.calls.saturating_sub(self.ended())
+    }
+
+    /// Whether the tool is quarantined.
+    pub fn is_quarantined(&self) -> bool {
+        self.quarantine.is_some()
+    }
+}
+
+/// The counters of one tool, each its own atomic: counting an end takes no
+/// lock.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    calls: AtomicU64,
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+    denied: AtomicU64,
+    crashed: AtomicU64,
+    timed_out: AtomicU64,
+    aborted: AtomicU64,
+    executor_gone: AtomicU64,
+}
+
+impl Counts {
+    pub(crate) fn started(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn ended(&self, outcome: Outcome) {
+        let counter = match outcome {
+            Outcome::Succeeded => &self.succeeded,
+            Outcome::Failed => &self.failed,
+            Outcome::Denied => &self.denied,
+            Outcome::Crashed => &self.crashed,
+            Outcome::TimedOut => &self.timed_out,
+            Outcome::Aborted => &self.aborted,
+            Outcome::ExecutorGone => &self.executor_gone,
+            // A class this version does not know: counted as a call only.
+            _ => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts, into a health record of `tool`.
+    pub(crate) fn read(&self, tool: &str) -> ToolHealth {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        ToolHealth {
+            tool: tool.to_owned(),
+            calls: load(&self.calls),
+            succeeded: load(&self.succeeded),
+            failed: load(&self.failed),
+            denied: load(&self.denied),
+            crashed: load(&self.crashed),
+            timed_out: load(&self.timed_out),
+            aborted: load(&self.aborted),
+            executor_gone: load(&self.executor_gone),
+            ..ToolHealth::default()
+        }
+    }
+}
+
+/// Every tool's health as a text table, one row per tool, for a host's
+/// screen or log.
+///
+/// ```
+/// use rho_registry::Accounting;
+///
+/// let table = Accounting::default().health_table().to_string();
+/// assert!(table.starts_with("tool"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthTable {
+    rows: Vec<ToolHealth>,
+}
+
+impl HealthTable {
+    /// A table of `rows`.
+    pub fn new(rows: Vec<ToolHealth>) -> Self {
+        Self { rows }
+    }
+
+    /// The rows.
+    pub fn rows(&self) -> &[ToolHealth] {
+        &self.rows
+    }
+}
+
+impl fmt::Display for HealthTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self
+            .rows
+            .iter()
+            .map(|row| row.tool.chars().count())
+            .chain([4])
+            .max()
+            .unwrap_or(4);
+        writeln!(
+            f,
+            "{:<width$}  {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}  state",
+            "tool", "calls", "ok", "failed", "crash", "t/out", "abort", "denied", "gone"
+        )?;
+        for row in &self.rows {
+            let state = match &row.quarantine {
+                Some(q) => format!("quarantined after {}", count(q.failures, "failure")),
+                None if row.strikes > 0 => format!("enabled, {}", count(row.strikes, "strike")),
+                None => "enabled".to_owned(),
+            };
+            writeln!(
+                f,
+                "{:<width$}  {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}  {state}",
+                row.tool,
+                row.calls,
+                row.succeeded,
+                row.failed,
+                row.crashed,
+                row.timed_out,
+                row.aborted,
+                row.denied,
+                row.executor_gone,
+            )?;
+            if let Some(last) = &row.last_error {
+                writeln!(f, "{:<width$}  last error: {last}", "")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `n` things, in words: "1 strike", "2 strikes".
+fn count(n: u32, thing: &str) -> String {
+    match n {
+        1 => format!("1 {thing}"),
+        n => format!("{n} {thing}s"),
+    }
+}

@@ -1,0 +1,200 @@
+//! `Queued`: a policy whose hooks run off the loop, for a source that is
+//! slow to hear about calls.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::time::Duration;
+
+use rho_tool_core::untrusted::call_contained;
+use rho_tool_core::{Outcome, TaskId, ToolResult};
+
+use crate::policy::{Disabled, Ended, SourcePolicy};
+
+/// Wraps a policy whose [`started`](SourcePolicy::started) and
+/// [`ended`](SourcePolicy::ended) may be slow or block: the loop only puts
+/// each event on a channel (one allocation, no waiting) and a [`Drain`]
+/// elsewhere hands the events to the inner policy, in order.
+///
+/// [`disabled`](SourcePolicy::disabled) is a question the look-up needs
+/// answered at once, so it still goes to the inner policy directly: keep it
+/// quick, and do not hold a lock in the slow hooks that it needs.
+///
+/// The inner policy hears of each end a little later than the loop does;
+/// with [`Accounting`](crate::Accounting) inside, a quarantine takes effect
+/// when the drain gets to the strike that causes it, so a few calls may
+/// still start meanwhile. The channel is unbounded: a policy that stays
+/// slower than the calls' rate makes it grow.
+///
+/// ```
+/// use std::sync::Arc;
+/// use rho_registry::{Accounting, Queued, Source};
+///
+/// let accounting = Arc::new(Accounting::default());
+/// let queued = Queued::on_thread(accounting.clone()).expect("a thread");
+/// let source = Source::untrusted("agent-written").with_policy(Arc::new(queued));
+/// # let _ = source;
+/// ```
+pub struct Queued {
+    inner: Arc<dyn SourcePolicy>,
+    sender: Sender<Event>,
+    pending: Arc<AtomicUsize>,
+}
+
+/// Hands a [`Queued`] policy's events to the inner policy. Runs wherever the
+/// host likes: [`run`](Drain::run) on a thread of its own, or
+/// [`drain`](Drain::drain) now and then.
+pub struct Drain {
+    inner: Arc<dyn SourcePolicy>,
+    receiver: Receiver<Event>,
+    pending: Arc<AtomicUsize>,
+}
+
+#[derive(Debug)]
+enum Event {
+    Started {
+        tool: String,
+        task: TaskId,
+    },
+    Ended {
+        tool: String,
+        task: TaskId,
+        outcome: Outcome,
+        timeout: Duration,
+        result: Option<ToolResult>,
+    },
+}
+
+impl Queued {
+    /// `inner` behind a queue, and the drain that empties it.
+    pub fn new(inner: Arc<dyn SourcePolicy>) -> (Self, Drain) {
+        let (sender, receiver) = channel();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let queued = Self {
+            inner: inner.clone(),
+            sender,
+            pending: pending.clone(),
+        };
+        let drain = Drain {
+            inner,
+            receiver,
+            pending,
+        };
+        (queued, drain)
+    }
+
+    /// `inner` behind a queue drained by a thread of its own (named
+    /// `rho-registry-queue`), which ends once this `Queued` is dropped and
+    /// the queue is empty.
+    ///
+    /// # Errors
+    ///
+    /// When the thread cannot be spawned.
+    pub fn on_thread(inner: Arc<dyn SourcePolicy>) -> std::io::Result<Self> {
+        let (queued, drain) = Self::new(inner);
+        std::thread::Builder::new()
+            .name("rho-registry-queue".to_owned())
+            .spawn(move || drain.run())?;
+        Ok(queued)
+    }
+
+    /// Events queued and not yet handled by the inner policy.
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    fn send(&self, event: Event) {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        if self.sender.send(event).is_err() {
+            // The drain is gone: nobody will hear of it.
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl SourcePolicy for Queued {
+    fn started(&self, tool: &str, task: TaskId) {
+        self.send(Event::Started {
+            tool: tool.to_owned(),
+            task,
+        });
+    }
+
+    fn ended(&self, end: &Ended<'_>) {
+        self.send(Event::Ended {
+            tool: end.tool.to_owned(),
+            task: end.task,
+            outcome: end.outcome,
+            timeout: end.timeout,
+            result: end.result.cloned(),
+        });
+    }
+
+    fn disabled(&self, tool: &str) -> Option<Disabled> {
+        self.inner.disabled(tool)
+    }
+}
+
+impl Drain {
+    /// Hands events to the inner policy as they come, until every sender
+    /// (the [`Queued`]) is gone and the queue is empty. Blocks: run it on a
+    /// thread of its own.
+    pub fn run(self) {
+        while let Ok(event) = self.receiver.recv() {
+            self.handle(event);
+        }
+    }
+
+    /// Hands the events queued now to the inner policy, without waiting for
+    /// more; returns how many there were.
+    pub fn drain(&self) -> usize {
+        let mut handled = 0;
+        loop {
+            match self.receiver.try_recv() {
+                Ok(event) => {
+                    self.handle(event);
+                    handled += 1;
+                }
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return handled,
+            }
+        }
+    }
+
+    fn handle(&self, event: Event) {
+        // A panic of the inner policy loses that one event, not the drain.
+        let _ = call_contained(|| match &event {
+            Event::Started { tool, task } => self.inner.started(tool, *task),
+            Event::Ended {
+                tool,
+                task,
+                outcome,
+                timeout,
+                result,
+            } => {
+                let mut ended = Ended::new(tool, *task, *outcome, *timeout);
+                if let Some(result) = result {
+                    ended = ended.with_result(result);
+                }
+                self.inner.ended(&ended);
+            }
+        });
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl fmt::Debug for Queued {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queued")
+            .field("pending", &self.pending())
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for Drain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Drain")
+            .field("pending", &self.pending.load(Ordering::Acquire))
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,212 @@
+//! `ToolRegistry`: the tools of all sources, by name.
+
+use std::fmt;
+use std::sync::Arc;
+
+use rho_tool_core::untrusted::drop_contained;
+use rho_tool_core::{CallEnd, CallHandle, Executor, Runner, TaskId, ToolCall, Watch};
+
+use crate::entry::{Entry, ToolInfo};
+use crate::error::RegistryError;
+use crate::flights::{self, Flight};
+use crate::policy::Ended;
+use crate::resolve::{Refusal, Resolved};
+use crate::snapshot::{Shared, Snapshot};
+use crate::source::{Source, SourceHandle};
+use crate::suggest;
+
+/// The tools a host offers the model, gathered from sources.
+///
+/// Cheap to clone; clones share everything. Look-ups
+/// ([`resolve`](ToolRegistry::resolve), [`start`](ToolRegistry::start)) and
+/// listings ([`tools`](ToolRegistry::tools)) read an immutable snapshot and
+/// never wait for a change in progress; sources change their tools through
+/// their [`SourceHandle`] at any time.
+///
+/// The registry is also the runner's [`Watch`]: build the runner with
+/// [`Runner::with_watch`]`(registry.watch())` and each source's
+/// [`SourcePolicy`](crate::SourcePolicy) is told of the calls of its tools.
+pub struct ToolRegistry {
+    shared: Arc<Shared>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self {
+            shared: Arc::new(Shared::new()),
+        }
+    }
+
+    /// Registers `source`; add its tools through the returned handle.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::DuplicateSource`] when a source of that name is
+    /// registered.
+    pub fn add_source(&self, source: Source) -> Result<SourceHandle, RegistryError> {
+        let source = Arc::new(source);
+        self.shared.update(|snapshot| {
+            if snapshot.sources.contains_key(source.name()) {
+                return Err(RegistryError::DuplicateSource {
+                    name: source.name().to_owned(),
+                });
+            }
+            snapshot
+                .sources
+                .insert(source.name().to_owned(), source.clone());
+            Ok(())
+        })?;
+        Ok(SourceHandle::new(self.shared.clone(), source))
+    }
+
+    /// Removes the source `name` and all its tools, at once; returns whether
+    /// there was one. Calls in flight finish (and their source is still
+    /// told how they ended); the source's handles stop working.
+    pub fn remove_source(&self, name: &str) -> bool {
+        let removed: Result<bool, RegistryError> = self.shared.update(|snapshot| {
+            let Some(source) = snapshot.sources.remove(name) else {
+                return Ok(false);
+            };
+            snapshot
+                .tools
+                .retain(|_, entry| !Arc::ptr_eq(&entry.source, &source));
+            Ok(true)
+        });
+        removed.unwrap_or(false)
+    }
+
+    /// The names of the registered sources, sorted.
+    pub fn sources(&self) -> Vec<String> {
+        self.shared.load().sources.keys().cloned().collect()
+    }
+
+    /// The tools for the model, sorted by name: every registered tool its
+    /// source has not disabled.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        let snapshot = self.shared.load();
+        enabled(&snapshot)
+            .map(|entry| ToolInfo::clone(&entry.info))
+            .collect()
+    }
+
+    /// Looks up the tool `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Refusal::Unknown`] (with the nearest names) when no tool has that
+    /// name; [`Refusal::Disabled`] when its source disabled it. Either gives
+    /// the model's error result with [`Refusal::to_result`], or a finished
+    /// call with [`Refusal::start`].
+    pub fn resolve(&self, name: &str) -> Result<Resolved, Refusal> {
+        let snapshot = self.shared.load();
+        let Some(entry) = snapshot.tools.get(name) else {
+            let names = enabled(&snapshot).map(Entry::name);
+            return Err(Refusal::Unknown {
+                name: name.to_owned(),
+                nearest: suggest::nearest(name, names),
+            });
+        };
+        match entry.source.disabled(name) {
+            Some(disabled) => Err(Refusal::Disabled {
+                name: name.to_owned(),
+                source_name: entry.source.name().to_owned(),
+                disabled,
+            }),
+            None => Ok(Resolved::new(self.shared.id, entry.clone())),
+        }
+    }
+
+    /// Starts `call` on `runner`: its tool if the registry has it (see
+    /// [`Resolved::start`]), otherwise a call that ends at once with the
+    /// refusal's error result (see [`Refusal::start`]). Either way the host
+    /// awaits one [`CallHandle`], as for any call.
+    pub fn start<E: Executor>(&self, runner: &Runner<E>, call: ToolCall) -> CallHandle<E> {
+        match self.resolve(&call.name) {
+            Ok(resolved) => resolved.start(runner, call),
+            Err(refusal) => refusal.start(runner, call),
+        }
+    }
+
+    /// The registry as the runner's watch: `Runner::with_watch(registry.watch())`.
+    pub fn watch(&self) -> Arc<dyn Watch> {
+        Arc::new(self.clone())
+    }
+
+    /// How many calls of tools whose source has a policy are in flight (told
+    /// `started`, not yet `ended`).
+    pub fn in_flight(&self) -> usize {
+        self.shared.flights.len()
+    }
+}
+
+fn enabled(snapshot: &Snapshot) -> impl Iterator<Item = &Entry> {
+    snapshot
+        .tools
+        .values()
+        .filter(|entry| entry.source.disabled(entry.name()).is_none())
+}
+
+/// Routes each call to its tool's source.
+///
+/// Both hooks run in the loop and do a little bookkeeping (one short lock
+/// of one of sixteen shards) before calling the source's policy, whose
+/// panics are contained. A call started through the registry
+/// ([`ToolRegistry::start`], [`Resolved::start`]) is told to the source of
+/// the tool that runs, exactly; a call the host started with
+/// [`Runner::start`] directly is attributed by its name in the current
+/// registry, and ignored if no tool has that name.
+impl Watch for ToolRegistry {
+    fn started(&self, call: &ToolCall, task: TaskId) {
+        let entry = flights::take_pending(self.shared.id)
+            .or_else(|| self.shared.load().tools.get(&call.name).cloned());
+        let Some(entry) = entry else {
+            return;
+        };
+        if !entry.source.has_policy() {
+            return;
+        }
+        let timeout = entry.timeout();
+        let source = entry.source.clone();
+        let info = entry.info.clone();
+        self.shared.flights.insert(task, Flight { entry, timeout });
+        source.started(&info.name, task);
+    }
+
+    fn ended(&self, end: &CallEnd) {
+        let Some(flight) = self.shared.flights.remove(end.task) else {
+            return;
+        };
+        let ended = Ended::new(flight.entry.name(), end.task, end.outcome, flight.timeout)
+            .with_result(&end.result);
+        flight.entry.source.ended(&ended);
+        // Perhaps the last `Arc` of a removed tool: its `Drop` is the
+        // source's code.
+        let _ = drop_contained(flight);
+    }
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clone for ToolRegistry {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let snapshot = self.shared.load();
+        f.debug_struct("ToolRegistry")
+            .field("sources", &snapshot.sources.keys().collect::<Vec<_>>())
+            .field("tools", &snapshot.tools.keys().collect::<Vec<_>>())
+            .field("in_flight", &self.shared.flights.len())
+            .finish()
+    }
+}

@@ -1,0 +1,90 @@
+//! The registry's state as immutable snapshots: readers clone an `Arc`,
+//! writers build the next snapshot and swap it in.
+//!
+//! A look-up holds the read lock only for the time of one `Arc` clone, and
+//! never while a writer builds the next snapshot (writers queue on their
+//! own mutex and take the write lock only to swap the pointer). So a
+//! reader sees a whole snapshot, before or after a change, never part of
+//! one: a batch of tools appears and disappears at once, and a tool is
+//! never visible before all of its metadata is.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use rho_tool_core::untrusted::drop_contained;
+
+use crate::entry::Entry;
+use crate::flights::Flights;
+use crate::source::Source;
+
+/// One version of the registry.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Snapshot {
+    /// Every tool by name; a `BTreeMap`, so listings come sorted by name.
+    pub(crate) tools: BTreeMap<String, Entry>,
+    /// Every source by name.
+    pub(crate) sources: BTreeMap<String, Arc<Source>>,
+}
+
+impl Snapshot {
+    /// Whether `source` (this very source, not another of the same name) is
+    /// registered.
+    pub(crate) fn has_source(&self, source: &Arc<Source>) -> bool {
+        self.sources
+            .get(source.name())
+            .is_some_and(|known| Arc::ptr_eq(known, source))
+    }
+}
+
+/// What every clone of a registry and every source handle share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Tells this registry's pending starts from another's (see
+    /// [`Flights`]).
+    pub(crate) id: u64,
+    current: RwLock<Arc<Snapshot>>,
+    writer: Mutex<()>,
+    pub(crate) flights: Flights,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            current: RwLock::new(Arc::new(Snapshot::default())),
+            writer: Mutex::new(()),
+            flights: Flights::default(),
+        }
+    }
+
+    /// The current snapshot.
+    pub(crate) fn load(&self) -> Arc<Snapshot> {
+        // No code that can panic runs under this lock.
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Applies `change` to a copy of the current snapshot and makes the copy
+    /// current, unless `change` fails (then nothing changes).
+    pub(crate) fn update<R, E>(
+        &self,
+        change: impl FnOnce(&mut Snapshot) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut next = Snapshot::clone(&self.load());
+        let answer = change(&mut next)?;
+        let previous = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(PoisonError::into_inner),
+            Arc::new(next),
+        );
+        // The old snapshot (and with it, perhaps, the last `Arc` of a removed
+        // tool, whose `Drop` is the source's code) is dropped here, outside
+        // the lock and contained.
+        let _ = drop_contained(previous);
+        Ok(answer)
+    }
+}
