@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use rho_exec_smol::SmolExecutor;
 use rho_exec_tokio::TokioExecutor;
+use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
 use rho_tool_core::{CallEnd, Executor, Gate, Runner, Tool, ToolCall, Verdict, async_trait};
 use serde_json::json;
 
@@ -55,65 +56,88 @@ impl<E: Executor> Gate for DemoGate<E> {
     }
 }
 
-fn script() -> Vec<(ToolCall, Arc<dyn Tool>)> {
-    let call = |id: &str, name: &str, args| ToolCall::new(id, name, args);
+/// The tools, from two sources: the host's own, and the tools the agent
+/// wrote itself, whose source quarantines a tool after two crashes or
+/// timeouts.
+fn registry() -> (ToolRegistry, Arc<Accounting>) {
+    let registry = ToolRegistry::new();
+    let builtin: [Arc<dyn Tool>; 6] = [
+        Arc::new(tools::Deploy),
+        Arc::new(tools::ReadFile),
+        Arc::new(tools::SlowBuild),
+        Arc::new(tools::Screenshot),
+        Arc::new(tools::Grep),
+        Arc::new(tools::RemoveAll),
+    ];
+    let agent: [Arc<dyn Tool>; 2] = [Arc::new(tools::Flaky), Arc::new(tools::AgentScript)];
+    let accounting = Arc::new(Accounting::new(QuarantineRule::after(2)));
+    let added = registry
+        .add_source(Source::trusted("builtin"))
+        .and_then(|source| source.add_all(builtin))
+        .and_then(|()| {
+            registry.add_source(Source::untrusted("agent").with_policy(accounting.clone()))
+        })
+        .and_then(|source| source.add_all(agent));
+    if let Err(error) = added {
+        fail(&format!("cannot register the demo's tools: {error}"));
+    }
+    (registry, accounting)
+}
+
+/// The model's first message: one call of each kind.
+fn first_turn() -> Vec<ToolCall> {
     vec![
-        (
-            call("call-1", "deploy", json!({ "env": "staging" })),
-            Arc::new(tools::Deploy),
-        ),
-        (
-            call("call-2", "read_file", json!({ "path": "src/main.rs" })),
-            Arc::new(tools::ReadFile),
-        ),
-        (
-            call("call-3", "cargo_build", json!({})),
-            Arc::new(tools::SlowBuild),
-        ),
-        (
-            call("call-4", "flaky_lint", json!({ "path": "src/lib.rs" })),
-            Arc::new(tools::Flaky),
-        ),
-        (
-            call("call-5", "screenshot", json!({})),
-            Arc::new(tools::Screenshot),
-        ),
-        (
-            call("call-6", "grep", json!({ "pattern": "TODO" })),
-            Arc::new(tools::Grep),
-        ),
-        (
-            call("call-7", "count_todos", json!({})),
-            Arc::new(tools::AgentScript),
-        ),
-        (
-            call("call-8", "rm_rf", json!({ "path": "/" })),
-            Arc::new(tools::RemoveAll),
-        ),
+        ToolCall::new("call-1", "deploy", json!({ "env": "staging" })),
+        ToolCall::new("call-2", "read_file", json!({ "path": "src/main.rs" })),
+        ToolCall::new("call-3", "cargo_build", json!({})),
+        ToolCall::new("call-4", "flaky_lint", json!({ "path": "src/lib.rs" })),
+        ToolCall::new("call-5", "screenshot", json!({})),
+        ToolCall::new("call-6", "grep", json!({ "pattern": "TODO" })),
+        ToolCall::new("call-7", "count_todos", json!({})),
+        ToolCall::new("call-8", "rm_rf", json!({ "path": "/" })),
     ]
 }
 
-/// Runs the scripted turn on `executor` and prints its events as they come.
-fn run_turn<E: Executor>(executor: E, printer: &mut Printer) {
-    let (events, received) = mpsc::channel();
-    let gate = DemoGate {
-        executor: executor.clone(),
-    };
-    let runner = Runner::new(executor.clone()).with_gate(Arc::new(gate));
+/// The model's second message: it retries the crashed lint (its second
+/// crash quarantines the agent's tool) and misspells a tool name.
+fn second_turn() -> Vec<ToolCall> {
+    vec![
+        ToolCall::new("call-9", "flaky_lint", json!({ "path": "src/main.rs" })),
+        ToolCall::new("call-10", "grpe", json!({ "pattern": "FIXME" })),
+    ]
+}
 
-    let calls = script();
+/// The model's third message: the lint once more, now refused.
+fn third_turn() -> Vec<ToolCall> {
+    vec![ToolCall::new(
+        "call-11",
+        "flaky_lint",
+        json!({ "path": "src/print.rs" }),
+    )]
+}
+
+/// Runs one model message's calls side by side on `executor` and prints
+/// their events as they come.
+fn run_turn<E: Executor>(
+    executor: &E,
+    registry: &ToolRegistry,
+    runner: &Runner<E>,
+    calls: Vec<ToolCall>,
+    printer: &mut Printer,
+) -> Vec<CallEnd> {
+    let (events, received) = mpsc::channel();
     let total = calls.len();
     // The loop side of each call runs as its own task beside the others, so
     // the printer sees events in the order they happen. The handles are kept:
     // on smol, dropping a task's handle would cancel it.
     let mut loop_tasks = Vec::with_capacity(total);
-    for (call, tool) in calls {
+    for call in calls {
         printer.print(&DemoEvent::Start {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
         });
-        let mut handle = runner.start(call, tool);
+        let mut handle = registry.start(runner, call);
         let events = events.clone();
         loop_tasks.push(executor.spawn(async move {
             while let Some(event) = handle.next_event().await {
@@ -121,7 +145,6 @@ fn run_turn<E: Executor>(executor: E, printer: &mut Printer) {
             }
         }));
     }
-    drop(runner);
     drop(events);
 
     let mut ends: Vec<CallEnd> = Vec::with_capacity(total);
@@ -129,15 +152,38 @@ fn run_turn<E: Executor>(executor: E, printer: &mut Printer) {
         let Ok(event) = received.recv() else {
             break;
         };
-        printer.print(&event);
         if let DemoEvent::Other = event {
             continue;
         }
+        printer.print(&event);
         if let DemoEvent::End(end) = event {
             ends.push(end);
         }
     }
+    ends
+}
+
+/// The whole scripted session on `executor`: two turns, then the health of
+/// the agent's tools.
+fn run_session<E: Executor>(executor: E, printer: &mut Printer) {
+    let (registry, accounting) = registry();
+    let gate = DemoGate {
+        executor: executor.clone(),
+    };
+    let runner = Runner::new(executor.clone())
+        .with_gate(Arc::new(gate))
+        .with_watch(registry.watch());
+
+    printer.heading("turn 1: the model calls eight tools at once");
+    let ends = run_turn(&executor, &registry, &runner, first_turn(), printer);
     printer.summary(&ends);
+    printer.heading("turn 2: the model retries the lint and misspells a tool");
+    let ends = run_turn(&executor, &registry, &runner, second_turn(), printer);
+    printer.summary(&ends);
+    printer.heading("turn 3: the model tries the quarantined lint once more");
+    let ends = run_turn(&executor, &registry, &runner, third_turn(), printer);
+    printer.summary(&ends);
+    printer.health(&accounting.health_table().to_string());
 }
 
 fn main() {
@@ -167,7 +213,7 @@ fn main() {
                 .unwrap_or_else(|error| fail(&format!("cannot start tokio: {error}")));
             let executor = TokioExecutor::new(tokio.handle().clone())
                 .unwrap_or_else(|error| fail(&error.to_string()));
-            run_turn(executor, &mut printer);
+            run_session(executor, &mut printer);
         }
         "smol" => {
             let smol = Arc::new(smol::Executor::new());
@@ -178,7 +224,7 @@ fn main() {
                     smol::block_on(smol.run(smol::future::pending::<()>()));
                 });
             }
-            run_turn(SmolExecutor::new(smol.clone()), &mut printer);
+            run_session(SmolExecutor::new(smol.clone()), &mut printer);
         }
         other => fail(&format!("unknown runtime `{other}` (use tokio or smol)")),
     }

@@ -160,6 +160,24 @@ impl Printer {
         }
     }
 
+    /// A line that opens a part of the session.
+    pub(crate) fn heading(&self, title: &str) {
+        if self.json {
+            println!("{}", json!({ "event": "heading", "title": title }));
+        } else {
+            println!("\n== {title}");
+        }
+    }
+
+    /// The health of the agent's tools, as the source's accounting has it.
+    pub(crate) fn health(&self, table: &str) {
+        if self.json {
+            println!("{}", json!({ "event": "health", "table": table }));
+        } else {
+            println!("\n== health of the agent-written tools\n{table}");
+        }
+    }
+
     pub(crate) fn summary(&self, ends: &[CallEnd]) {
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
         for end in ends {
@@ -175,8 +193,11 @@ impl Printer {
         } else {
             let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
             println!(
-                "\n{} calls on {} in {:.2}s: {}; the loop was never blocked.",
-                ends.len(),
+                "{} on {} by {:.2}s: {}; the loop was never blocked.",
+                match ends.len() {
+                    1 => "1 call".to_owned(),
+                    n => format!("{n} calls"),
+                },
                 self.runtime,
                 took.as_secs_f64(),
                 parts.join(", ")
