@@ -135,6 +135,12 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    rust_2018_idioms,
+    unreachable_pub
+)]
 
 mod accounting;
 mod entry;
