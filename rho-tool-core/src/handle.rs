@@ -56,7 +56,7 @@ pub struct CallHandle<E: Executor> {
 }
 
 impl<E: Executor> CallHandle<E> {
-    #[allow(clippy::too_many_arguments)] // crate-private; one call site
+    #[allow(clippy::too_many_arguments)] // crate-private; only the runner builds handles
     pub(crate) fn new(
         executor: E,
         task: E::Handle<TaskEnd>,
