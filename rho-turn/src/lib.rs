@@ -1,0 +1,153 @@
+//! A turn of tool calls: all the calls of one model message, run side by
+//! side, with their progress live on the host's screens, their results back
+//! in the order the model asked, and a way for a person to stop it all.
+//!
+//! `rho-tool-core` says how one call runs safely (gate in the call's task,
+//! clock after approval, kill at the deadline, panics contained, answers
+//! made plain data). This crate is the loop side of that contract at the
+//! scale of a turn:
+//!
+//! - [`TurnRunner::turn`] makes a [`Turn`]: each call is looked up in the
+//!   [`ToolRegistry`](rho_registry::ToolRegistry), its arguments are checked
+//!   against the tool's JSON Schema *before the gate* (so no one is asked to
+//!   approve a malformed call; [`SchemaCache`]), and it is started on the
+//!   [`Runner`](rho_tool_core::Runner), with an optional bound on how many
+//!   run at once. Awaiting the turn gives one [`SessionEntry`] per call, in
+//!   the model's order.
+//! - Events ([`TurnEvent`]: `tool_execution_start`,
+//!   `tool_execution_awaiting_approval`, `tool_execution_running`,
+//!   `tool_execution_update`, `tool_execution_end`) go out on an
+//!   [`EventBus`] as things happen.
+//! - [`KeepDetails`] decides what the session keeps of each call's details;
+//!   [`OutputCap`] how much text the model reads. Subscribers always get
+//!   both whole.
+//! - [`TurnAbort`] stops one call or the whole turn from anywhere.
+//! - [`Typed`] makes a [`Tool`](rho_tool_core::Tool) of a [`TypedTool`], whose
+//!   argument type gives the schema.
+//! - Each call gets a `tracing` span after the OpenTelemetry GenAI
+//!   conventions (`execute_tool {tool}`, `gen_ai.tool.name`,
+//!   `gen_ai.tool.call.id`, `error.type` when it does not succeed).
+//!
+//! # Why a turn is one future
+//!
+//! A turn is a plain future that polls its calls' handles itself, each
+//! with a waker of its own (so only calls with news are polled), instead of
+//! a task per call that reports over channels. It needs nothing of the
+//! runtime beyond the core's [`Executor`](rho_tool_core::Executor), so the
+//! same turn runs on tokio, on smol or on the host's own executor; the
+//! calls' tasks still run in parallel on the executor, and the loop stays
+//! the one place where results and events are put in order.
+//!
+//! # Delivery guarantee of subscribers
+//!
+//! Publishing an event only puts it in each subscriber's own buffer; the
+//! turn never waits for a subscriber. A callback subscriber runs on a
+//! thread of its own; a stream subscriber is polled by the host. So a slow,
+//! stuck or panicking subscriber never blocks the turn and never costs
+//! another subscriber an event. Start, approval, running and end events are
+//! never dropped; updates are kept up to the buffer size per subscriber and
+//! then dropped oldest first, with a lag count. A panicking callback is
+//! contained on its thread, counted, and keeps getting later events. See
+//! [`EventBus`](EventBus#delivery-guarantee).
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use rho_exec_tokio::TokioExecutor;
+//! use rho_registry::{Source, ToolRegistry};
+//! use rho_tool_core::{Outcome, Runner, ToolCall, ToolContext, ToolOutput, async_trait};
+//! use rho_turn::{TurnEvent, TurnRunner, Typed, TypedTool};
+//! use serde_json::json;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct AddArgs { a: i64, b: i64 }
+//!
+//! struct Add;
+//!
+//! #[async_trait]
+//! impl TypedTool for Add {
+//!     type Args = AddArgs;
+//!     fn name(&self) -> &str { "add" }
+//!     fn description(&self) -> &str { "Adds `a` and `b`." }
+//!     async fn run(&self, args: AddArgs, _cx: ToolContext) -> ToolOutput {
+//!         ToolOutput::text((args.a + args.b).to_string())
+//!     }
+//! }
+//!
+//! let registry = ToolRegistry::new();
+//! registry.add_source(Source::trusted("builtin"))?.add(Typed::new(Add).into_arc())?;
+//!
+//! let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+//! let runner = Runner::new(TokioExecutor::new(runtime.handle().clone())?)
+//!     .with_watch(registry.watch());
+//! let turns = TurnRunner::new(runner, registry);
+//!
+//! // A screen: told of every end as it happens, on a thread of its own.
+//! let (tx, ends) = std::sync::mpsc::channel();
+//! turns.events().subscribe(move |event: &TurnEvent| {
+//!     if let TurnEvent::ToolExecutionEnd(end) = event {
+//!         let _ = tx.send((end.call.call_id.clone(), end.outcome));
+//!     }
+//! })?;
+//!
+//! let entries = runtime.block_on(turns.turn([
+//!     ToolCall::new("c1", "add", json!({ "a": 2, "b": 3 })),
+//!     ToolCall::new("c2", "add", json!({ "a": "two", "b": 3 })), // refused before its gate
+//!     ToolCall::new("c3", "sub", json!({})),                     // no such tool
+//! ]));
+//!
+//! assert_eq!(entries[0].text(), "5");
+//! assert_eq!(entries[1].outcome, Outcome::Refused);
+//! assert!(entries[1].text().contains("at `/a`: \"two\" is not of type \"integer\""));
+//! assert!(entries[2].text().contains("no such tool `sub`"));
+//! for _ in 0..3 {
+//!     let (id, outcome) = ends.recv_timeout(std::time::Duration::from_secs(5))?;
+//!     println!("{id}: {outcome}");
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    rust_2018_idioms,
+    unreachable_pub
+)]
+
+mod abort;
+mod bus;
+mod cap;
+mod entry;
+mod event;
+mod keep;
+mod mailbox;
+mod ready;
+mod report;
+mod runner;
+mod span;
+mod stream;
+mod subscriber;
+mod turn;
+mod typed;
+mod validate;
+
+pub use abort::TurnAbort;
+pub use bus::{DEFAULT_BUFFER, EventBus, SubscriberId};
+pub use cap::OutputCap;
+pub use entry::SessionEntry;
+pub use event::{
+    AwaitingApproval, CallRef, ExecutionEnd, ExecutionRunning, ExecutionStart, ExecutionUpdate,
+    TurnEvent, TurnId,
+};
+pub use keep::{KeepDetails, KeepFn, json_size};
+pub use runner::TurnRunner;
+pub use stream::EventStream;
+pub use subscriber::{Subscriber, Subscription};
+pub use turn::Turn;
+pub use typed::{Typed, TypedTool};
+pub use validate::{ArgumentError, Failure, MAX_ECHO, MAX_LISTED, SchemaCache};
+
+/// Re-exported so typed tools derive `JsonSchema` from the same `schemars`.
+pub use schemars;

@@ -1,0 +1,177 @@
+//! `TurnRunner`: what every turn of a session shares.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use rho_registry::ToolRegistry;
+use rho_tool_core::{Executor, Runner, ToolCall};
+
+use crate::bus::EventBus;
+use crate::cap::OutputCap;
+use crate::keep::KeepDetails;
+use crate::turn::Turn;
+use crate::validate::SchemaCache;
+
+/// Runs turns: the runner and registry calls go through, the subscribers,
+/// and the host's policies. Cheap to clone; clones share the event bus and
+/// the schema cache.
+///
+/// Build the [`Runner`] with the registry as its watch
+/// (`Runner::new(executor).with_watch(registry.watch())`, plus the host's
+/// gate): each source is then told of its tools' calls and can count them.
+///
+/// ```
+/// # fn demo<E: rho_tool_core::Executor>(executor: E) {
+/// use rho_registry::ToolRegistry;
+/// use rho_tool_core::Runner;
+/// use rho_turn::{KeepDetails, OutputCap, TurnRunner};
+///
+/// let registry = ToolRegistry::new();
+/// let turns = TurnRunner::new(Runner::new(executor).with_watch(registry.watch()), registry)
+///     .with_max_concurrent(8)
+///     .with_keep_details(KeepDetails::MaxBytes(4096))
+///     .with_output_cap(OutputCap::bytes(30_000));
+/// # let _ = turns;
+/// # }
+/// ```
+pub struct TurnRunner<E: Executor> {
+    config: Arc<Config<E>>,
+}
+
+#[derive(Clone)]
+pub(crate) struct Config<E: Executor> {
+    pub(crate) runner: Runner<E>,
+    pub(crate) registry: ToolRegistry,
+    pub(crate) events: EventBus,
+    pub(crate) keep: KeepDetails,
+    pub(crate) cap: Option<OutputCap>,
+    pub(crate) tool_caps: HashMap<String, Option<OutputCap>>,
+    pub(crate) max_concurrent: usize,
+    pub(crate) schemas: SchemaCache,
+    pub(crate) validate: bool,
+}
+
+impl<E: Executor> Config<E> {
+    /// The output cap for `tool`'s results: its own, else the turn's.
+    pub(crate) fn cap_for(&self, tool: &str) -> Option<OutputCap> {
+        match self.tool_caps.get(tool) {
+            Some(cap) => *cap,
+            None => self.cap,
+        }
+    }
+}
+
+impl<E: Executor> TurnRunner<E> {
+    /// Turns whose calls `runner` starts and `registry` resolves; a new
+    /// [`EventBus`], every detail kept, no output cap, no bound on
+    /// concurrent calls, arguments validated.
+    pub fn new(runner: Runner<E>, registry: ToolRegistry) -> Self {
+        Self {
+            config: Arc::new(Config {
+                runner,
+                registry,
+                events: EventBus::new(),
+                keep: KeepDetails::All,
+                cap: None,
+                tool_caps: HashMap::new(),
+                max_concurrent: usize::MAX,
+                schemas: SchemaCache::new(),
+                validate: true,
+            }),
+        }
+    }
+
+    fn change(mut self, change: impl FnOnce(&mut Config<E>)) -> Self {
+        change(Arc::make_mut(&mut self.config));
+        self
+    }
+
+    /// Publishes events on `events` (to share one bus between several
+    /// runners, say).
+    pub fn with_events(self, events: EventBus) -> Self {
+        self.change(|config| config.events = events)
+    }
+
+    /// What the session entries keep of details (default: all).
+    pub fn with_keep_details(self, keep: KeepDetails) -> Self {
+        self.change(|config| config.keep = keep)
+    }
+
+    /// Caps the text the model reads of every result (default: no cap).
+    pub fn with_output_cap(self, cap: OutputCap) -> Self {
+        self.change(|config| config.cap = Some(cap))
+    }
+
+    /// Caps the text the model reads of `tool`'s results, or (with `None`)
+    /// exempts them from the turn's cap.
+    pub fn with_tool_output_cap(self, tool: impl Into<String>, cap: Option<OutputCap>) -> Self {
+        self.change(|config| {
+            config.tool_caps.insert(tool.into(), cap);
+        })
+    }
+
+    /// Runs at most `calls` calls of a turn at once (at least one); the
+    /// others wait, in the model's order, and start as calls end. A call
+    /// holds its place from its start to its end, gate included.
+    pub fn with_max_concurrent(self, calls: usize) -> Self {
+        self.change(|config| config.max_concurrent = calls.max(1))
+    }
+
+    /// Whether arguments are checked against the tool's schema before the
+    /// gate (default: yes).
+    pub fn with_validation(self, validate: bool) -> Self {
+        self.change(|config| config.validate = validate)
+    }
+
+    /// The bus turns publish on: subscribe to it.
+    pub fn events(&self) -> &EventBus {
+        &self.config.events
+    }
+
+    /// The registry calls are resolved in.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.config.registry
+    }
+
+    /// The runner calls are started on.
+    pub fn runner(&self) -> &Runner<E> {
+        &self.config.runner
+    }
+
+    /// The compiled argument schemas.
+    pub fn schemas(&self) -> &SchemaCache {
+        &self.config.schemas
+    }
+
+    /// A turn of `calls`, in the order the model issued them. Nothing runs
+    /// until the turn is first polled: await it for the session entries,
+    /// and take its [`abort_handle`](Turn::abort_handle) before.
+    pub fn turn(&self, calls: impl IntoIterator<Item = ToolCall>) -> Turn<E> {
+        Turn::new(self.config.clone(), calls.into_iter().collect())
+    }
+}
+
+impl<E: Executor> Clone for TurnRunner<E> {
+    fn clone(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+        }
+    }
+}
+
+impl<E: Executor + fmt::Debug> fmt::Debug for TurnRunner<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let config = &self.config;
+        f.debug_struct("TurnRunner")
+            .field("runner", &config.runner)
+            .field("registry", &config.registry)
+            .field("events", &config.events)
+            .field("keep", &config.keep)
+            .field("cap", &config.cap)
+            .field("tool_caps", &config.tool_caps)
+            .field("max_concurrent", &config.max_concurrent)
+            .field("validate", &config.validate)
+            .finish()
+    }
+}

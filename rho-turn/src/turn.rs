@@ -1,0 +1,363 @@
+//! `Turn`: the calls of one model message, run side by side, as one future.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use rho_tool_core::untrusted::{Exit, Plain, exit_text};
+use rho_tool_core::{CallEvent, CallHandle, Executor, Outcome, ToolCall, ToolResult};
+use tracing::Span;
+
+use crate::abort::{Control, TurnAbort};
+use crate::entry::SessionEntry;
+use crate::event::{CallRef, ExecutionEnd, ExecutionStart, TurnEvent, TurnId};
+use crate::ready::ReadySet;
+use crate::report;
+use crate::runner::Config;
+use crate::span;
+
+/// How many events one call may report in one poll of the turn.
+const EVENTS_PER_POLL: usize = 64;
+
+/// The tool calls of one model message, run side by side.
+///
+/// A future: await it (on any runtime) for one [`SessionEntry`] per call,
+/// in the order the model issued the calls, while events go out to the
+/// [`EventBus`](crate::EventBus) as things happen (so ends arrive in the
+/// order calls finish). Made by [`TurnRunner::turn`](crate::TurnRunner::turn);
+/// nothing runs until it is first polled.
+///
+/// For each call, in the model's order (as the concurrency bound lets
+/// them start): `tool_execution_start`; then the call is refused at once
+/// if its id repeats an earlier call's, if the registry has no such tool
+/// (or it is disabled), or if its arguments do not fit the tool's schema
+/// (no gate is asked); otherwise it starts on the runner, gate first.
+///
+/// Every call of a turn that is awaited to the end gets exactly one start
+/// and one end event, also a call refused or aborted before it ran.
+/// Dropping an unfinished turn aborts its calls: those that started end as
+/// aborted (with their end events); those still waiting for a slot end
+/// without any event.
+///
+/// The turn is one future that polls its calls' handles; each call has a
+/// waker of its own, so only the calls that have news are polled. A
+/// call's timeout clock runs while the turn is polled (see
+/// [`CallHandle`]): keep awaiting it.
+pub struct Turn<E: Executor> {
+    id: TurnId,
+    config: Arc<Config<E>>,
+    slots: Vec<Slot<E>>,
+    /// Calls not started yet, in the model's order.
+    waiting: VecDeque<usize>,
+    /// For each call, the index of an earlier call with the same id.
+    duplicate_of: Vec<Option<usize>>,
+    in_flight: usize,
+    left: usize,
+    entries: Vec<Option<SessionEntry>>,
+    ready: Arc<ReadySet>,
+    control: Arc<Control>,
+    finished: bool,
+}
+
+enum Slot<E: Executor> {
+    Waiting(ToolCall),
+    Started(Box<Started<E>>),
+    Ended,
+}
+
+struct Started<E: Executor> {
+    handle: CallHandle<E>,
+    waker: Waker,
+    span: Span,
+    call: CallRef,
+}
+
+impl<E: Executor> Turn<E> {
+    pub(crate) fn new(config: Arc<Config<E>>, calls: Vec<ToolCall>) -> Self {
+        let count = calls.len();
+        let ids: Arc<[String]> = calls.iter().map(|call| call.id.clone()).collect();
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        let duplicate_of = ids
+            .iter()
+            .enumerate()
+            .map(|(index, id)| match first.get(id.as_str()) {
+                Some(&earlier) => Some(earlier),
+                None => {
+                    first.insert(id, index);
+                    None
+                }
+            })
+            .collect();
+        let ready = ReadySet::new(count);
+        Self {
+            id: TurnId::next(),
+            config,
+            slots: calls.into_iter().map(Slot::Waiting).collect(),
+            waiting: (0..count).collect(),
+            duplicate_of,
+            in_flight: 0,
+            left: count,
+            entries: vec![None; count],
+            control: Control::new(ids, ready.clone()),
+            ready,
+            finished: false,
+        }
+    }
+
+    /// The turn's id, as its events carry it.
+    pub fn id(&self) -> TurnId {
+        self.id
+    }
+
+    /// How many calls the turn has.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the turn has no calls (it ends at once, with no entries).
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// A handle that aborts the turn or one of its calls from anywhere.
+    pub fn abort_handle(&self) -> TurnAbort {
+        TurnAbort::new(self.control.clone())
+    }
+
+    fn call_ref(&self, index: usize, call: &ToolCall) -> CallRef {
+        CallRef {
+            turn: self.id,
+            index,
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+        }
+    }
+
+    /// Starts waiting calls while the bound allows, polling each once.
+    fn start_more(&mut self) {
+        while self.in_flight < self.config.max_concurrent {
+            let Some(index) = self.waiting.pop_front() else {
+                return;
+            };
+            self.start(index);
+            self.poll_call(index);
+        }
+    }
+
+    fn start(&mut self, index: usize) {
+        let Slot::Waiting(call) = std::mem::replace(&mut self.slots[index], Slot::Ended) else {
+            return;
+        };
+        if self.control.aborted_before_start(index) {
+            self.end_unstarted(index, call);
+            return;
+        }
+        let config = self.config.clone();
+        let resolved = config.registry.resolve(&call.name);
+        let reference = self.call_ref(index, &call);
+        config
+            .events
+            .publish(TurnEvent::ToolExecutionStart(ExecutionStart {
+                call: reference.clone(),
+                arguments: call.arguments.clone(),
+                untrusted: resolved.as_ref().is_ok_and(|r| r.info().untrusted),
+            }));
+        let span = span::call_span(&call.name, &call.id);
+        let handle = {
+            let _entered = span.enter();
+            let runner = &config.runner;
+            match (self.duplicate_of[index], resolved) {
+                (Some(earlier), _) => {
+                    let result = report::duplicate_result(&call.id, earlier);
+                    runner.refuse(call, result)
+                }
+                (None, Err(refusal)) => refusal.start(runner, call),
+                (None, Ok(resolved)) => {
+                    let info = resolved.info();
+                    let checked = if config.validate {
+                        config
+                            .schemas
+                            .check(&info.name, &info.parameters, &call.arguments)
+                    } else {
+                        Ok(())
+                    };
+                    match checked {
+                        Ok(()) => resolved.start(runner, call),
+                        Err(error) => runner.refuse(call, error.to_result()),
+                    }
+                }
+            }
+        };
+        self.control.started(index, handle.abort_handle());
+        self.slots[index] = Slot::Started(Box::new(Started {
+            handle,
+            waker: self.ready.waker(index),
+            span,
+            call: reference,
+        }));
+        self.in_flight += 1;
+    }
+
+    /// Ends a call that never started: aborted before it got a slot.
+    fn end_unstarted(&mut self, index: usize, call: ToolCall) {
+        let reference = self.call_ref(index, &call);
+        let untrusted = self
+            .config
+            .registry
+            .resolve(&call.name)
+            .is_ok_and(|resolved| resolved.info().untrusted);
+        self.config
+            .events
+            .publish(TurnEvent::ToolExecutionStart(ExecutionStart {
+                call: reference.clone(),
+                arguments: call.arguments,
+                untrusted,
+            }));
+        let end = ExecutionEnd {
+            result: ToolResult::error(exit_text(&call.name, Exit::Aborted)),
+            call: reference,
+            outcome: Outcome::Aborted,
+            waited: Duration::ZERO,
+            ran: None,
+        };
+        self.record_end(index, end);
+    }
+
+    /// Takes every event call `index` has for now.
+    fn poll_call(&mut self, index: usize) {
+        let Slot::Started(started) = &mut self.slots[index] else {
+            return;
+        };
+        let mut cx = Context::from_waker(&started.waker);
+        let _entered = started.span.enter();
+        let mut budget = EVENTS_PER_POLL;
+        let ended = loop {
+            if budget == 0 {
+                // A tool that reports faster than the loop takes its
+                // updates must not keep the loop on this call: come back
+                // after the others.
+                started.waker.wake_by_ref();
+                break None;
+            }
+            budget -= 1;
+            match started.handle.poll_event(&mut cx) {
+                Poll::Ready(Some(CallEvent::Ended(end))) => {
+                    span::record_end(&started.span, end.outcome);
+                    break Some(report::end(&started.call, end));
+                }
+                Poll::Ready(Some(event)) => {
+                    if let Some(event) = report::progress(&started.call, event) {
+                        self.config.events.publish(event);
+                    }
+                }
+                Poll::Ready(None) | Poll::Pending => break None,
+            }
+        };
+        drop(_entered);
+        if let Some(end) = ended {
+            self.slots[index] = Slot::Ended;
+            self.in_flight -= 1;
+            self.record_end(index, end);
+        }
+    }
+
+    /// The session entry of an ended call; then its end event.
+    fn record_end(&mut self, index: usize, end: ExecutionEnd) {
+        let cap = self.config.cap_for(&end.call.tool);
+        let kept: Option<Plain> = self.config.keep.keep(&end);
+        self.entries[index] = Some(report::entry(&end, kept, cap));
+        self.control.ended(index);
+        self.left -= 1;
+        self.config.events.publish(TurnEvent::ToolExecutionEnd(end));
+    }
+
+    /// Ends the waiting calls the host aborted.
+    fn end_aborted_waiting(&mut self) {
+        let waiting = std::mem::take(&mut self.waiting);
+        for index in waiting {
+            if !self.control.aborted_before_start(index) {
+                self.waiting.push_back(index);
+                continue;
+            }
+            if let Slot::Waiting(call) = std::mem::replace(&mut self.slots[index], Slot::Ended) {
+                self.end_unstarted(index, call);
+            }
+        }
+    }
+}
+
+impl<E: Executor> Future for Turn<E> {
+    type Output = Vec<SessionEntry>;
+
+    /// Resolves once to the session entries, in call order. Polling again
+    /// after that stays pending.
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Vec<SessionEntry>> {
+        let this = self.get_mut();
+        if this.finished {
+            return Poll::Pending;
+        }
+        this.ready.register(cx.waker());
+        let (ready, poked) = this.ready.take();
+        if poked {
+            this.end_aborted_waiting();
+        }
+        for index in ready {
+            this.poll_call(index);
+        }
+        this.start_more();
+        if this.left > 0 {
+            return Poll::Pending;
+        }
+        this.finished = true;
+        let entries = std::mem::take(&mut this.entries);
+        Poll::Ready(entries.into_iter().flatten().collect())
+    }
+}
+
+impl<E: Executor> Drop for Turn<E> {
+    /// Aborts the calls in flight and reports their ends.
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let noop = Waker::noop();
+        let mut cx = Context::from_waker(noop);
+        for index in 0..self.slots.len() {
+            let Slot::Started(started) = &mut self.slots[index] else {
+                continue;
+            };
+            started.handle.abort();
+            // The handle reports what it had, then the abort as the end;
+            // a handle reports a bounded number of events before its end.
+            let end = loop {
+                match started.handle.poll_event(&mut cx) {
+                    Poll::Ready(Some(CallEvent::Ended(end))) => break Some(end),
+                    Poll::Ready(Some(_progress)) => continue,
+                    Poll::Ready(None) | Poll::Pending => break None,
+                }
+            };
+            let reference = started.call.clone();
+            span::record_end(&started.span, Outcome::Aborted);
+            self.slots[index] = Slot::Ended;
+            if let Some(end) = end {
+                let end = report::end(&reference, end);
+                self.config.events.publish(TurnEvent::ToolExecutionEnd(end));
+            }
+        }
+    }
+}
+
+impl<E: Executor> fmt::Debug for Turn<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Turn")
+            .field("id", &self.id)
+            .field("calls", &self.slots.len())
+            .field("in_flight", &self.in_flight)
+            .field("left", &self.left)
+            .finish_non_exhaustive()
+    }
+}

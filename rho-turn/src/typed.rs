@@ -1,0 +1,147 @@
+//! Typed tools: the argument type gives the schema and is deserialised for
+//! the tool.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+/// A tool whose arguments are a Rust type.
+///
+/// Wrap it in [`Typed`] to get a [`Tool`]: its parameter schema is derived
+/// from `Args` (with `schemars`), and its `run` gets the arguments already
+/// deserialised. A turn checks the arguments against that schema before the
+/// gate; arguments that still do not deserialise (a constraint the schema
+/// cannot express) end the call with an error result naming the problem.
+///
+/// ```
+/// use rho_turn::{Typed, TypedTool};
+/// use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// #[serde(deny_unknown_fields)]
+/// struct AddArgs {
+///     /// The first number.
+///     a: i64,
+///     /// The second number.
+///     b: i64,
+/// }
+///
+/// struct Add;
+///
+/// #[async_trait]
+/// impl TypedTool for Add {
+///     type Args = AddArgs;
+///     fn name(&self) -> &str { "add" }
+///     fn description(&self) -> &str { "Adds two numbers." }
+///     async fn run(&self, args: AddArgs, _cx: ToolContext) -> ToolOutput {
+///         ToolOutput::text((args.a + args.b).to_string())
+///     }
+/// }
+///
+/// let tool = Typed::new(Add);
+/// let schema = tool.parameters();
+/// assert_eq!(schema["required"], serde_json::json!(["a", "b"]));
+/// assert_eq!(schema["additionalProperties"], false);
+/// ```
+#[async_trait]
+pub trait TypedTool: Send + Sync + 'static {
+    /// The arguments; `#[derive(Deserialize, JsonSchema)]`, and
+    /// `#[serde(deny_unknown_fields)]` to refuse fields it does not know.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+
+    /// The name the model calls the tool by.
+    fn name(&self) -> &str;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+
+    /// How long the tool may run once its gate allowed it. Default:
+    /// [`DEFAULT_TIMEOUT`].
+    fn timeout(&self) -> Duration {
+        DEFAULT_TIMEOUT
+    }
+
+    /// Whether the tool's code was not written by the host. Default:
+    /// `false`.
+    fn is_untrusted(&self) -> bool {
+        false
+    }
+
+    /// Runs the tool on its arguments, in the call's own task.
+    async fn run(&self, args: Self::Args, context: ToolContext) -> ToolOutput;
+}
+
+/// A [`TypedTool`] as a [`Tool`]. The schema is derived once, in
+/// [`Typed::new`].
+pub struct Typed<T> {
+    tool: T,
+    parameters: serde_json::Value,
+}
+
+impl<T: TypedTool> Typed<T> {
+    /// Wraps `tool`, deriving its parameter schema from `T::Args`. The root
+    /// `$schema` key is left out (model APIs reject it; the schema is
+    /// JSON Schema 2020-12, which the turn's validation assumes).
+    pub fn new(tool: T) -> Self {
+        let mut parameters = schemars::schema_for!(T::Args).to_value();
+        if let Some(object) = parameters.as_object_mut() {
+            object.remove("$schema");
+        }
+        Self { tool, parameters }
+    }
+
+    /// The wrapped tool.
+    pub fn inner(&self) -> &T {
+        &self.tool
+    }
+
+    /// As a shared tool, ready for a registry.
+    pub fn into_arc(self) -> Arc<dyn Tool> {
+        Arc::new(self)
+    }
+}
+
+#[async_trait]
+impl<T: TypedTool> Tool for Typed<T> {
+    fn name(&self) -> &str {
+        self.tool.name()
+    }
+
+    fn description(&self) -> &str {
+        self.tool.description()
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        self.parameters.clone()
+    }
+
+    fn timeout(&self) -> Duration {
+        self.tool.timeout()
+    }
+
+    fn is_untrusted(&self) -> bool {
+        self.tool.is_untrusted()
+    }
+
+    async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
+        match serde_json::from_value::<T::Args>(arguments) {
+            Ok(args) => self.tool.run(args, context).await,
+            Err(error) => ToolOutput::error(format!(
+                "tool `{}` was not run: its arguments could not be read: {error}",
+                self.tool.name()
+            )),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Typed<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Typed")
+            .field("parameters", &self.parameters)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,230 @@
+//! Results in call order, events as things happen, one id per call, the
+//! concurrency bound, and the events' JSON.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rho_tool_core::{
+    AllowAll, Executor, Gate, Outcome, Tool, ToolCall, ToolContext, ToolOutput, Verdict,
+    async_trait,
+};
+use rho_turn::TurnEvent;
+use serde_json::json;
+use support::{Recorder, Tools, call, echo, executor, runtime, tool};
+
+#[test]
+fn results_come_back_in_call_order_while_ends_come_in_completion_order() {
+    let runtime = runtime();
+    // The tool of rank r returns only once the subscriber has seen r ends:
+    // the ends cannot arrive in any other order than by rank.
+    let ends_seen = Arc::new(AtomicUsize::new(0));
+    let seen = ends_seen.clone();
+    let ranked = tool("ranked", move |args, cx: ToolContext| {
+        let seen = seen.clone();
+        async move {
+            let rank = args["rank"].as_u64().expect("a rank") as usize;
+            while seen.load(Ordering::SeqCst) < rank {
+                cx.sleep(Duration::from_millis(1)).await;
+            }
+            ToolOutput::text(format!("rank {rank}"))
+        }
+    });
+    let tools = Tools::new().add(ranked);
+    let turns = tools.turns(executor(&runtime), Arc::new(AllowAll));
+    let counter = ends_seen.clone();
+    let recorder = Recorder::default();
+    let recorded = recorder.events.clone();
+    turns
+        .events()
+        .subscribe(move |event: &TurnEvent| {
+            recorded.lock().expect("not poisoned").push(event.clone());
+            if let TurnEvent::ToolExecutionEnd(_) = event {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .expect("a subscriber");
+
+    let ranks = [3, 0, 4, 1, 2];
+    let calls: Vec<ToolCall> = ranks
+        .iter()
+        .enumerate()
+        .map(|(i, rank)| call(format!("call-{i}"), "ranked", json!({ "rank": rank })))
+        .collect();
+    let entries = runtime.block_on(turns.turn(calls));
+
+    let ids: Vec<&str> = entries.iter().map(|e| e.call_id.as_str()).collect();
+    assert_eq!(ids, ["call-0", "call-1", "call-2", "call-3", "call-4"]);
+    for (entry, rank) in entries.iter().zip(ranks) {
+        assert_eq!(entry.outcome, Outcome::Succeeded);
+        assert_eq!(entry.text(), format!("rank {rank}"));
+    }
+    support::wait_until("five ends", || recorder.ends().len() == 5);
+    let end_order: Vec<String> = recorder
+        .ends()
+        .iter()
+        .map(|e| e.call.call_id.clone())
+        .collect();
+    assert_eq!(
+        end_order,
+        ["call-1", "call-3", "call-4", "call-0", "call-2"]
+    );
+    for index in 0..5 {
+        assert_eq!(
+            recorder.names_of(index),
+            [
+                "tool_execution_start",
+                "tool_execution_running",
+                "tool_execution_end"
+            ],
+            "call {index}"
+        );
+    }
+}
+
+#[test]
+fn a_repeated_call_id_gets_its_own_error_result() {
+    let runtime = runtime();
+    let tools = Tools::new().add(echo());
+    let turns = tools.turns(executor(&runtime), Arc::new(AllowAll));
+    let recorder = Recorder::default();
+    let subscription = recorder.subscribe(&turns);
+
+    let entries = runtime.block_on(turns.turn([
+        call("same", "echo", json!({ "text": "first" })),
+        call("other", "echo", json!({ "text": "second" })),
+        call("same", "echo", json!({ "text": "third" })),
+    ]));
+
+    assert_eq!(entries.len(), 3);
+    assert_eq!(entries[0].text(), "first");
+    assert_eq!(entries[1].text(), "second");
+    assert_eq!(entries[2].call_id, "same");
+    assert_eq!(entries[2].outcome, Outcome::Refused);
+    let text = entries[2].text();
+    assert!(
+        text.contains("`same` is the id of an earlier call"),
+        "{text}"
+    );
+    assert!(subscription.wait_idle(Duration::from_secs(10)));
+    assert_eq!(
+        recorder.names_of(2),
+        ["tool_execution_start", "tool_execution_end"]
+    );
+}
+
+#[test]
+fn the_bound_keeps_calls_waiting_until_others_end() {
+    let runtime = runtime();
+    let now = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (n, m) = (now.clone(), most.clone());
+    let busy = tool("busy", move |_args, cx: ToolContext| {
+        let (now, most) = (n.clone(), m.clone());
+        async move {
+            let running = now.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(running, Ordering::SeqCst);
+            cx.sleep(Duration::from_millis(20)).await;
+            now.fetch_sub(1, Ordering::SeqCst);
+            ToolOutput::text("done")
+        }
+    });
+    let tools = Tools::new().add(busy);
+    let turns = tools
+        .turns(executor(&runtime), Arc::new(AllowAll))
+        .with_max_concurrent(2);
+    let calls = (0..8).map(|i| call(format!("c{i}"), "busy", json!({})));
+    let entries = runtime.block_on(turns.turn(calls));
+    assert!(entries.iter().all(|e| e.outcome == Outcome::Succeeded));
+    assert!(
+        most.load(Ordering::SeqCst) <= 2,
+        "{}",
+        most.load(Ordering::SeqCst)
+    );
+}
+
+/// Asks a person about `deploy` (who answers after 30 ms).
+struct SlowApproval<E>(E);
+
+#[async_trait]
+impl<E: Executor> Gate for SlowApproval<E> {
+    async fn check(&self, _call: &ToolCall, tool: &dyn Tool) -> Verdict {
+        if tool.name() == "deploy" {
+            self.0.sleep(Duration::from_millis(30)).await;
+        }
+        Verdict::Allow
+    }
+}
+
+#[test]
+fn events_serialise_with_the_host_names() {
+    let runtime = runtime();
+    let deploy = tool("deploy", |_args, cx: ToolContext| async move {
+        cx.update(&json!({ "step": 1 })).expect("plain");
+        cx.sleep(Duration::from_millis(10)).await;
+        ToolOutput::text("deployed").with_details(json!({ "version": 7 }))
+    });
+    let tools = Tools::new().add(deploy);
+    let executor = executor(&runtime);
+    let turns = tools.turns(executor.clone(), Arc::new(SlowApproval(executor)));
+    let recorder = Recorder::default();
+    let subscription = recorder.subscribe(&turns);
+    let turn = turns.turn([call("d1", "deploy", json!({ "env": "prod" }))]);
+    let turn_id = turn.id();
+    let entries = runtime.block_on(turn);
+    assert_eq!(entries[0].text(), "deployed");
+    assert!(subscription.wait_idle(Duration::from_secs(10)));
+
+    let json: Vec<serde_json::Value> = recorder
+        .all()
+        .iter()
+        .map(|event| serde_json::to_value(event).expect("JSON"))
+        .collect();
+    let types: Vec<&str> = json
+        .iter()
+        .map(|e| e["type"].as_str().expect("a type"))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "tool_execution_start",
+            "tool_execution_awaiting_approval",
+            "tool_execution_running",
+            "tool_execution_update",
+            "tool_execution_end"
+        ]
+    );
+    for event in &json {
+        assert_eq!(event["call_id"], "d1");
+        assert_eq!(event["tool"], "deploy");
+        assert_eq!(event["index"], 0);
+        assert_eq!(event["turn"], turn_id.as_u64());
+    }
+    assert_eq!(json[0]["arguments"], json!({ "env": "prod" }));
+    assert!(
+        json[2]["waited_ms"].as_f64().expect("ms") >= 25.0,
+        "{}",
+        json[2]
+    );
+    assert_eq!(json[3]["partial"], json!({ "step": 1 }));
+    let end = &json[4];
+    assert_eq!(end["outcome"], "succeeded");
+    assert_eq!(end["result"]["details"], json!({ "version": 7 }));
+    assert_eq!(end["result"]["content"][0]["text"], "deployed");
+    assert!(end["ran_ms"].as_f64().expect("ms") >= 5.0);
+    let entry = serde_json::to_value(&entries[0]).expect("JSON");
+    assert_eq!(entry["outcome"], "succeeded");
+    assert_eq!(entry["cut_bytes"], 0);
+}
+
+#[test]
+fn an_empty_turn_ends_at_once() {
+    let runtime = runtime();
+    let tools = Tools::new().add(echo());
+    let turns = tools.turns(executor(&runtime), Arc::new(AllowAll));
+    let turn = turns.turn(Vec::new());
+    assert!(turn.is_empty());
+    assert!(runtime.block_on(turn).is_empty());
+}
