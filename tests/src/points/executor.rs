@@ -1,0 +1,205 @@
+//! The executor's own half of the contract (rho-tool-core's `Executor` and
+//! `TaskHandle` docs; DESIGN.md "Kill semantics"), on raw tasks without
+//! rho's wrapper around the task body: resolve once, kill idempotently,
+//! detach on drop, never carry a panic payload into the loop, and a timer.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rho_tool_core::{Executor, Joined, TaskHandle};
+
+use super::Rig;
+use crate::Harness;
+use crate::support::{
+    Code, Hostile, RaiseOnDrop, Reason, ReasonKind, Recorder, SOON, SetOnDrop, flag, wait_until,
+    within, yield_now,
+};
+
+/// A raw task resolves `Done` with its value.
+pub fn a_raw_task_resolves_done_with_its_value<H: Harness>() {
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let joined = rig.run(async {
+        let task = executor.spawn(async {
+            yield_now().await;
+            6 * 7
+        });
+        within(&executor, SOON, task).await
+    });
+    assert_eq!(joined, Some(Joined::Done(42)));
+    rig.finish();
+}
+
+/// A raw task that never finishes, killed (twice: kill is idempotent),
+/// resolves `Killed`, and its future is dropped.
+pub fn a_killed_raw_task_resolves_killed_and_its_future_is_dropped<H: Harness>() {
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let dropped = flag();
+    let guard = SetOnDrop(dropped.clone());
+    rig.run(async {
+        let mut task = executor.spawn(async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+        });
+        executor.sleep(Duration::from_millis(10)).await;
+        task.kill();
+        task.kill();
+        let joined = within(&executor, SOON, task).await;
+        assert_eq!(
+            joined,
+            Some(Joined::Killed),
+            "a killed task resolves Killed"
+        );
+        assert!(
+            wait_until(&executor, SOON, || dropped.load(Ordering::SeqCst)).await,
+            "the killed task's future was not dropped"
+        );
+    });
+    rig.finish();
+}
+
+/// Dropping a raw task's handle detaches the task: it runs on to its end.
+pub fn a_dropped_raw_task_handle_detaches_its_task<H: Harness>() {
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let finished = flag();
+    rig.run(async {
+        let task = {
+            let (executor, finished) = (executor.clone(), finished.clone());
+            executor.clone().spawn(async move {
+                executor.sleep(Duration::from_millis(50)).await;
+                finished.store(true, Ordering::SeqCst);
+            })
+        };
+        drop(task);
+        assert!(
+            wait_until(&executor, SOON, || finished.load(Ordering::SeqCst)).await,
+            "a task whose handle was dropped did not run to its end"
+        );
+    });
+    rig.finish();
+}
+
+/// A raw task that panics with a custom payload: the awaiting loop gets
+/// `Crashed`, and none of the payload's code runs in the loop (it may be
+/// dropped in the task's thread, or leaked).
+pub fn a_raw_task_that_panics_resolves_crashed_and_its_payload_never_runs_in_the_loop<
+    H: Harness,
+>() {
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let record = Recorder::new();
+    let payload = Hostile::new(&record);
+    let joined = rig.run(async {
+        let task = executor.spawn(async move {
+            yield_now().await;
+            std::panic::panic_any(payload);
+        });
+        within(&executor, SOON, task).await
+    });
+    assert_eq!(joined, Some(Joined::Crashed));
+    assert_eq!(
+        record.in_loop(),
+        0,
+        "the payload's code ran in the loop: {record:?}"
+    );
+    assert_eq!(record.formats(), 0, "the payload was formatted: {record:?}");
+    rig.finish();
+}
+
+/// A raw task whose future's `Drop` panics with a custom payload, killed:
+/// the handle resolves `Killed` (after `kill`, `Killed` unless the task had
+/// already finished), the process survives, and none of the payload's code
+/// runs in the loop.
+pub fn a_killed_raw_task_whose_drop_panics_resolves_killed_and_its_payload_never_runs_in_the_loop<
+    H: Harness,
+>() {
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let reason = Reason::new(ReasonKind::Custom(None));
+    let guard = Recorder::new();
+    let raise = RaiseOnDrop::new(&reason, &guard);
+    rig.run(async {
+        let mut task = executor.spawn(async move {
+            let _raise = raise;
+            std::future::pending::<()>().await;
+        });
+        executor.sleep(Duration::from_millis(10)).await;
+        task.kill();
+        let joined = within(&executor, SOON, task).await;
+        assert_eq!(
+            joined,
+            Some(Joined::Killed),
+            "a killed task resolves Killed"
+        );
+        assert!(
+            wait_until(&executor, SOON, || guard.count(Code::Drop) == 1).await,
+            "the killed task's future was not dropped"
+        );
+    });
+    assert_eq!(guard.in_loop(), 0, "the future's Drop ran in the loop");
+    let payload = reason.first();
+    assert_eq!(
+        payload.in_loop(),
+        0,
+        "the payload's code ran in the loop: {payload:?}"
+    );
+    assert_eq!(
+        payload.formats(),
+        0,
+        "the payload was formatted: {payload:?}"
+    );
+    rig.finish();
+}
+
+/// A raw task's handle dropped (not awaited) after its task panicked with
+/// a custom payload: the payload's code does not run in the loop (tokio's
+/// `JoinHandle`, for one, drops a stored panic where it is dropped).
+pub fn dropping_a_raw_task_handle_after_its_task_panicked_keeps_the_payload_out_of_the_loop<
+    H: Harness,
+>() {
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let record = Recorder::new();
+    let payload = Hostile::new(&record);
+    rig.run(async {
+        let task = executor.spawn(async move {
+            std::panic::panic_any(payload);
+        });
+        // Let the task panic and its end be stored before the handle goes.
+        assert!(
+            wait_until(&executor, SOON, || executor.live() == 0).await,
+            "the panicking task never ran"
+        );
+        executor.sleep(Duration::from_millis(50)).await;
+        drop(task);
+    });
+    assert_eq!(
+        record.in_loop(),
+        0,
+        "the panic payload's code ran in the loop (dropped with the task's handle): {record:?}"
+    );
+    assert_eq!(record.formats(), 0, "the payload was formatted: {record:?}");
+    rig.finish();
+}
+
+/// The executor's timer: `sleep(d)` completes, and not before `d` passed.
+pub fn the_executors_sleep_waits_at_least_its_duration<H: Harness>() {
+    const NAP: Duration = Duration::from_millis(50);
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let slept = rig.run(async {
+        let begin = Instant::now();
+        let done = within(&executor, SOON, executor.sleep(NAP)).await;
+        assert!(
+            done.is_some(),
+            "sleep({NAP:?}) did not complete within {SOON:?}"
+        );
+        let zero = within(&executor, SOON, executor.sleep(Duration::ZERO)).await;
+        assert!(zero.is_some(), "sleep(0) did not complete");
+        begin.elapsed()
+    });
+    assert!(slept >= NAP, "sleep({NAP:?}) completed after {slept:?}");
+    rig.finish();
+}
