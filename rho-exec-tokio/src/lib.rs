@@ -35,12 +35,15 @@
 //! # What a kill can and cannot stop
 //!
 //! An aborted tokio task stops at its next `.await`. On the multi-thread
-//! runtime the loop ends a call at its deadline even when the tool never
-//! yields (a busy loop): the loop does not wait for the task to agree, and
-//! the result is the timeout text. The busy task itself keeps its worker
-//! thread until it yields, so such a tool still costs a thread; code that
-//! must really stop (CPU-bound, blocking) belongs behind a stronger boundary
-//! (a child process that is killed).
+//! runtime with two or more workers the loop ends a call at its deadline
+//! even when the tool never yields (a busy loop): the loop does not wait for
+//! the task to agree, and the result is the timeout text. With a single
+//! worker the busy tool also stalls tokio's timer, so the deadline passes
+//! unseen until the tool yields: keep at least one worker more than the
+//! tools you expect to misbehave at once. The busy task itself keeps its
+//! worker thread until it yields, so such a tool still costs a thread; code
+//! that must really stop (CPU-bound, blocking) belongs behind a stronger
+//! boundary (a child process whose process group is killed: `rho-process`).
 //!
 //! On the current-thread runtime there is only one thread: a tool that never
 //! yields holds it, so nothing else runs (not the loop, not the timer) until
