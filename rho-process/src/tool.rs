@@ -1,0 +1,269 @@
+//! `ProcessTool`: the builder, and the `Tool` it is.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
+
+use crate::report;
+use crate::supervise::{self, Caps, Finished};
+
+/// The default cap on what is read from the child's stdout: 16 MiB.
+pub const DEFAULT_MAX_STDOUT: usize = 16 * 1024 * 1024;
+
+/// The default cap on what is read from the child's stderr: 1 MiB.
+pub const DEFAULT_MAX_STDERR: usize = 1024 * 1024;
+
+/// A [`Tool`] that runs a command as a child process, in its own process
+/// group. See the [crate docs](crate) for the protocol and what is killed
+/// when.
+///
+/// Built with [`new`](ProcessTool::new) and the `with_*` methods:
+///
+/// ```
+/// use std::time::Duration;
+/// use rho_process::ProcessTool;
+///
+/// let tool = ProcessTool::new("word_count", "/usr/local/bin/word-count")
+///     .with_description("Counts the words of `text`.")
+///     .with_parameters(serde_json::json!({
+///         "type": "object",
+///         "properties": { "text": { "type": "string" } },
+///         "required": ["text"],
+///     }))
+///     .with_args(["--json"])
+///     .with_timeout(Duration::from_secs(10))
+///     .with_env("LANG", "C.UTF-8")
+///     .with_max_stdout(64 * 1024)
+///     .untrusted(true);
+/// # let _ = tool;
+/// ```
+///
+/// # Environment
+///
+/// The child starts with an **empty** environment, plus what
+/// [`with_env`](ProcessTool::with_env) sets: a tool the agent wrote should
+/// not see the host's API keys by default. Call
+/// [`inherit_env`](ProcessTool::inherit_env) to start from the host's
+/// environment instead. Without a `PATH`, give the program as an absolute
+/// path (a shell then searches its own default path for the commands it
+/// runs), or set `PATH` with `with_env`.
+///
+/// # Output caps
+///
+/// At most [`with_max_stdout`](ProcessTool::with_max_stdout) bytes
+/// (default [`DEFAULT_MAX_STDOUT`]) are read from stdout and at most
+/// [`with_max_stderr`](ProcessTool::with_max_stderr) (default
+/// [`DEFAULT_MAX_STDERR`]) from stderr. A child that writes more to either
+/// is stopped: rho stops reading at the cap, kills the process group, and
+/// the call fails with a text saying which stream passed which cap. Nothing
+/// beyond the caps is ever held in memory.
+#[derive(Clone)]
+pub struct ProcessTool {
+    name: String,
+    description: String,
+    parameters: serde_json::Value,
+    timeout: Duration,
+    untrusted: bool,
+    program: OsString,
+    args: Vec<OsString>,
+    current_dir: Option<PathBuf>,
+    inherit_env: bool,
+    env: Vec<(OsString, OsString)>,
+    caps: Caps,
+}
+
+impl ProcessTool {
+    /// A tool called `name` that runs `program` (no arguments, an empty
+    /// environment, the host's working directory, the default timeout and
+    /// caps, trusted, parameters: any object, no description).
+    pub fn new(name: impl Into<String>, program: impl AsRef<OsStr>) -> Self {
+        Self {
+            name: name.into(),
+            description: String::new(),
+            parameters: serde_json::json!({ "type": "object" }),
+            timeout: DEFAULT_TIMEOUT,
+            untrusted: false,
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            current_dir: None,
+            inherit_env: false,
+            env: Vec::new(),
+            caps: Caps {
+                stdout: DEFAULT_MAX_STDOUT,
+                stderr: DEFAULT_MAX_STDERR,
+            },
+        }
+    }
+
+    /// What the tool does, for the model.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// The JSON Schema of the arguments. Default: any object.
+    pub fn with_parameters(mut self, schema: serde_json::Value) -> Self {
+        self.parameters = schema;
+        self
+    }
+
+    /// How long the child may run once the gate allowed the call; at the
+    /// deadline rho ends the call and the whole process group is killed.
+    /// Default: [`DEFAULT_TIMEOUT`].
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Marks the tool as untrusted (written by the agent, loaded at run
+    /// time), or not. Default: trusted. See [`Tool::is_untrusted`].
+    pub fn untrusted(mut self, untrusted: bool) -> Self {
+        self.untrusted = untrusted;
+        self
+    }
+
+    /// Adds one fixed argument, after those added before.
+    pub fn with_arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// Adds fixed arguments, after those added before.
+    pub fn with_args<I>(mut self, args: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|arg| arg.as_ref().to_owned()));
+        self
+    }
+
+    /// The child's working directory. Default: the host's.
+    pub fn with_current_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.current_dir = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    /// Starts the child from the host's environment rather than an empty
+    /// one; [`with_env`](ProcessTool::with_env) still adds to and overrides
+    /// it.
+    pub fn inherit_env(mut self) -> Self {
+        self.inherit_env = true;
+        self
+    }
+
+    /// Sets one environment variable of the child.
+    pub fn with_env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// The most bytes read from stdout; more stops the child. Default:
+    /// [`DEFAULT_MAX_STDOUT`].
+    pub fn with_max_stdout(mut self, bytes: usize) -> Self {
+        self.caps.stdout = bytes;
+        self
+    }
+
+    /// The most bytes read from stderr; more stops the child. Default:
+    /// [`DEFAULT_MAX_STDERR`].
+    pub fn with_max_stderr(mut self, bytes: usize) -> Self {
+        self.caps.stderr = bytes;
+        self
+    }
+
+    /// The program the tool runs.
+    pub fn program(&self) -> &OsStr {
+        &self.program
+    }
+
+    /// The command for one call (stdio and the process group are set by
+    /// the supervisor, which relies on them).
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args);
+        if !self.inherit_env {
+            command.env_clear();
+        }
+        command.envs(self.env.iter().map(|(key, value)| (key, value)));
+        if let Some(dir) = &self.current_dir {
+            command.current_dir(dir);
+        }
+        command
+    }
+}
+
+impl fmt::Debug for ProcessTool {
+    /// Shows the environment's names only: values may be secrets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env_names: Vec<&OsStr> = self.env.iter().map(|(key, _)| key.as_os_str()).collect();
+        f.debug_struct("ProcessTool")
+            .field("name", &self.name)
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("current_dir", &self.current_dir)
+            .field("inherit_env", &self.inherit_env)
+            .field("env_names", &env_names)
+            .field("timeout", &self.timeout)
+            .field("untrusted", &self.untrusted)
+            .field("max_stdout", &self.caps.stdout)
+            .field("max_stderr", &self.caps.stderr)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Tool for ProcessTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        self.parameters.clone()
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn is_untrusted(&self) -> bool {
+        self.untrusted
+    }
+
+    /// Runs the command once: `arguments` as one line of JSON on its stdin,
+    /// its answer read from stdout. Dropping the future (rho's kill at the
+    /// timeout, a host abort) kills the process group.
+    async fn run(&self, arguments: serde_json::Value, _context: ToolContext) -> ToolOutput {
+        let mut input = match serde_json::to_vec(&arguments) {
+            Ok(input) => input,
+            Err(error) => {
+                return ToolOutput::error(format!(
+                    "tool `{}` could not write its arguments as JSON: {error}",
+                    self.name
+                ));
+            }
+        };
+        input.push(b'\n');
+        let running = match supervise::start(self.command(), input, self.caps) {
+            Ok(running) => running,
+            Err(error) => return report::no_supervisor(&self.name, &error),
+        };
+        match running.await {
+            Some(Finished::Ran(ran)) => report::ran(&self.name, ran, self.caps),
+            Some(Finished::NotStarted(error)) => {
+                report::not_started(&self.name, &self.program, &error)
+            }
+            None => report::lost(&self.name),
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Executors, scratch directories, shell children and process checks shared
+//! by the process tool's test files.
+//!
+//! Every test binary includes this module with `mod support;` and uses only
+//! part of it.
+//!
+//! Children are small `/bin/sh` scripts: `/bin/sh`, `cat`, `sleep`, `yes`
+//! and `head` are on every Unix machine, so nothing has to be built. A
+//! script gets its scratch directory as `$1` (and as its working
+//! directory) and reports pids by writing files there.
+//!
+//! Nothing here depends on timing being fast: waits poll with generous
+//! bounds (a minute for a child to start, half a minute for a killed one to
+//! be gone) and only fail past them.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rho_exec_smol::SmolExecutor;
+use rho_exec_tokio::TokioExecutor;
+use rho_process::ProcessTool;
+use rho_tool_core::Runner;
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, kill_process, kill_process_group, test_kill_process};
+
+/// How long a child may take to start and write its pid file.
+pub(crate) const START_BOUND: Duration = Duration::from_secs(60);
+/// How long a killed process may take to be gone.
+pub(crate) const GONE_BOUND: Duration = Duration::from_secs(30);
+/// A timeout no test reaches unless something is wrong: a call that ends
+/// as `TimedOut` with it did not end for the reason the test is about.
+pub(crate) const NEVER: Duration = Duration::from_secs(60);
+
+/// Runs `scenario` with a runner on a tokio multi-thread runtime (two
+/// workers); the loop is the test's own thread.
+pub(crate) fn on_tokio<F, Fut>(scenario: F)
+where
+    F: FnOnce(Runner<TokioExecutor>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let executor = TokioExecutor::new(runtime.handle().clone()).expect("a timer");
+    runtime.block_on(scenario(Runner::new(executor)));
+}
+
+/// Runs `scenario` with a runner on a smol executor run by two threads;
+/// the loop is the test's own thread.
+pub(crate) fn on_smol<F, Fut>(scenario: F)
+where
+    F: FnOnce(Runner<SmolExecutor>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let ex = Arc::new(smol::Executor::new());
+    let (stop, stopped) = smol::channel::unbounded::<()>();
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (ex, stopped) = (ex.clone(), stopped.clone());
+            std::thread::spawn(move || smol::block_on(ex.run(stopped.recv())))
+        })
+        .collect();
+    smol::block_on(scenario(Runner::new(SmolExecutor::new(ex.clone()))));
+    drop(stop);
+    for thread in threads {
+        let _ = thread.join();
+    }
+}
+
+/// Defines `<scenario>::on_tokio` and `<scenario>::on_smol`, one test each.
+#[macro_export]
+macro_rules! on_both_executors {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            #[test]
+            fn on_tokio() {
+                $crate::support::on_tokio(super::$scenario);
+            }
+
+            #[test]
+            fn on_smol() {
+                $crate::support::on_smol(super::$scenario);
+            }
+        }
+    )*};
+}
+
+/// A scratch directory, removed when dropped.
+#[derive(Debug)]
+pub(crate) struct Scratch(PathBuf);
+
+impl Scratch {
+    pub(crate) fn new(name: &str) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "rho-process-{}-{}-{name}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        Self(dir)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The pids in every `*.pid` file, as far as they are written.
+    fn reported_pids(&self) -> Vec<Pid> {
+        let Ok(entries) = std::fs::read_dir(&self.0) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "pid"))
+            .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+            .filter_map(|text| text.trim().parse::<i32>().ok())
+            .filter_map(Pid::from_raw)
+            .collect()
+    }
+
+    /// Waits for the pid a script wrote to `file`.
+    pub(crate) fn pid(&self, file: &str) -> Pid {
+        let path = self.0.join(file);
+        let since = Instant::now();
+        loop {
+            let written = std::fs::read_to_string(&path).ok();
+            if let Some(pid) = written.and_then(|text| text.trim().parse::<i32>().ok()) {
+                return Pid::from_raw(pid).expect("a positive pid");
+            }
+            assert!(
+                since.elapsed() < START_BOUND,
+                "no pid in {} after {START_BOUND:?}: the child did not start",
+                path.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // The test failed, maybe because the tool left processes
+            // running: kill those the scripts reported, so a failing run
+            // does not leave them spinning. (Only then: after a passing
+            // test they are gone, and their pids may be someone else's.)
+            for pid in self.reported_pids() {
+                let _ = kill_process_group(pid, Signal::KILL);
+                let _ = kill_process(pid, Signal::KILL);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A tool running `script` with `/bin/sh -c`; `$1` and the working
+/// directory are `scratch`. A cleared environment but for `PATH`; a
+/// timeout of [`NEVER`] unless the caller sets one.
+pub(crate) fn sh(name: &str, script: &str, scratch: &Scratch) -> ProcessTool {
+    ProcessTool::new(name, "/bin/sh")
+        .with_args(["-c", script, "sh"])
+        .with_arg(scratch.path())
+        .with_current_dir(scratch.path())
+        .with_env("PATH", "/usr/bin:/bin")
+        .with_timeout(NEVER)
+}
+
+/// Whether `pid` is still a process of any kind, a zombie included.
+pub(crate) fn exists(pid: Pid) -> bool {
+    match test_kill_process(pid) {
+        Ok(()) => true,
+        Err(Errno::SRCH) => false,
+        // EPERM: a process that is not ours; it exists.
+        Err(_) => true,
+    }
+}
+
+/// Whether `pid` is a zombie: dead, waiting for its parent to reap it.
+/// (Linux's `/proc`; elsewhere never.)
+pub(crate) fn is_zombie(pid: Pid) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero()));
+    // The state follows the command name, which is in parentheses and may
+    // itself hold spaces or parentheses.
+    stat.ok()
+        .and_then(|stat| {
+            let (_, after) = stat.rsplit_once(')')?;
+            after.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// Waits until `pid` is gone entirely: killed AND reaped, no zombie. For
+/// the tool's own child, which the tool must reap.
+pub(crate) fn assert_reaped(pid: Pid, what: &str) {
+    let since = Instant::now();
+    while exists(pid) {
+        assert!(
+            since.elapsed() < GONE_BOUND,
+            "{what} (pid {}) still exists after {GONE_BOUND:?}{}",
+            pid.as_raw_nonzero(),
+            if is_zombie(pid) { " as a zombie" } else { "" }
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until `pid` is dead: gone, or a zombie. For a grandchild: once its
+/// parent died it is reaped by init (or a subreaper), not by the tool, and
+/// some container inits never reap.
+pub(crate) fn assert_dead(pid: Pid, what: &str) {
+    let since = Instant::now();
+    while exists(pid) && !is_zombie(pid) {
+        assert!(
+            since.elapsed() < GONE_BOUND,
+            "{what} (pid {}) still runs after {GONE_BOUND:?}",
+            pid.as_raw_nonzero()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
