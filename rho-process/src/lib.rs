@@ -49,18 +49,18 @@
 //! | exit 0, `{"text": ...}` | success | `Succeeded` |
 //! | exit 0, `{"error": ...}` | the child's error text | `Failed` |
 //! | exit 0, output not JSON, wrong shape, or empty | error naming the tool and what was wrong, with a bounded excerpt of stdout | `Failed` |
-//! | killed by a signal | error naming the tool and the signal (`SIGABRT (6)`, `SIGSEGV (11)`, ...), with the end of stderr | `Failed` |
+//! | killed by a signal | error naming the tool and the signal (`SIGABRT (6)`, `SIGSEGV (11)`, ...), with the end of stderr | `Crashed` |
 //! | exited with a non-zero code | error naming the tool and the code, with the end of stderr | `Failed` |
 //! | wrote more than a cap to stdout or stderr | error naming the tool, the stream and the cap; the group was killed | `Failed` |
 //! | could not be started (no such program, ...) | error naming the tool, the program and the reason | `Failed` |
 //! | still running at the tool's timeout | rho's timeout text; the group is killed | `TimedOut` |
 //! | aborted by the host | rho's abort text; the group is killed | `Aborted` |
 //!
-//! A crash of the child is `Failed`, not `Crashed`: a tool can only answer
-//! with a [`ToolOutput`](rho_tool_core::ToolOutput), and rho's core reserves
-//! `Crashed` for panics inside the host. (So a registry source does not
-//! count a child's crash against the tool the way it counts a panic; see
-//! `counts_against_tool` on `Outcome`.)
+//! A child killed by a signal is a crash
+//! ([`ToolOutput::crashed`](rho_tool_core::ToolOutput::crashed)): the call
+//! ends `Crashed`, so a registry source counts it against the tool the way
+//! it counts a panic, and a tool that keeps segfaulting is quarantined. A
+//! non-zero exit or invalid output is the tool's own failure (`Failed`).
 //!
 //! # What is killed, and when
 //!

@@ -77,8 +77,8 @@ pub(crate) fn ran(tool: &str, ran: Ran, caps: Caps) -> ToolOutput {
         } else {
             ""
         };
-        return failed(format!(
-            "crashed: its process was killed by signal {}{core}",
+        return ToolOutput::crashed(format!(
+            "tool `{tool}` crashed: its process was killed by signal {}{core}{stderr_tail}",
             signal_text(signal)
         ));
     }

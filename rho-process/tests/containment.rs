@@ -36,8 +36,8 @@ crate::on_both_executors!(
 );
 
 /// 1. `std::process::abort` in a child: an error result naming the tool
-///    and `SIGABRT`, with the end of its stderr; `Outcome::Failed` (a tool
-///    answers, it does not panic); the host and its runner go on.
+///    and `SIGABRT`, with the end of its stderr; `Outcome::Crashed` (counted
+///    against the tool like a panic); the host and its runner go on.
 async fn a_child_that_aborts_is_an_error_naming_the_signal<E: Executor>(runner: Runner<E>) {
     let scratch = Scratch::new("abort");
     let aborts = sh(
@@ -46,7 +46,7 @@ async fn a_child_that_aborts_is_an_error_naming_the_signal<E: Executor>(runner: 
         &scratch,
     );
     let end = runner.start(call("1", "aborts"), Arc::new(aborts)).await;
-    assert_eq!(end.outcome, Outcome::Failed, "{end:?}");
+    assert_eq!(end.outcome, Outcome::Crashed, "{end:?}");
     assert!(end.result.is_error);
     let text = end.result.text();
     assert!(
@@ -65,7 +65,7 @@ async fn a_child_that_aborts_is_an_error_naming_the_signal<E: Executor>(runner: 
     let end = runner
         .start(call("2", "segfaults"), Arc::new(segfaults))
         .await;
-    assert_eq!(end.outcome, Outcome::Failed, "{end:?}");
+    assert_eq!(end.outcome, Outcome::Crashed, "{end:?}");
     assert!(
         end.result
             .text()

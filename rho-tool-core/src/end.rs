@@ -18,7 +18,8 @@ pub enum Outcome {
     /// The gate denied the call; the tool never ran.
     Denied,
     /// The gate or the tool panicked (including the answer's `Serialize` or
-    /// `Drop`).
+    /// `Drop`), or the tool reported a crash it observed
+    /// ([`ToolOutput::crashed`](crate::ToolOutput::crashed)).
     Crashed,
     /// The loop killed the tool at its timeout.
     TimedOut,
@@ -50,6 +51,13 @@ impl Outcome {
     /// way a source's accounting should count it.
     pub fn counts_against_tool(self) -> bool {
         matches!(self, Outcome::Crashed | Outcome::TimedOut)
+    }
+}
+
+/// Serialises as its [`as_str`](Outcome::as_str) name, e.g. `"timed_out"`.
+impl serde::Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

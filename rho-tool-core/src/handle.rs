@@ -221,6 +221,7 @@ impl<E: Executor> CallHandle<E> {
                 )),
             ),
             Joined::Done(TaskEnd::Refused(result)) => (Outcome::Refused, result),
+            Joined::Done(TaskEnd::CrashReported(result)) => (Outcome::Crashed, result),
             Joined::Done(TaskEnd::Denied(reason)) => (
                 Outcome::Denied,
                 ToolResult::error(format!(

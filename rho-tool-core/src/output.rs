@@ -41,7 +41,8 @@ impl fmt::Debug for Image {
 /// The forms: ok text ([`text`](ToolOutput::text)); ok with one image and
 /// text ([`image`](ToolOutput::image)); ok with several images and text
 /// ([`images`](ToolOutput::images)); error text
-/// ([`error`](ToolOutput::error)). Any of them can carry details for host
+/// ([`error`](ToolOutput::error)); a crash the tool observed
+/// ([`crashed`](ToolOutput::crashed)). Any of them can carry details for host
 /// screens ([`with_details`](ToolOutput::with_details)). rho turns it into a
 /// [`ToolResult`] inside the call's task ([`to_result`](ToolOutput::to_result)).
 ///
@@ -65,6 +66,7 @@ enum Answer {
     Text(String),
     Images { images: Vec<Image>, text: String },
     Error(String),
+    Crashed(String),
 }
 
 #[derive(Debug)]
@@ -120,9 +122,23 @@ impl ToolOutput {
         self
     }
 
-    /// Whether this is an error answer.
+    /// A call whose tool crashed in a way it could observe but not contain
+    /// (a child process killed by a signal, an interpreter that died): the
+    /// model reads `text` as the error, and the call ends as
+    /// [`Outcome::Crashed`](crate::Outcome::Crashed), so a source's
+    /// accounting counts it against the tool like a panic.
+    pub fn crashed(text: impl Into<String>) -> Self {
+        Self::from_answer(Answer::Crashed(text.into()))
+    }
+
+    /// Whether this is an error answer (including a crash).
     pub fn is_error(&self) -> bool {
-        matches!(self.answer, Answer::Error(_))
+        matches!(self.answer, Answer::Error(_) | Answer::Crashed(_))
+    }
+
+    /// Whether this answer reports a crash ([`ToolOutput::crashed`]).
+    pub fn is_crash(&self) -> bool {
+        matches!(self.answer, Answer::Crashed(_))
     }
 
     /// Normalises the answer into a [`ToolResult`], making its details plain
@@ -145,7 +161,7 @@ impl ToolOutput {
         };
         let (content, is_error) = match self.answer {
             Answer::Text(text) => (vec![Content::text(text)], false),
-            Answer::Error(text) => (vec![Content::text(text)], true),
+            Answer::Error(text) | Answer::Crashed(text) => (vec![Content::text(text)], true),
             Answer::Images { images, text } => {
                 let mut content = Vec::with_capacity(images.len() + 1);
                 for (index, image) in images.into_iter().enumerate() {

@@ -23,6 +23,8 @@ use crate::watch::Watch;
 pub(crate) enum TaskEnd {
     /// The tool answered (successfully or with its own error).
     Answered(ToolResult),
+    /// The tool answered that it crashed (`ToolOutput::crashed`).
+    CrashReported(ToolResult),
     /// The tool answered something rho could not use; the text says why.
     Unusable(String),
     /// The gate denied the call.
@@ -251,7 +253,9 @@ impl CallTask {
                 };
             }
         };
+        let crashed = output.is_crash();
         match output.to_result(&limits) {
+            Ok(result) if crashed => TaskEnd::CrashReported(result),
             Ok(result) => TaskEnd::Answered(result),
             Err(error) => match error.panic_message() {
                 Some(message) => TaskEnd::Panicked {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use rho_tool_core::{Outcome, ToolResult};
 use serde::Serialize;
 
-use crate::event::{maybe_millis, millis, outcome};
+use crate::event::{maybe_millis, millis};
 
 /// One call of a turn as the session keeps it: the result the model reads
 /// (its text under the output cap, if any) with the details the host's
@@ -21,7 +21,6 @@ pub struct SessionEntry {
     /// The tool's name, as the model called it.
     pub tool: String,
     /// The class of the end.
-    #[serde(serialize_with = "outcome")]
     pub outcome: Outcome,
     /// What the model reads, and the kept details.
     pub result: ToolResult,

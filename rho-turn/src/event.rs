@@ -187,7 +187,6 @@ pub struct ExecutionEnd {
     #[serde(flatten)]
     pub call: CallRef,
     /// The class of the end (`"succeeded"`, `"aborted"`, ... in JSON).
-    #[serde(serialize_with = "outcome")]
     pub outcome: Outcome,
     /// The whole result: all its text (no output cap) and its details
     /// (no keep-details policy).
@@ -205,10 +204,6 @@ impl ExecutionEnd {
     pub fn details(&self) -> Option<&Plain> {
         self.result.details.as_ref()
     }
-}
-
-pub(crate) fn outcome<S: Serializer>(outcome: &Outcome, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(outcome.as_str())
 }
 
 pub(crate) fn millis<S: Serializer>(d: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
