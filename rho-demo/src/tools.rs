@@ -16,6 +16,14 @@ impl Tool for ReadFile {
     fn description(&self) -> &str {
         "Reads a file of the project."
     }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": { "path": { "type": "string" } },
+            "required": ["path"],
+            "additionalProperties": false,
+        })
+    }
     async fn run(&self, args: serde_json::Value, cx: ToolContext) -> ToolOutput {
         let path = args["path"].as_str().unwrap_or("?");
         cx.sleep(Duration::from_millis(40)).await;

@@ -1,0 +1,158 @@
+//! The scripted session: the registry, the gate, and four model messages.
+
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
+use rho_tool_core::{Executor, Gate, Runner, Tool, ToolCall, Verdict, async_trait};
+use rho_turn::{KeepDetails, SessionEntry, Turn, TurnEvent, TurnRunner};
+use serde_json::json;
+
+use crate::print::Printer;
+use crate::{fail, tools};
+
+/// How the demo drives a turn to its end on its runtime.
+pub(crate) type BlockOn<'a, E> = &'a (dyn Fn(Turn<E>) -> Vec<SessionEntry> + Sync);
+
+/// The demo's gate: a person approves deploys (it takes them about a
+/// second), nobody may delete directories, everything else is allowed.
+/// Written once for any executor: it waits on the executor's own timer.
+struct DemoGate<E> {
+    executor: E,
+}
+
+#[async_trait]
+impl<E: Executor> Gate for DemoGate<E> {
+    async fn check(&self, _call: &ToolCall, tool: &dyn Tool) -> Verdict {
+        match tool.name() {
+            "deploy" => {
+                self.executor.sleep(Duration::from_millis(1000)).await;
+                Verdict::Allow
+            }
+            "rm_rf" => Verdict::deny("deleting directory trees needs a person at the keyboard"),
+            _ => Verdict::Allow,
+        }
+    }
+}
+
+/// The tools, from two sources: the host's own, and the tools the agent
+/// wrote itself, whose source quarantines a tool after two crashes or
+/// timeouts.
+fn registry() -> (ToolRegistry, Arc<Accounting>) {
+    let registry = ToolRegistry::new();
+    let builtin: [Arc<dyn Tool>; 6] = [
+        Arc::new(tools::Deploy),
+        Arc::new(tools::ReadFile),
+        Arc::new(tools::SlowBuild),
+        Arc::new(tools::Screenshot),
+        Arc::new(tools::Grep),
+        Arc::new(tools::RemoveAll),
+    ];
+    let agent: [Arc<dyn Tool>; 2] = [Arc::new(tools::Flaky), Arc::new(tools::AgentScript)];
+    let accounting = Arc::new(Accounting::new(QuarantineRule::after(2)));
+    let added = registry
+        .add_source(Source::trusted("builtin"))
+        .and_then(|source| source.add_all(builtin))
+        .and_then(|()| {
+            registry.add_source(Source::untrusted("agent").with_policy(accounting.clone()))
+        })
+        .and_then(|source| source.add_all(agent));
+    if let Err(error) = added {
+        fail(&format!("cannot register the demo's tools: {error}"));
+    }
+    (registry, accounting)
+}
+
+fn call(id: &str, tool: &str, arguments: serde_json::Value) -> ToolCall {
+    ToolCall::new(id, tool, arguments)
+}
+
+/// The whole scripted session on `executor`.
+pub(crate) fn run_session<E: Executor>(
+    executor: E,
+    block_on: BlockOn<'_, E>,
+    printer: &mut Printer,
+) {
+    let (registry, accounting) = registry();
+    let runner = Runner::new(executor.clone())
+        .with_gate(Arc::new(DemoGate { executor }))
+        .with_watch(registry.watch());
+    let turns = TurnRunner::new(runner, registry).with_keep_details(KeepDetails::MaxBytes(120));
+
+    // The screen: a subscriber on a thread of its own hands every event to
+    // the printer as it happens.
+    let (sender, events) = mpsc::channel();
+    let subscribed = turns.events().subscribe(move |event: &TurnEvent| {
+        let _ = sender.send(event.clone());
+    });
+    if let Err(error) = subscribed {
+        fail(&format!("cannot subscribe the screen: {error}"));
+    }
+    let mut play = |title: &str, calls: Vec<ToolCall>, esc_after: Option<Duration>| {
+        printer.heading(title);
+        let turn = turns.turn(calls);
+        let total = turn.len();
+        let abort = turn.abort_handle();
+        let entries = std::thread::scope(|scope| {
+            let running = scope.spawn(move || block_on(turn));
+            if let Some(after) = esc_after {
+                scope.spawn(move || {
+                    std::thread::sleep(after);
+                    abort.abort();
+                });
+            }
+            let mut ended = 0;
+            while ended < total {
+                let Ok(event) = events.recv() else { break };
+                ended += usize::from(matches!(event, TurnEvent::ToolExecutionEnd(_)));
+                printer.print(&event);
+            }
+            running
+                .join()
+                .unwrap_or_else(|_| fail("the turn's thread panicked"))
+        });
+        printer.summary(&entries);
+    };
+
+    play(
+        "turn 1: the model calls eight tools at once",
+        vec![
+            call("call-1", "deploy", json!({ "env": "staging" })),
+            call("call-2", "read_file", json!({ "path": "src/main.rs" })),
+            call("call-3", "cargo_build", json!({})),
+            call("call-4", "flaky_lint", json!({ "path": "src/lib.rs" })),
+            call("call-5", "screenshot", json!({})),
+            call("call-6", "grep", json!({ "pattern": "TODO" })),
+            call("call-7", "count_todos", json!({})),
+            call("call-8", "rm_rf", json!({ "path": "/" })),
+        ],
+        None,
+    );
+    play(
+        "turn 2: the model retries the lint, misspells a tool, and sends a malformed call",
+        vec![
+            call("call-9", "flaky_lint", json!({ "path": "src/main.rs" })),
+            call("call-10", "grpe", json!({ "pattern": "FIXME" })),
+            call("call-11", "read_file", json!({ "path": 7, "mode": "r" })),
+        ],
+        None,
+    );
+    play(
+        "turn 3: the model tries the quarantined lint once more",
+        vec![call(
+            "call-12",
+            "flaky_lint",
+            json!({ "path": "src/print.rs" }),
+        )],
+        None,
+    );
+    play(
+        "turn 4: a deploy and a build; a person presses Esc after 300 ms",
+        vec![
+            call("call-13", "deploy", json!({ "env": "production" })),
+            call("call-14", "cargo_build", json!({ "release": true })),
+        ],
+        Some(Duration::from_millis(300)),
+    );
+    printer.health(&accounting.health_table().to_string());
+}
