@@ -112,13 +112,14 @@ impl Tool for Scripted {
         self.timeout
     }
 
-    async fn run(&self, arguments: serde_json::Value, _context: ToolContext) -> ToolOutput {
+    async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
         match arguments["do"].as_str().unwrap_or("ok") {
             "ok" => ToolOutput::text(format!("{} ok", self.name)),
             "error" => ToolOutput::error(format!("{} failed on purpose", self.name)),
             "panic" => panic!("{} panicked on purpose", self.name),
             "hang" | "abort" => {
-                tokio::time::sleep(Duration::from_secs(3600)).await;
+                // The executor's own timer, so the tool runs on any runtime.
+                context.sleep(Duration::from_secs(3600)).await;
                 ToolOutput::text("woke up after an hour")
             }
             other => ToolOutput::error(format!("ran a call that should not run: {other}")),

@@ -1,0 +1,186 @@
+//! The registry's accounting on smol: the same tools and gate as on tokio,
+//! with exact counts per tool and class, and a quarantine at exactly the
+//! Nth counted failure.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rho_exec_smol::SmolExecutor;
+use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
+use rho_tool_core::{Outcome, Runner};
+use support::{Class, DenyMarked, QuietPanics, scripted, scripted_with_timeout};
+
+/// A smol executor run by two threads for one test.
+struct Pool {
+    executor: Option<Arc<smol::Executor<'static>>>,
+    stop: Option<smol::channel::Sender<()>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Pool {
+    fn new() -> Self {
+        let executor = Arc::new(smol::Executor::new());
+        let (stop, stopped) = smol::channel::bounded::<()>(1);
+        let threads = (0..2)
+            .map(|_| {
+                let executor = executor.clone();
+                let stopped = stopped.clone();
+                std::thread::spawn(move || {
+                    let _ = smol::block_on(executor.run(stopped.recv()));
+                })
+            })
+            .collect();
+        Self {
+            executor: Some(executor),
+            stop: Some(stop),
+            threads,
+        }
+    }
+
+    fn runner(&self, registry: &ToolRegistry) -> Runner<SmolExecutor> {
+        let executor = self.executor.as_ref().expect("the pool runs");
+        Runner::new(SmolExecutor::new(executor.clone()))
+            .with_gate(Arc::new(DenyMarked))
+            .with_watch(registry.watch())
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn ten_thousand_concurrent_calls_are_counted_exactly_on_smol() {
+    const CALLS: usize = 10_000;
+    let _quiet = QuietPanics::new();
+    let pool = Pool::new();
+    let registry = ToolRegistry::new();
+    let accounting = Arc::new(Accounting::new(QuarantineRule::never()));
+    registry
+        .add_source(Source::untrusted("agent").with_policy(accounting.clone()))
+        .expect("a new source")
+        .add_all([
+            scripted("alpha"),
+            scripted_with_timeout("gamma", Duration::from_millis(30)),
+        ])
+        .expect("new names");
+    let runner = pool.runner(&registry);
+    let mix = [
+        ("alpha", Class::Ok),
+        ("alpha", Class::Error),
+        ("alpha", Class::Panic),
+        ("alpha", Class::Deny),
+        ("alpha", Class::Abort),
+        ("gamma", Class::Hang),
+        ("gamma", Class::Ok),
+    ];
+
+    let mut injected: BTreeMap<(&str, Class), u64> = BTreeMap::new();
+    // Every call is started before any is awaited: all run at once.
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let (tool, class) = mix[i % mix.len()];
+            *injected.entry((tool, class)).or_default() += 1;
+            let handle = registry.start(&runner, class.call(format!("call-{i}"), tool));
+            if class == Class::Abort {
+                handle.abort();
+            }
+            (class, handle)
+        })
+        .collect();
+    smol::block_on(async {
+        for (class, handle) in calls {
+            let end = handle.await;
+            assert_eq!(end.outcome, class.outcome(), "{end:?}");
+        }
+    });
+
+    assert_eq!(registry.in_flight(), 0);
+    for tool in ["alpha", "gamma"] {
+        let count = |class: Class| injected.get(&(tool, class)).copied().unwrap_or(0);
+        let health = accounting.tool_health(tool).expect("the tool ran");
+        assert_eq!(
+            (
+                health.calls,
+                health.succeeded,
+                health.failed,
+                health.crashed,
+                health.timed_out,
+                health.aborted,
+                health.denied,
+            ),
+            (
+                Class::ALL.into_iter().map(count).sum(),
+                count(Class::Ok),
+                count(Class::Error),
+                count(Class::Panic),
+                count(Class::Hang),
+                count(Class::Abort),
+                count(Class::Deny),
+            ),
+            "{tool}"
+        );
+    }
+}
+
+#[test]
+fn quarantine_happens_at_exactly_the_nth_counted_failure_on_smol() {
+    let _quiet = QuietPanics::new();
+    let pool = Pool::new();
+    let registry = ToolRegistry::new();
+    let accounting = Arc::new(Accounting::new(QuarantineRule::after(3)));
+    registry
+        .add_source(Source::untrusted("agent").with_policy(accounting.clone()))
+        .expect("a new source")
+        .add(scripted_with_timeout("flaky", Duration::from_millis(30)))
+        .expect("a new name");
+    let runner = pool.runner(&registry);
+    let run = |class: Class| {
+        let handle = registry.start(&runner, class.call("c", "flaky"));
+        if class == Class::Abort {
+            handle.abort();
+        }
+        smol::block_on(handle)
+    };
+
+    // Denials and aborts never count; two crashes and a timeout do.
+    for class in [
+        Class::Deny,
+        Class::Abort,
+        Class::Panic,
+        Class::Deny,
+        Class::Panic,
+    ] {
+        assert_eq!(run(class).outcome, class.outcome());
+        assert!(
+            !accounting
+                .tool_health("flaky")
+                .expect("ran")
+                .is_quarantined()
+        );
+    }
+    assert_eq!(run(Class::Hang).outcome, Outcome::TimedOut);
+    let health = accounting.tool_health("flaky").expect("ran");
+    assert_eq!(
+        health.quarantine.as_ref().map(|q| q.failures),
+        Some(3),
+        "{health:?}"
+    );
+    assert!(matches!(
+        registry.resolve("flaky"),
+        Err(Refusal::Disabled { .. })
+    ));
+    assert_eq!(run(Class::Ok).outcome, Outcome::Refused);
+
+    assert!(accounting.reenable("flaky"));
+    assert_eq!(run(Class::Ok).outcome, Outcome::Succeeded);
+}
