@@ -1,0 +1,400 @@
+//! rho's benchmark harness of record: rho's runner against a hand-written
+//! floor, on tokio and on smol, each with two worker threads.
+//!
+//! ```sh
+//! cargo run --release -p rho-bench               # the table (a few minutes)
+//! cargo run --release -p rho-bench -- --json     # one JSON object a line
+//! cargo run --release -p rho-bench -- --quick    # a smoke run of a few seconds
+//! ```
+//!
+//! A JSON line is `{"figure", "runtime", "value", "unit", "target",
+//! "meets"}`; `target` is `null` for a figure printed for context (a floor's
+//! own value, a part of a ratio), and such a figure always "meets". The
+//! `--quick` run uses small counts: its figures show the harness works, not
+//! whether the targets are met. `--only LIST` runs some figures
+//! (comma-separated: `percall,memory,kill,blocked,plain,registry`).
+//!
+//! # How it measures
+//!
+//! The loop runs on the main thread in the runtime's `block_on`; the calls'
+//! tasks run on the two workers (tokio's multi-thread runtime with two
+//! workers; a smol executor run by two threads). Every comparison runs rho
+//! and the floor in the same process, in alternating rounds (rho first in
+//! even rounds, the floor first in odd ones), and takes the median of the
+//! rounds, so that machine noise hits both. Between rounds the harness
+//! waits until the runtime has no task alive.
+//!
+//! **The floor** ([`floor`]) is what a careful engineer would write by hand
+//! for the same observable job: one spawn, a `dyn` gate's boxed future and
+//! the `dyn` tool's boxed future each polled inside `catch_unwind`, a
+//! one-shot running notice, the timeout timer started when the notice
+//! arrives, an abort at the deadline, and the join. So a ratio measures
+//! what rho adds on top: containment of panicking `Drop`s, the watch,
+//! events, normalised answers with plain details, texts, timings.
+//!
+//! # The figures
+//!
+//! 1. **Per-call cost** ([`percall`]): a no-op tool with the default gate.
+//!    Sequential: start a call, await it, start the next. In flight: start
+//!    100,000 calls, then await them all. The figure is rho's time per call
+//!    over the floor's. Also: allocations and bytes allocated per call of
+//!    each, counted by this binary's counting allocator ([`alloc`]) in a
+//!    separate, untimed pass.
+//! 2. **Memory per in-flight call** ([`memory`]): 100,000 calls whose tools
+//!    wait, each side measured in a fresh process (this binary re-run with a
+//!    hidden subcommand): resident bytes (`VmRSS`) after, minus before, over
+//!    the calls, once every tool waits and the loop has polled every handle
+//!    (which starts each call's timer). Also the counting allocator's live
+//!    heap bytes per call.
+//! 3. **Kill latency** ([`kill`]): calls with a 10 ms timeout whose tools
+//!    overrun; `ran - timeout` of each call, where `ran` runs from the
+//!    task's running notice to the moment the handle ends the call. Tools
+//!    that yield: 10,000 calls per round, started 100 per millisecond into
+//!    one loop. Tools that never yield (spinning on a stop flag): one at a
+//!    time, each on a worker of its own, since a spinning tool holds its
+//!    worker (the other worker, or smol's loop thread, drives the timer).
+//! 4. **The loop is never blocked** ([`blocked`]): the latency of fresh
+//!    no-op calls, one after the other, while 10,000 calls wait at their
+//!    gate in the same loop, against none waiting; the figure is the ratio
+//!    of the p99s.
+//! 5. **Plain data** ([`plain`]): `to_plain` on a ~10 MB nested answer
+//!    against `serde_json::to_value` of the same value, in a task on a
+//!    worker; MB/s of compact JSON and the ratio.
+//! 6. **Registry** ([`registry`]): `resolve` plus the watch's `started` and
+//!    `ended` per call, on two threads at once, against a hand-written map;
+//!    nanoseconds per call on each thread. No target: for context.
+//!
+//! Figures 5 and 6 do not depend on the runtime; they run in a task on each
+//! runtime's workers all the same, so each runtime's table is complete.
+//!
+//! # Profiling a figure
+//!
+//! Two hidden subcommands run one side of a figure alone, for a profiler
+//! (`valgrind --tool=callgrind` counts instructions repeatably on a noisy
+//! machine; run two call counts and subtract to get a per-call figure):
+//!
+//! ```sh
+//! rho-bench __percall <tokio|smol> <rho|floor> <sequential|in_flight> <calls> <rounds>
+//! rho-bench __plain <mb> <rounds> <plain|json>
+//! ```
+//!
+//! # Unsafe code
+//!
+//! The counting allocator ([`alloc`]) is an `unsafe impl GlobalAlloc`, the
+//! crate's only unsafe code (it forwards to `System` and counts). So this
+//! crate's `Cargo.toml` repeats the workspace's lints with `unsafe_code` at
+//! `deny` instead of `forbid` (which no `#[allow]` could lower).
+
+#![deny(unsafe_code)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    rust_2018_idioms,
+    unreachable_pub
+)]
+
+mod alloc;
+mod blocked;
+mod driver;
+mod floor;
+mod kill;
+mod memory;
+mod percall;
+mod plain;
+mod registry;
+mod report;
+mod rt;
+mod side;
+mod stats;
+mod tools;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::report::Report;
+use crate::rt::{Bench, Smol, Tokio};
+
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
+
+/// The counts of one run.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    quick: bool,
+    /// Calls per round, sequential (figure 1).
+    sequential: usize,
+    /// Calls in flight per round (figure 1).
+    in_flight: usize,
+    /// Rounds of each side (figure 1).
+    rounds: usize,
+    /// Waiting calls per process (figure 2).
+    memory_calls: usize,
+    /// Processes of each side (figure 2).
+    memory_rounds: usize,
+    /// Yielding calls per round (figure 3).
+    kill_yielding: usize,
+    /// Non-yielding calls of each side, over all rounds (figure 3).
+    kill_spinning: usize,
+    /// Rounds of each side (figure 3).
+    kill_rounds: usize,
+    /// Calls waiting at their gate (figure 4).
+    blocked_held: usize,
+    /// Fresh calls per round and condition (figure 4).
+    blocked_fresh: usize,
+    /// Rounds of each side (figure 4).
+    blocked_rounds: usize,
+    /// The answer's size in MB (figure 5).
+    plain_mb: usize,
+    /// Rounds (figure 5).
+    plain_rounds: usize,
+    /// Calls per thread per round (figure 6).
+    registry_calls: usize,
+    /// Rounds of each side (figure 6).
+    registry_rounds: usize,
+}
+
+impl Config {
+    fn full() -> Self {
+        Self {
+            quick: false,
+            sequential: 20_000,
+            in_flight: 100_000,
+            rounds: 7,
+            memory_calls: 100_000,
+            memory_rounds: 3,
+            kill_yielding: 10_000,
+            kill_spinning: 600,
+            kill_rounds: 3,
+            blocked_held: 10_000,
+            blocked_fresh: 3_000,
+            blocked_rounds: 4,
+            plain_mb: 10,
+            plain_rounds: 7,
+            registry_calls: 500_000,
+            registry_rounds: 5,
+        }
+    }
+
+    fn quick() -> Self {
+        Self {
+            quick: true,
+            sequential: 1_000,
+            in_flight: 10_000,
+            rounds: 3,
+            memory_calls: 10_000,
+            memory_rounds: 1,
+            kill_yielding: 1_000,
+            kill_spinning: 20,
+            kill_rounds: 2,
+            blocked_held: 1_000,
+            blocked_fresh: 200,
+            blocked_rounds: 2,
+            plain_mb: 1,
+            plain_rounds: 3,
+            registry_calls: 20_000,
+            registry_rounds: 3,
+        }
+    }
+}
+
+const FIGURES: [&str; 6] = ["percall", "memory", "kill", "blocked", "plain", "registry"];
+
+const USAGE: &str =
+    "usage: rho-bench [--json] [--quick] [--only percall,memory,kill,blocked,plain,registry]";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(memory::SUBCOMMAND) {
+        memory::child(&args[1..]);
+        return;
+    }
+    if args.first().map(String::as_str) == Some(plain::PROFILE) {
+        plain::profile(&args[1..]);
+        return;
+    }
+    if args.first().map(String::as_str) == Some(percall::PROFILE) {
+        percall::profile(&args[1..]);
+        return;
+    }
+    let mut json = false;
+    let mut quick = false;
+    let mut only: Vec<String> = FIGURES.iter().map(|figure| (*figure).to_owned()).collect();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--json" => json = true,
+            "--quick" => quick = true,
+            "--only" => {
+                let list = args.next().unwrap_or_default();
+                only = list.split(',').map(str::to_owned).collect();
+                if let Some(unknown) = only.iter().find(|f| !FIGURES.contains(&f.as_str())) {
+                    eprintln!("no figure `{unknown}`\n{USAGE}");
+                    std::process::exit(2);
+                }
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            other => {
+                eprintln!("unknown argument `{other}`\n{USAGE}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let config = if quick {
+        Config::quick()
+    } else {
+        Config::full()
+    };
+    let started = Instant::now();
+    let load_before = load_average();
+    let mut report = Report::new(json);
+    let answer = only
+        .iter()
+        .any(|figure| figure == "plain")
+        .then(|| Arc::new(plain::Answer::of_size(config.plain_mb)));
+
+    run_on::<Tokio>(&config, &only, answer.as_ref(), &mut report);
+    run_on::<Smol>(&config, &only, answer.as_ref(), &mut report);
+
+    let took = started.elapsed();
+    if !json {
+        println!(
+            "rho-bench{}: {} on {}, {} cores, {} worker threads per runtime; {:.1} s\n",
+            if config.quick {
+                " --quick (smoke run: targets are not judged on it)"
+            } else {
+                ""
+            },
+            std::env::consts::ARCH,
+            cpu_model(),
+            std::thread::available_parallelism().map_or(0, usize::from),
+            rt::WORKERS,
+            took.as_secs_f64(),
+        );
+        println!(
+            "load average (1 min) before {load_before}, after {}: other work on the machine \
+             skews the latency percentiles (the ratios are measured in alternating rounds)\n",
+            load_average()
+        );
+        print!("{}", report.table());
+        println!();
+        print_notes(&config);
+        let missed = report.missed();
+        if missed.is_empty() {
+            println!("\nevery target is met");
+        } else {
+            println!("\ntargets missed:");
+            for row in missed {
+                println!(
+                    "  {} on {}: {:.3} {}",
+                    row.figure, row.runtime, row.value, row.unit
+                );
+            }
+        }
+    } else {
+        eprintln!(
+            "rho-bench: {:.1} s; load average before {load_before}, after {}",
+            took.as_secs_f64(),
+            load_average()
+        );
+    }
+}
+
+fn run_on<B: Bench>(
+    config: &Config,
+    only: &[String],
+    answer: Option<&Arc<(plain::Answer, usize)>>,
+    report: &mut Report,
+) {
+    let wants = |figure: &str| only.iter().any(|wanted| wanted == figure);
+    let bench = B::new();
+    let step = |figure: &str| eprintln!("[{}] {figure}", B::NAME);
+    if wants("percall") {
+        step("per-call cost");
+        percall::run(&bench, config, report);
+    }
+    if wants("kill") {
+        step("kill latency");
+        kill::run(&bench, config, report);
+    }
+    if wants("blocked") {
+        step("loop never blocked");
+        blocked::run(&bench, config, report);
+    }
+    if let (true, Some(answer)) = (wants("plain"), answer) {
+        step("plain data");
+        plain::run(&bench, answer, config, report);
+    }
+    if wants("registry") {
+        step("registry");
+        registry::run(&bench, config, report);
+    }
+    drop(bench);
+    if wants("memory") {
+        step("memory per in-flight call (fresh processes)");
+        memory::run(B::NAME, config, report);
+    }
+}
+
+fn print_notes(config: &Config) {
+    println!("How each figure was measured (rho and floor alternate, medians of rounds):");
+    println!(
+        "  per_call_*       no-op tool, default gate; sequential: {} calls a round, start then await; \
+         in flight: {} started then awaited; {} rounds",
+        config.sequential, config.in_flight, config.rounds
+    );
+    println!(
+        "  memory_*         {} waiting calls in a fresh process, resident (VmRSS) delta over calls, \
+         after every handle was polled once (timers started); median of {} processes",
+        config.memory_calls, config.memory_rounds
+    );
+    println!(
+        "  kill_*_yielding  {} calls a round x {} rounds, 10 ms timeout, started {} per ms into one loop; \
+         latency = ran - timeout",
+        config.kill_yielding,
+        config.kill_rounds,
+        kill::PER_MS
+    );
+    println!(
+        "  kill_*_non_yielding  {} calls of a tool spinning on a stop flag, ONE AT A TIME (a spinning tool \
+         holds a worker; the other worker or the loop thread drives the timer)",
+        config.kill_spinning.div_ceil(config.kill_rounds) * config.kill_rounds
+    );
+    println!(
+        "  fresh_call_*     {} sequential no-op calls a round, with {} calls waiting at their gate in the \
+         same loop (held) or none; {} rounds; ratio of p99s",
+        config.blocked_fresh, config.blocked_held, config.blocked_rounds
+    );
+    println!(
+        "  plain_*          to_plain vs serde_json::to_value of a ~{} MB answer, in a task on a worker; \
+         {} rounds",
+        config.plain_mb, config.plain_rounds
+    );
+    println!(
+        "  registry_*       resolve + watch started/ended, 2 tasks on the 2 workers at once, {} calls each; \
+         ns per call per thread",
+        config.registry_calls
+    );
+}
+
+/// The one-minute load average, from `/proc/loadavg`.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// The CPU's model name, from `/proc/cpuinfo`.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("model name"))
+                .map(|rest| rest.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "an unknown CPU".to_owned())
+}
