@@ -40,8 +40,9 @@ pub enum Joined<T> {
 pub trait Executor: Clone + Send + Sync + 'static {
     /// The handle of a spawned task.
     type Handle<T: Send + 'static>: TaskHandle<T>;
-    /// The future returned by [`sleep`](Executor::sleep).
-    type Sleep: Future<Output = ()> + Send + 'static;
+    /// The future returned by [`sleep`](Executor::sleep). `Unpin`, so each
+    /// call can keep its clock inline rather than in a box of its own.
+    type Sleep: Future<Output = ()> + Send + Unpin + 'static;
 
     /// Spawns `future` as a task.
     fn spawn<F>(&self, future: F) -> Self::Handle<F::Output>

@@ -49,7 +49,7 @@ pub struct CallHandle<E: Executor> {
     running_since: Option<Instant>,
     running_reported: bool,
     gate_wait_reported: bool,
-    deadline: Option<Pin<Box<E::Sleep>>>,
+    deadline: Option<E::Sleep>,
     /// The task's end, once seen, until it is reported.
     joined: Option<Joined<TaskEnd>>,
     ended: bool,
@@ -135,6 +135,14 @@ impl<E: Executor> CallHandle<E> {
 
     /// Polls for the next event; see [`next_event`](CallHandle::next_event).
     pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<CallEvent>> {
+        self.poll_step(cx, true)
+    }
+
+    /// One step of the call. With `progress` false (awaiting the handle for
+    /// its end only) the progress events are noted but not built, and
+    /// partial results are left for the end to clear: no strings are cloned
+    /// for events nobody reads.
+    fn poll_step(&mut self, cx: &mut Context<'_>, progress: bool) -> Poll<Option<CallEvent>> {
         if self.ended {
             return Poll::Ready(None);
         }
@@ -146,7 +154,9 @@ impl<E: Executor> CallHandle<E> {
         let seen = self.notice.look(cx.waker());
         if seen.gate_waiting && !self.gate_wait_reported {
             self.gate_wait_reported = true;
-            return Poll::Ready(Some(CallEvent::AwaitingGate(self.call_id.clone())));
+            if progress {
+                return Poll::Ready(Some(CallEvent::AwaitingGate(self.call_id.clone())));
+            }
         }
         if self.running_since.is_none() {
             if let Some(at) = seen.running_at {
@@ -155,14 +165,14 @@ impl<E: Executor> CallHandle<E> {
                     // The clock counts from the notice itself, not from the
                     // moment this loop got round to looking.
                     let left = self.timeout.saturating_sub(at.elapsed());
-                    self.deadline = Some(Box::pin(self.executor.sleep(left)));
+                    self.deadline = Some(self.executor.sleep(left));
                 }
             }
         }
         // A call that ran reports Running before anything else of its run,
         // even when it finished before the loop first looked.
         if let Some(since) = self.running_since {
-            if !self.running_reported {
+            if !self.running_reported && progress {
                 self.running_reported = true;
                 return Poll::Ready(Some(CallEvent::Running(Running {
                     call_id: self.call_id.clone(),
@@ -181,14 +191,14 @@ impl<E: Executor> CallHandle<E> {
                 return Poll::Ready(Some(CallEvent::Ended(end)));
             }
             if let Some(deadline) = &mut self.deadline {
-                if deadline.as_mut().poll(cx).is_ready() {
+                if Pin::new(deadline).poll(cx).is_ready() {
                     self.task.kill();
                     let end = self.finish_exit(Outcome::TimedOut, Exit::TimedOut(self.timeout));
                     return Poll::Ready(Some(CallEvent::Ended(end)));
                 }
             }
         }
-        if seen.has_update {
+        if seen.has_update && progress {
             if let Some((partial, dropped_before)) = self.notice.take_update() {
                 return Poll::Ready(Some(CallEvent::Update(Update {
                     call_id: self.call_id.clone(),
@@ -294,8 +304,8 @@ impl<E: Executor> CallHandle<E> {
     }
 }
 
-// No field is ever pinned in place: the task handle is `Unpin` by contract
-// and the sleep is boxed, so the executor value itself need not be `Unpin`.
+// No field is ever pinned in place: the task handle and the sleep are
+// `Unpin` by contract, so the executor value itself need not be `Unpin`.
 impl<E: Executor> Unpin for CallHandle<E> {}
 
 impl<E: Executor> Future for CallHandle<E> {
@@ -305,12 +315,10 @@ impl<E: Executor> Future for CallHandle<E> {
     /// pending: a call never ends twice.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallEnd> {
         let this = self.get_mut();
-        loop {
-            match this.poll_event(cx) {
-                Poll::Ready(Some(CallEvent::Ended(end))) => return Poll::Ready(end),
-                Poll::Ready(Some(_progress)) => continue,
-                Poll::Ready(None) | Poll::Pending => return Poll::Pending,
-            }
+        match this.poll_step(cx, false) {
+            Poll::Ready(Some(CallEvent::Ended(end))) => Poll::Ready(end),
+            // Without progress events the only event is the end.
+            Poll::Ready(Some(_) | None) | Poll::Pending => Poll::Pending,
         }
     }
 }

@@ -206,67 +206,71 @@ impl CallTask {
     /// The body of a call's task. Only rho's code runs here unguarded:
     /// every foreign future is polled and dropped through [`Contained`], and
     /// the answer is made plain data before the task ends.
-    async fn run(self) -> TaskEnd {
-        let CallTask {
-            call,
-            tool,
-            gate,
-            notice,
-            task,
-            limits,
-            timer,
-        } = self;
-        let mut check = Contained::start(|| gate.check(&call, tool.as_ref()));
-        let mut told_waiting = false;
-        let verdict = std::future::poll_fn(|cx| {
-            let polled = Pin::new(&mut check).poll(cx);
-            if polled.is_pending() && !told_waiting {
-                // The gate did not answer at once: someone is being asked.
-                told_waiting = true;
-                notice.set_gate_waiting();
+    ///
+    /// A plain `fn` returning an `async move` block that uses `self`'s
+    /// fields in place: an `async fn` would keep both its argument and the
+    /// destructured copies in the task's state, a third more bytes per call
+    /// in flight.
+    #[allow(clippy::manual_async_fn)] // on purpose: see above
+    fn run(self) -> impl Future<Output = TaskEnd> + Send + 'static {
+        async move {
+            let verdict = {
+                let mut check =
+                    Contained::start(|| self.gate.check(&self.call, self.tool.as_ref()));
+                let mut told_waiting = false;
+                std::future::poll_fn(|cx| {
+                    let polled = Pin::new(&mut check).poll(cx);
+                    if polled.is_pending() && !told_waiting {
+                        // The gate did not answer at once: someone is being asked.
+                        told_waiting = true;
+                        self.notice.set_gate_waiting();
+                    }
+                    polled
+                })
+                .await
+            };
+            match verdict {
+                Ok(Verdict::Allow) => {}
+                Ok(Verdict::Deny { reason }) => return TaskEnd::Denied(reason),
+                Err(caught) => {
+                    return TaskEnd::Panicked {
+                        phase: Phase::Gate,
+                        caught,
+                    };
+                }
             }
-            polled
-        })
-        .await;
-        drop(check);
-        match verdict {
-            Ok(Verdict::Allow) => {}
-            Ok(Verdict::Deny { reason }) => return TaskEnd::Denied(reason),
-            Err(caught) => {
-                return TaskEnd::Panicked {
-                    phase: Phase::Gate,
-                    caught,
-                };
-            }
-        }
-        drop(gate);
-        notice.set_running();
+            drop(self.gate);
+            self.notice.set_running();
 
-        let ToolCall { id, arguments, .. } = call;
-        let context = ToolContext::new(id, task, timer, notice, limits.clone());
-        let output = match Contained::start(|| tool.run(arguments, context)).await {
-            Ok(output) => output,
-            Err(caught) => {
-                return TaskEnd::Panicked {
-                    phase: Phase::Tool,
-                    caught,
-                };
-            }
-        };
-        let crashed = output.is_crash();
-        match output.to_result(&limits) {
-            Ok(result) if crashed => TaskEnd::CrashReported(result),
-            Ok(result) => TaskEnd::Answered(result),
-            Err(error) => match error.panic_message() {
-                Some(message) => TaskEnd::Panicked {
-                    phase: Phase::Answer,
-                    caught: Caught {
-                        message: message.map(str::to_owned),
-                        location: None,
+            let ToolCall { id, arguments, .. } = self.call;
+            let context =
+                ToolContext::new(id, self.task, self.timer, self.notice, self.limits.clone());
+            let tool = self.tool;
+            let output = match Contained::start(|| tool.run(arguments, context)).await {
+                Ok(output) => output,
+                Err(caught) => {
+                    return TaskEnd::Panicked {
+                        phase: Phase::Tool,
+                        caught,
+                    };
+                }
+            };
+            let limits = self.limits;
+            let crashed = output.is_crash();
+            match output.to_result(&limits) {
+                Ok(result) if crashed => TaskEnd::CrashReported(result),
+                Ok(result) => TaskEnd::Answered(result),
+                Err(error) => match error.panic_message() {
+                    Some(message) => TaskEnd::Panicked {
+                        phase: Phase::Answer,
+                        caught: Caught {
+                            message: message.map(str::to_owned),
+                            location: None,
+                        },
                     },
+                    None => TaskEnd::Unusable(error.to_string()),
                 },
-                None => TaskEnd::Unusable(error.to_string()),
-            },
+            }
         }
     }
 }

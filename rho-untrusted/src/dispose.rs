@@ -37,13 +37,17 @@ pub fn dispose(payload: Payload) -> bool {
 /// unwind and turns the payload into its message and location.
 fn contain<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
     let scope = ContainedScope::enter();
-    let caught = catch_unwind(AssertUnwindSafe(f));
-    let location = scope.take_location();
-    drop(scope);
-    caught.map_err(|payload| Caught {
-        message: take_message(payload),
-        location,
-    })
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(value) => Ok(value),
+        Err(payload) => {
+            let location = scope.take_location();
+            drop(scope);
+            Err(Caught {
+                message: take_message(payload),
+                location,
+            })
+        }
+    }
 }
 
 /// Drops any value, containing a panic of its `Drop`.

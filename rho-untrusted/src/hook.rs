@@ -14,6 +14,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::panic::{self, PanicHookInfo};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 type Hook = Arc<dyn Fn(&PanicHookInfo<'_>) + Send + Sync + 'static>;
@@ -28,18 +29,28 @@ thread_local! {
 /// The hook that was installed before ours, while ours is installed.
 static PREVIOUS: Mutex<Option<Hook>> = Mutex::new(None);
 
+/// Whether the quiet hook is installed (read on the panic path only).
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
 /// Marks this thread as running contained foreign code until dropped.
 pub(crate) struct ContainedScope(());
 
 impl ContainedScope {
     pub(crate) fn enter() -> Self {
         CONTAINED_DEPTH.with(|depth| depth.set(depth.get() + 1));
-        LAST_LOCATION.with(|last| last.borrow_mut().take());
         ContainedScope(())
     }
 
-    /// The location the quiet hook recorded for a panic in this scope.
+    /// The location the quiet hook recorded for the panic this scope just
+    /// caught. Called only on that path: the hook writes the slot at every
+    /// contained panic, so it always holds the latest one, and the hot path
+    /// (no panic) never touches it.
     pub(crate) fn take_location(&self) -> Option<String> {
+        // Without the quiet hook nothing writes the slot: what is there is
+        // from before the hook was restored, not from this panic.
+        if !INSTALLED.load(Ordering::Acquire) {
+            return None;
+        }
         LAST_LOCATION.with(|last| last.borrow_mut().take())
     }
 }
@@ -78,6 +89,7 @@ pub fn install_quiet_panic_hook() -> bool {
     let before: Hook = Arc::from(panic::take_hook());
     *previous = Some(before);
     panic::set_hook(Box::new(quiet_hook));
+    INSTALLED.store(true, Ordering::Release);
     true
 }
 
@@ -92,6 +104,7 @@ pub fn restore_panic_hook() -> bool {
     let mut previous = PREVIOUS.lock().unwrap_or_else(PoisonError::into_inner);
     match previous.take() {
         Some(before) => {
+            INSTALLED.store(false, Ordering::Release);
             panic::set_hook(Box::new(move |info| before(info)));
             true
         }

@@ -56,7 +56,9 @@ pub fn to_plain<T: Serialize + ?Sized>(value: &T, limits: &Limits) -> Result<Pla
         limits: limits.clone(),
         bytes: 0,
         elements: 0,
-        path: Vec::new(),
+        frames: 0,
+        error_path: Vec::new(),
+        fill_level: 0,
         error: None,
     };
     let result = value.serialize(ValueSer {
@@ -64,7 +66,8 @@ pub fn to_plain<T: Serialize + ?Sized>(value: &T, limits: &Limits) -> Result<Pla
         depth: 0,
     });
     if let Some(error) = ctx.error {
-        return Err(error);
+        ctx.error_path.reverse();
+        return Err(with_path(error, path::render(&ctx.error_path)));
     }
     match result {
         Ok(plain) => Ok(plain),
@@ -165,19 +168,45 @@ struct Ctx {
     bytes: usize,
     /// The values counted so far; never above `max_elements`.
     elements: usize,
-    /// The path from the root to the value being converted.
-    path: Vec<Segment>,
-    /// The first error; once set, every call fails at once.
+    /// How many containers' values are open around the value being
+    /// converted (each with its path segments).
+    frames: usize,
+    /// The path of the first error, innermost segment first. It is built
+    /// only while that error travels up: a conversion that succeeds never
+    /// touches a path.
+    error_path: Vec<Segment>,
+    /// The level of the open value whose segments the error path needs
+    /// next: the value around the error, then its container, and so on.
+    fill_level: usize,
+    /// The first error (its path is set at the end); once set, every call
+    /// fails at once.
     error: Option<PlainError>,
 }
 
 impl Ctx {
-    /// Records `error` at the current path (unless one is recorded already).
+    /// Records `error` at the current value (unless one is recorded
+    /// already); its path is filled in as it travels up.
     fn fail(&mut self, error: impl FnOnce(String) -> PlainError) -> SerError {
         if self.error.is_none() {
-            self.error = Some(error(path::render(&self.path)));
+            self.error = Some(error(String::new()));
+            self.fill_level = self.frames;
         }
         SerError::Recorded
+    }
+
+    /// Called as the value opened at `level` closes while an error is
+    /// recorded: when that value holds the error, its segments join the
+    /// error's path. (A value opened after the error, by a `Serialize` that
+    /// ignored it, is at a level already filled and adds nothing.)
+    fn close_with_error(
+        &mut self,
+        level: usize,
+        segments: impl DoubleEndedIterator<Item = Segment>,
+    ) {
+        if level == self.fill_level && level > 0 {
+            self.error_path.extend(segments.rev());
+            self.fill_level -= 1;
+        }
     }
 
     fn fail_limit(&mut self, limit: Limit) -> SerError {
@@ -267,17 +296,21 @@ impl Ctx {
         result.map_err(|error| self.absorb(error))
     }
 
-    /// Converts `value` with `segments` pushed on the path, then pops them.
+    /// Converts `value`, the value at `segments` of its container.
     fn child_at<T: Serialize + ?Sized>(
         &mut self,
         depth: usize,
         segments: [Option<Segment>; 2],
         value: &T,
     ) -> Result<Plain, SerError> {
-        let before = self.path.len();
-        self.path.extend(segments.into_iter().flatten());
+        self.frames += 1;
+        let level = self.frames;
         let result = self.child(depth, value);
-        self.path.truncate(before);
+        self.frames -= 1;
+        if self.error.is_some() {
+            self.close_with_error(level, segments.into_iter().flatten());
+            return Err(SerError::Recorded);
+        }
         result
     }
 }
@@ -652,13 +685,15 @@ impl ser::SerializeMap for Compound<'_> {
         let Some(key) = self.pending_key.take() else {
             return Err(self.ctx.fail_unsupported("a map value without a key"));
         };
-        self.ctx.path.push(Segment::Key(key));
+        self.ctx.frames += 1;
+        let level = self.ctx.frames;
         let result = self.ctx.child(self.depth, value);
-        // `child` leaves the path as it found it: the key is on top.
-        let key = match self.ctx.path.pop() {
-            Some(Segment::Key(key)) => key,
-            _ => String::new(),
-        };
+        self.ctx.frames -= 1;
+        if self.ctx.error.is_some() {
+            self.ctx
+                .close_with_error(level, std::iter::once(Segment::Key(key)));
+            return Err(SerError::Recorded);
+        }
         self.map.insert(key, result?);
         Ok(())
     }
@@ -910,4 +945,15 @@ impl ser::Serializer for KeySer<'_> {
         }
         self.text(&text)
     }
+}
+
+/// `error` with its path set (the variants that carry one).
+fn with_path(mut error: PlainError, rendered: String) -> PlainError {
+    match &mut error {
+        PlainError::LimitExceeded { path, .. }
+        | PlainError::Unsupported { path, .. }
+        | PlainError::Custom { path, .. } => *path = rendered,
+        _ => {}
+    }
+    error
 }
