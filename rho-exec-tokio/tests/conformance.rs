@@ -14,52 +14,32 @@ use rho_conformance::Harness;
 use rho_exec_tokio::TokioExecutor;
 use tokio::runtime::{Builder, Runtime};
 
-/// A multi-thread runtime with two workers, for one test; the loop runs on
-/// the test's own thread (`Runtime::block_on`).
+/// A tokio runtime for one test: with `MULTI`, the multi-thread runtime
+/// with two workers; without, the current-thread runtime, whose only thread
+/// is the test's own, driving the tasks while `block_on` runs the loop. The
+/// loop runs on the test's own thread (`Runtime::block_on`).
 #[derive(Debug)]
-pub struct TokioMultiThread(Runtime);
+pub struct Tokio<const MULTI: bool>(Runtime);
 
-impl Harness for TokioMultiThread {
+/// The multi-thread runtime with two workers.
+pub type TokioMultiThread = Tokio<true>;
+
+/// The current-thread runtime.
+pub type TokioCurrentThread = Tokio<false>;
+
+impl<const MULTI: bool> Harness for Tokio<MULTI> {
     type Executor = TokioExecutor;
-    const MULTI_THREADED: bool = true;
+    const MULTI_THREADED: bool = MULTI;
 
     fn new() -> Self {
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("a multi-thread tokio runtime");
-        Self(runtime)
-    }
-
-    fn executor(&self) -> TokioExecutor {
-        TokioExecutor::new(self.0.handle().clone()).expect("the runtime has a timer")
-    }
-
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.0.block_on(future)
-    }
-
-    fn shut_down(self) {
-        self.0.shutdown_background();
-    }
-}
-
-/// A current-thread runtime, for one test: its only thread is the test's
-/// own, which drives the tasks while `block_on` runs the loop.
-#[derive(Debug)]
-pub struct TokioCurrentThread(Runtime);
-
-impl Harness for TokioCurrentThread {
-    type Executor = TokioExecutor;
-    const MULTI_THREADED: bool = false;
-
-    fn new() -> Self {
-        let runtime = Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a current-thread tokio runtime");
-        Self(runtime)
+        let mut builder = if MULTI {
+            let mut builder = Builder::new_multi_thread();
+            builder.worker_threads(2);
+            builder
+        } else {
+            Builder::new_current_thread()
+        };
+        Self(builder.enable_all().build().expect("a tokio runtime"))
     }
 
     fn executor(&self) -> TokioExecutor {

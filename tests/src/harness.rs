@@ -21,9 +21,12 @@ use rho_tool_core::Executor;
 /// - [`MULTI_THREADED`](Harness::MULTI_THREADED): `true` when a task that
 ///   never yields (a busy loop) can stop neither the loop's `block_on` nor
 ///   the executor's timer, so the loop can end such a call at its deadline
-///   (tasks run on threads of their own, and some thread other than the
-///   spinning one drives the timer: tokio's multi-thread runtime with two
-///   workers or more, smol's executors, whose timer has its own thread).
+///   (tasks run on threads of their own, never on the thread that calls
+///   `block_on`, and some thread other than the spinning one drives the
+///   timer: tokio's multi-thread runtime with two workers or more, smol's
+///   executors, whose timer has its own thread). The suite then also
+///   checks that no foreign code of a call (a panic payload, an answer, a
+///   killed future) runs on the loop's thread at all.
 ///   `false` when one such task can hold the only thread that runs the
 ///   loop, the tasks or the timer (tokio's current-thread runtime): the
 ///   points that need it then check the documented weaker behaviour
@@ -42,14 +45,17 @@ use rho_tool_core::Executor;
 ///   executor's own threads, or driven by `block_on` itself for a
 ///   single-threaded executor. It must never poll a task from inside a
 ///   poll of `future` (the loop and the tasks take turns, they do not
-///   nest). Called many times in a row on the same harness.
+///   nest). Called many times in a row on the same harness. While it
+///   runs, a loop on another, plain thread (no runtime there) may poll the
+///   executor's task handles and sleeps: they must wake it all the same.
 /// - [`shut_down`](Harness::shut_down): the executor goes away, while tasks
 ///   may be in flight (waiting in a gate, running, spinning), and while
 ///   clones of [`executor`](Harness::executor) are still held by runners
 ///   and call handles, as a host's would be. It must return without
 ///   waiting for the tasks. Afterwards, every task handle still in flight
 ///   resolves [`Joined::Lost`](rho_tool_core::Joined::Lost) (its waker is
-///   woken; the suite awaits it with no runtime at all), the tasks' futures
+///   woken, also one registered before the shutdown by a loop on a plain
+///   thread; the suite awaits it with no runtime at all), the tasks' futures
 ///   are dropped (in the background is fine), `spawn` on a remaining clone
 ///   neither panics nor runs the future (its handle resolves `Lost`), and
 ///   `sleep` does not panic.

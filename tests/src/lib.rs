@@ -103,24 +103,30 @@
 //! - tool panics (step 7): `&str`, `String`, custom payload, a payload
 //!   whose `Drop` panics (its second payload never runs), `run` panicking
 //!   before it returns its future, metadata that panics.
-//! - answers (step 5): every answer form as `to_result` makes it.
+//! - answers (step 5): every answer form as `to_result` makes it, exactly
+//!   the `ToolResult` and JSON it must be.
 //! - untrusted answers (step 6): made plain inside the call's task; their
-//!   `Serialize` or `Drop` panicking ends the call as crashed; partial
-//!   results (`ToolContext::update`) made plain in the task, delivered in
-//!   order before the end.
+//!   `Serialize` or `Drop` panicking ends the call as crashed; a
+//!   `Serialize` that fails, or details beyond the runner's limits, end it
+//!   failed; partial results (`ToolContext::update`) made plain in the
+//!   task, delivered in order before the end.
 //! - kills (step 8, kill semantics): timeout, a tool that never yields, a
 //!   future whose `Drop` panics killed at its timeout or aborted by the
-//!   host, a dropped handle.
+//!   host, a dropped handle, a `Duration::MAX` timeout, a loop on a plain
+//!   thread (no runtime) still timing calls out.
 //! - the watch (step 2): each start and end told exactly once; a panicking
 //!   watch changes nothing.
 //! - the executor itself (its `Executor`/`TaskHandle` contract, on raw
-//!   tasks): done, killed (idempotently), detached, panicked (payload kept
-//!   out of the loop, also when the handle is dropped), killed with a
-//!   panicking `Drop`, the timer.
+//!   tasks): done, killed (idempotently), killed after it finished (still
+//!   done), detached, panicked (payload kept out of the loop, also when the
+//!   handle is dropped), killed with a panicking `Drop`, the timer.
 //! - no task leaks: after every kind of end, and after the executor shut
 //!   down.
 //! - the executor going away: calls in flight and calls started afterwards
-//!   end `ExecutorGone`, once each, with a loop that has no runtime left.
+//!   end `ExecutorGone`, once each, with a loop that has no runtime left
+//!   (also one already waiting on them, which the shutdown alone wakes); a
+//!   tool future whose `Drop` panics, dropped by the shutdown, leaves the
+//!   process running.
 //! - properties (proptest): **the reason never runs** (issue 3's property:
 //!   payload kind x phase x timing) and **every call ends exactly once**
 //!   (generated batches of calls ending every way).
@@ -128,7 +134,10 @@
 //! Every point also ends by checking that the executor holds no task of
 //! rho's (counted by [`support::Counting`]), and runs its whole loop side
 //! marked ([`support::InLoop`]), so foreign code that runs in the loop is
-//! caught wherever it happens.
+//! caught wherever it happens. On a multi-threaded harness, whose tasks run
+//! on threads of their own, the points about foreign code (payloads,
+//! answers, killed futures) also check that none of it ran on the loop's
+//! thread at all.
 //!
 //! # Documented exceptions
 //!
@@ -141,13 +150,15 @@
 //!   until it yields; the point then checks that the call ends `TimedOut`
 //!   at the tool's first yield after its deadline (not at the deadline).
 //!
-//! Three points are skipped when [`Harness::SHUTS_DOWN`] is `false` (an
+//! Five points are skipped when [`Harness::SHUTS_DOWN`] is `false` (an
 //! executor that lives as long as the process and so cannot go away, like
 //! smol's global one), and print `rho-conformance: <point>: skipped:
 //! <why>`:
 //!
 //! - `no_task_leaks_after_the_executor_shuts_down`,
 //! - `calls_in_flight_when_the_executor_shuts_down_end_executor_gone`,
+//! - `calls_awaited_on_a_plain_thread_end_executor_gone_when_the_executor_shuts_down`,
+//! - `a_tool_future_whose_drop_panics_when_the_executor_shuts_down_leaves_the_process_running`,
 //! - `a_call_started_after_the_executor_shut_down_ends_executor_gone`.
 //!
 //! Every other point holds as stated on every conforming executor. (Output
@@ -203,16 +214,21 @@ macro_rules! __rho_conformance_points {
             an_untrusted_answer_is_made_plain_inside_its_task_and_the_loop_gets_plain_data
             an_answer_whose_serialize_panics_ends_crashed
             an_answer_whose_drop_panics_ends_crashed
+            an_answer_whose_serialize_fails_ends_failed_with_the_error
+            an_answer_beyond_the_runners_limits_ends_failed
             partial_results_arrive_in_order_before_the_end_as_plain_data
             a_tool_sleeping_past_its_timeout_ends_timed_out_and_its_future_is_dropped
             a_tool_that_never_yields_ends_at_its_deadline
             a_tool_future_whose_drop_panics_killed_at_its_timeout_leaves_the_process_running
             a_tool_future_whose_drop_panics_aborted_by_the_host_leaves_the_process_running
             dropping_an_unfinished_call_handle_kills_its_task
+            a_tool_with_the_longest_possible_timeout_runs_normally
+            a_loop_on_a_plain_thread_still_times_calls_out
             a_watch_sees_each_call_start_and_end_exactly_once
             a_panicking_watch_changes_nothing_about_the_results
             a_raw_task_resolves_done_with_its_value
             a_killed_raw_task_resolves_killed_and_its_future_is_dropped
+            a_raw_task_killed_after_it_finished_resolves_done
             a_dropped_raw_task_handle_detaches_its_task
             a_raw_task_that_panics_resolves_crashed_and_its_payload_never_runs_in_the_loop
             a_killed_raw_task_whose_drop_panics_resolves_killed_and_its_payload_never_runs_in_the_loop
@@ -221,6 +237,8 @@ macro_rules! __rho_conformance_points {
             no_task_leaks_after_every_kind_of_end
             no_task_leaks_after_the_executor_shuts_down
             calls_in_flight_when_the_executor_shuts_down_end_executor_gone
+            calls_awaited_on_a_plain_thread_end_executor_gone_when_the_executor_shuts_down
+            a_tool_future_whose_drop_panics_when_the_executor_shuts_down_leaves_the_process_running
             a_call_started_after_the_executor_shut_down_ends_executor_gone
             the_reason_never_runs
             every_call_ends_exactly_once

@@ -5,12 +5,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rho_tool_core::untrusted::{Exit, Phase, exit_text};
 use rho_tool_core::{Executor, Outcome, ToolCall, ToolOutput, ToolResult, Verdict};
 
-use super::{Rig, assert_panic_text, call, end_of, events_of};
+use super::panics::check_payload;
+use super::{Rig, all_events_of, assert_panic_text, call, end_of, events_of};
 use crate::Harness;
 use crate::support::{
     CountOnDrop, Latch, Reason, ReasonKind, SOON, TestGate, TestTool, flag, poll_once, wait_until,
@@ -19,8 +20,11 @@ use crate::support::{
 
 /// A gate that waits three times the tool's timeout (on the executor's
 /// timer), then allows: the call succeeds, because the clock starts at the
-/// running notice, not when the call started. Exactly one `Running`, with
-/// `waited` at least the gate's wait, then `Ended`.
+/// running notice, not when the call started. The events are exactly
+/// `AwaitingGate` (the gate did not answer at its first poll), one
+/// `Running` with `waited` at least the gate's wait, then `Ended`; the
+/// call ran for less than the gate waited (the wait is `waited`, not run
+/// time) and the tool ran once.
 pub fn a_gate_waiting_longer_than_the_timeout_then_allowing_succeeds<H: Harness>() {
     const TIMEOUT: Duration = Duration::from_millis(200);
     const GATE_WAIT: Duration = Duration::from_millis(600);
@@ -38,6 +42,7 @@ pub fn a_gate_waiting_longer_than_the_timeout_then_allowing_succeeds<H: Harness>
         })
         .with_timeout(TIMEOUT)
     };
+    let runs = tool.runs();
     let gate = {
         let executor = executor.clone();
         TestGate::new(move |_| {
@@ -50,29 +55,44 @@ pub fn a_gate_waiting_longer_than_the_timeout_then_allowing_succeeds<H: Harness>
     };
     let runner = rig.runner().with_gate(gate);
     rig.run(async {
+        let begin = Instant::now();
         let mut handle = runner.start(call("c1", "deploy"), tool.into_arc());
         assert_eq!(handle.timeout(), TIMEOUT);
         assert!(!handle.is_running());
         // The tool answers only once the loop saw `Running`: the events are
         // the same on every run.
-        let (running, end) = events_of(&executor, &mut handle, |_| release.open()).await;
-        let running = running.expect("the gate allowed: a Running event");
+        let events = all_events_of(&executor, &mut handle, |_| release.open()).await;
+        assert!(
+            events.awaiting_gate,
+            "the waiting gate was not reported first"
+        );
+        let running = events.running.expect("the gate allowed: a Running event");
         assert!(
             running.waited >= GATE_WAIT,
             "waited {:?} < the gate's wait",
             running.waited
         );
+        assert!(begin.elapsed() >= GATE_WAIT);
+        let end = events.end;
         assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
         assert_eq!(end.result, ToolResult::success("deployed"));
         assert_eq!(end.tool, "deploy");
+        assert!(end.waited >= GATE_WAIT, "waited {:?}", end.waited);
+        let ran = end.ran.expect("the tool ran, so `ran` is known");
+        assert!(
+            ran < GATE_WAIT,
+            "ran {ran:?} is not small next to the gate's wait (the clock ran in the gate)"
+        );
     });
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
     rig.finish();
 }
 
 /// While one call's gate waits (until released by the test), 1,000 other
-/// calls start and finish; the waiting call's tool has not run and its
-/// clock has not started. Released, it succeeds. Every call has its own
-/// task.
+/// calls (each napping on the executor's timer, all in flight together)
+/// start and finish, each with its own answer; the waiting call's tool has
+/// not run and its clock has not started. Released, it succeeds. Every
+/// call has its own task.
 pub fn a_thousand_calls_finish_while_one_gate_waits<H: Harness>() {
     let rig = Rig::<H>::new();
     let executor = rig.executor();
@@ -94,9 +114,18 @@ pub fn a_thousand_calls_finish_while_one_gate_waits<H: Harness>() {
     let runner = rig.runner().with_gate(gate);
     let held_tool = TestTool::answering("approve_me", "approved");
     let held_runs = held_tool.runs();
-    let echo = TestTool::new("echo", |arguments, _| async move {
-        ToolOutput::text(arguments["n"].to_string())
-    });
+    // Each echo yields on the executor's timer before it answers, so the
+    // calls are in flight together.
+    let echo = {
+        let executor = executor.clone();
+        TestTool::new("echo", move |arguments, _| {
+            let wait = executor.sleep(Duration::from_millis(5));
+            async move {
+                wait.await;
+                ToolOutput::text(arguments["n"].to_string())
+            }
+        })
+    };
     let echo_runs = echo.runs();
     let echo = echo.into_arc();
     rig.run(async {
@@ -164,12 +193,18 @@ pub fn a_gate_that_denies_ends_denied_and_the_tool_never_runs<H: Harness>() {
     rig.finish();
 }
 
-/// A gate that panics with `kind` (after yielding once): crashed, the text
-/// says the gate of that tool panicked (with the message for text
-/// payloads), no `Running`, the tool never ran, and none of the payload's
-/// code ran in the loop; a custom payload is dropped exactly once, in the
-/// task, never formatted.
+/// A gate that panics with `kind`, once at its first poll and once after
+/// yielding: crashed, the text says the gate of that tool panicked (with
+/// the message for text payloads), no `Running`, no clock, the tool never
+/// ran, and none of the payload's code ran in the loop; a custom payload is
+/// dropped exactly once, in the task, never formatted.
 fn gate_panics<H: Harness>(kind: ReasonKind) {
+    for yield_first in [false, true] {
+        gate_panics_once::<H>(kind, yield_first);
+    }
+}
+
+fn gate_panics_once<H: Harness>(kind: ReasonKind, yield_first: bool) {
     let rig = Rig::<H>::new();
     let executor = rig.executor();
     let reason = Reason::new(kind);
@@ -178,7 +213,9 @@ fn gate_panics<H: Harness>(kind: ReasonKind) {
         TestGate::new(move |_| {
             let reason = reason.clone();
             async move {
-                yield_now().await;
+                if yield_first {
+                    yield_now().await;
+                }
                 reason.raise_as::<Verdict>()
             }
         })
@@ -191,6 +228,7 @@ fn gate_panics<H: Harness>(kind: ReasonKind) {
         let (running, end) = events_of(&executor, &mut handle, |_| {}).await;
         assert!(running.is_none(), "the gate never allowed, yet Running");
         assert_eq!(end.outcome, Outcome::Crashed, "{end:?}");
+        assert_eq!(end.ran, None, "no clock ran: {end:?}");
         assert_panic_text(
             &end.result,
             "deploy",
@@ -205,22 +243,8 @@ fn gate_panics<H: Harness>(kind: ReasonKind) {
         assert!(end.outcome.counts_against_tool());
     });
     assert_eq!(runs.load(Ordering::SeqCst), 0);
-    assert_eq!(reason.raised().count(crate::support::Code::Run), 1);
-    let payload = reason.first();
-    assert_eq!(payload.in_loop(), 0, "the payload's code ran in the loop");
-    assert_eq!(
-        payload.formats(),
-        0,
-        "the payload was formatted: {payload:?}"
-    );
-    if kind.is_custom() {
-        assert_eq!(payload.count(crate::support::Code::Drop), 1, "{payload:?}");
-        assert_eq!(
-            payload.outside_task(),
-            0,
-            "the payload ran outside its task"
-        );
-    }
+    check_payload(&reason);
+    rig.assert_off_the_loop_thread(reason.first(), "the payload");
     rig.finish();
 }
 
@@ -285,6 +309,7 @@ pub fn a_host_abort_while_the_gate_waits_ends_aborted_without_a_clock<H: Harness
         });
         let (running, end) = events_of(&executor, &mut handle, |_| {}).await;
         aborter.join().expect("the aborting thread");
+        assert_eq!(entered.load(Ordering::SeqCst), 1, "the gate never ran");
         assert!(running.is_none());
         assert_eq!(end.outcome, Outcome::Aborted, "{end:?}");
         assert_eq!(

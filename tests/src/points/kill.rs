@@ -15,8 +15,8 @@ use super::panics::check_payload;
 use super::{Rig, call, end_of, events_of, weaker};
 use crate::Harness;
 use crate::support::{
-    Code, HANG, RaiseOnDrop, Reason, ReasonKind, Recorder, SOON, SetOnDrop, TestTool, flag,
-    poll_once, wait_until,
+    Code, HANG, InLoop, Latch, RaiseOnDrop, Reason, ReasonKind, Recorder, SOON, SetOnDrop,
+    TestTool, block_on_within, flag, poll_once, wait_until,
 };
 
 /// A tool that sleeps [`HANG`] on the executor's timer, holding a guard
@@ -212,10 +212,12 @@ pub fn a_tool_that_never_yields_ends_at_its_deadline<H: Harness>() {
     rig.finish();
 }
 
-/// Tool futures whose `Drop` panics (with a `String`, then with a custom
-/// payload), killed at their timeout: `TimedOut` with the timeout text,
-/// the futures dropped in their tasks, the payloads disposed of there, and
-/// the process and the executor fine (another call succeeds).
+/// Tool futures whose `Drop` panics (with a `&str`, a `String`, a custom
+/// payload, a payload whose own `Drop` panics), killed at their timeout:
+/// `TimedOut` with the timeout text, the futures dropped in their tasks
+/// (never on the loop's thread, on a multi-threaded executor), the
+/// payloads disposed of there, and the process and the executor fine
+/// (another call succeeds).
 pub fn a_tool_future_whose_drop_panics_killed_at_its_timeout_leaves_the_process_running<
     H: Harness,
 >() {
@@ -223,8 +225,10 @@ pub fn a_tool_future_whose_drop_panics_killed_at_its_timeout_leaves_the_process_
     let rig = Rig::<H>::new();
     let executor = rig.executor();
     let runner = rig.runner();
+    let mut checked = Vec::new();
     rig.run(async {
         for kind in [
+            ReasonKind::StaticStr,
             ReasonKind::String,
             ReasonKind::Custom(None),
             ReasonKind::Bomb,
@@ -244,78 +248,100 @@ pub fn a_tool_future_whose_drop_panics_killed_at_its_timeout_leaves_the_process_
                 ToolResult::error(timeout_text("grumpy", TIMEOUT))
             );
             settled(&executor, &reason, &guard).await;
+            checked.push((reason, guard));
         }
         let echo = TestTool::answering("echo", "ok").into_arc();
         let end = end_of(&executor, runner.start(call("c2", "echo"), echo)).await;
         assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
     });
+    for (reason, guard) in &checked {
+        rig.assert_off_the_loop_thread(guard, "the future's Drop");
+        rig.assert_off_the_loop_thread(reason.first(), "the payload");
+    }
     rig.finish();
 }
 
-/// A running tool whose future's `Drop` panics, aborted by the host: once
-/// with `CallHandle::abort` after the loop saw it running, once with an
-/// `AbortHandle` from another thread while the loop awaits it. `Aborted`
-/// with the abort text, `ran` known, not counted against the tool, the
-/// future dropped in its task, the process fine.
+/// A running tool whose future's `Drop` panics (with a `&str`, then with
+/// a custom payload), aborted by the host: once with `CallHandle::abort`
+/// after the loop saw it running, once with an `AbortHandle` from another
+/// thread while the loop awaits it. `Aborted` with the abort text, `ran`
+/// known, not counted against the tool, the loop did not wait for the
+/// tool, the future dropped in its task, the payload disposed of there,
+/// and the process and the executor fine (another call succeeds).
 pub fn a_tool_future_whose_drop_panics_aborted_by_the_host_leaves_the_process_running<
     H: Harness,
 >() {
     let rig = Rig::<H>::new();
     let executor = rig.executor();
     let runner = rig.runner();
+    let mut checked = Vec::new();
     rig.run(async {
-        // CallHandle::abort once the loop saw Running and the tool started.
-        let reason = Reason::new(ReasonKind::Custom(None));
-        let guard = Recorder::new();
-        let started = flag();
-        let tool = grumpy(&executor, "grumpy", &reason, &guard, &started);
-        let mut handle = runner.start(call("c1", "grumpy"), tool.into_arc());
-        match super::within(&executor, SOON, handle.next_event()).await {
-            Some(Some(rho_tool_core::CallEvent::Running(_))) => {}
-            other => panic!("expected Running first, got {other:?}"),
+        for kind in [ReasonKind::StaticStr, ReasonKind::Custom(None)] {
+            // CallHandle::abort once the loop saw Running and the tool
+            // started.
+            let reason = Reason::new(kind);
+            let guard = Recorder::new();
+            let started = flag();
+            let tool = grumpy(&executor, "grumpy", &reason, &guard, &started);
+            let mut handle = runner.start(call("c1", "grumpy"), tool.into_arc());
+            match super::within(&executor, SOON, handle.next_event()).await {
+                Some(Some(rho_tool_core::CallEvent::Running(_))) => {}
+                other => panic!("expected Running first, got {other:?}"),
+            }
+            assert!(handle.is_running());
+            assert!(wait_until(&executor, SOON, || started.load(Ordering::SeqCst)).await);
+            handle.abort();
+            let (_, end) = events_of(&executor, &mut handle, |_| {}).await;
+            assert_eq!(end.outcome, Outcome::Aborted, "{kind:?}: {end:?}");
+            assert_eq!(
+                end.result,
+                ToolResult::error(exit_text("grumpy", Exit::Aborted))
+            );
+            assert!(end.ran.is_some());
+            assert!(!end.outcome.counts_against_tool());
+            settled(&executor, &reason, &guard).await;
+            checked.push((reason, guard));
+
+            // An AbortHandle from another thread, while the loop awaits.
+            let reason = Reason::new(kind);
+            let guard = Recorder::new();
+            let started = flag();
+            let tool = grumpy(&executor, "grumpy", &reason, &guard, &started);
+            let handle = runner.start(call("c2", "grumpy"), tool.into_arc());
+            let abort = handle.abort_handle();
+            let aborter = {
+                let started = started.clone();
+                std::thread::spawn(move || {
+                    let begin = Instant::now();
+                    while !started.load(Ordering::SeqCst) && begin.elapsed() < SOON {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    abort.abort();
+                })
+            };
+            let begin = Instant::now();
+            let end = end_of(&executor, handle).await;
+            assert!(begin.elapsed() < HANG / 2, "the loop waited for the tool");
+            aborter.join().expect("the aborting thread");
+            assert_eq!(end.outcome, Outcome::Aborted, "{kind:?}: {end:?}");
+            assert_eq!(
+                end.result,
+                ToolResult::error(exit_text("grumpy", Exit::Aborted))
+            );
+            assert!(end.ran.is_some());
+            assert!(!end.outcome.counts_against_tool());
+            settled(&executor, &reason, &guard).await;
+            checked.push((reason, guard));
+
+            let echo = TestTool::answering("echo", "still here").into_arc();
+            let end = end_of(&executor, runner.start(call("c3", "echo"), echo)).await;
+            assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
         }
-        assert!(wait_until(&executor, SOON, || started.load(Ordering::SeqCst)).await);
-        handle.abort();
-        let (_, end) = events_of(&executor, &mut handle, |_| {}).await;
-        assert_eq!(end.outcome, Outcome::Aborted, "{end:?}");
-        assert_eq!(
-            end.result,
-            ToolResult::error(exit_text("grumpy", Exit::Aborted))
-        );
-        assert!(end.ran.is_some());
-        assert!(!end.outcome.counts_against_tool());
-        settled(&executor, &reason, &guard).await;
-
-        // An AbortHandle from another thread, while the loop awaits.
-        let reason = Reason::new(ReasonKind::StaticStr);
-        let guard = Recorder::new();
-        let started = flag();
-        let tool = grumpy(&executor, "grumpy", &reason, &guard, &started);
-        let handle = runner.start(call("c2", "grumpy"), tool.into_arc());
-        let abort = handle.abort_handle();
-        let aborter = {
-            let started = started.clone();
-            std::thread::spawn(move || {
-                let begin = Instant::now();
-                while !started.load(Ordering::SeqCst) && begin.elapsed() < SOON {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                abort.abort();
-            })
-        };
-        let end = end_of(&executor, handle).await;
-        aborter.join().expect("the aborting thread");
-        assert_eq!(end.outcome, Outcome::Aborted, "{end:?}");
-        assert_eq!(
-            end.result,
-            ToolResult::error(exit_text("grumpy", Exit::Aborted))
-        );
-        settled(&executor, &reason, &guard).await;
-
-        let echo = TestTool::answering("echo", "ok").into_arc();
-        let end = end_of(&executor, runner.start(call("c3", "echo"), echo)).await;
-        assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
     });
+    for (reason, guard) in &checked {
+        rig.assert_off_the_loop_thread(guard, "the future's Drop");
+        rig.assert_off_the_loop_thread(reason.first(), "the payload");
+    }
     rig.finish();
 }
 
@@ -342,5 +368,87 @@ pub fn dropping_an_unfinished_call_handle_kills_its_task<H: Harness>() {
             "the task was not killed when its handle was dropped"
         );
     });
+    rig.finish();
+}
+
+/// A tool whose timeout is `Duration::MAX` ("no limit") runs normally: the
+/// loop's clock neither overflows nor panics when it starts at the notice,
+/// and the call succeeds with the tool's answer.
+pub fn a_tool_with_the_longest_possible_timeout_runs_normally<H: Harness>() {
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let release = Latch::new();
+    let tool = {
+        let release = release.clone();
+        TestTool::new("patient", move |_, _| {
+            let release = release.clone();
+            async move {
+                release.wait().await;
+                ToolOutput::text("done")
+            }
+        })
+        .with_timeout(Duration::MAX)
+    };
+    let runner = rig.runner();
+    rig.run(async {
+        let mut handle = runner.start(call("c1", "patient"), tool.into_arc());
+        assert_eq!(handle.timeout(), Duration::MAX);
+        match super::within(&executor, SOON, handle.next_event()).await {
+            Some(Some(rho_tool_core::CallEvent::Running(_))) => {}
+            other => panic!("expected Running first, got {other:?}"),
+        }
+        assert!(handle.is_running());
+        // The clock runs: give it a chance to misbehave.
+        executor.sleep(Duration::from_millis(20)).await;
+        release.open();
+        let (_, end) = events_of(&executor, &mut handle, |_| {}).await;
+        assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
+        assert_eq!(end.result, ToolResult::success("done"));
+    });
+    rig.finish();
+}
+
+/// A loop on a plain thread (no runtime there at all, a standard-library
+/// `block_on` that parks until woken) still gets its timeouts: the clock is
+/// the executor's timer, not the loop's. The executor keeps running
+/// meanwhile (its own `block_on` waits on the test's thread); the call
+/// ends `TimedOut` with the timeout text and the tool's future is dropped.
+pub fn a_loop_on_a_plain_thread_still_times_calls_out<H: Harness>() {
+    const TIMEOUT: Duration = Duration::from_millis(200);
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let dropped = flag();
+    let tool = sleeper(&executor, "sleepy", &dropped).with_timeout(TIMEOUT);
+    let handle = rig.runner().start(call("c1", "sleepy"), tool.into_arc());
+    let ended = flag();
+    let looping = {
+        let ended = ended.clone();
+        std::thread::spawn(move || {
+            let end = block_on_within(HANG / 2, InLoop::new(handle));
+            ended.store(true, Ordering::SeqCst);
+            end
+        })
+    };
+    // Keep the executor running (a single-threaded one runs only inside its
+    // `block_on`) until the plain thread's loop has its end.
+    let done = rig.run(wait_until(&executor, HANG / 2, || {
+        ended.load(Ordering::SeqCst)
+    }));
+    let end = looping
+        .join()
+        .expect("no panic in the plain thread's loop")
+        .expect("the call did not time out on a loop with no runtime");
+    assert!(done);
+    assert_eq!(end.outcome, Outcome::TimedOut, "{end:?}");
+    assert_eq!(
+        end.result,
+        ToolResult::error(timeout_text("sleepy", TIMEOUT))
+    );
+    let ran = end.ran.expect("the clock ran");
+    assert!(ran >= TIMEOUT, "killed after {ran:?}, before the timeout");
+    assert!(
+        rig.run(wait_until(&executor, SOON, || dropped.load(Ordering::SeqCst))),
+        "the tool's future was not dropped after the kill"
+    );
     rig.finish();
 }

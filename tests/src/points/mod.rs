@@ -35,6 +35,7 @@ pub use updates::*;
 pub use watch::*;
 
 use std::future::Future;
+use std::thread::ThreadId;
 
 use rho_tool_core::untrusted::{Phase, panic_text, panic_text_at};
 use rho_tool_core::{
@@ -42,12 +43,14 @@ use rho_tool_core::{
 };
 
 use crate::Harness;
-use crate::support::{Counting, InLoop, SOON, wait_until, within};
+use crate::support::{Counting, InLoop, Recorder, SOON, wait_until, within};
 
 /// One point's executor: the harness, the counting executor over it.
 pub(crate) struct Rig<H: Harness> {
     harness: Option<H>,
     executor: Counting<H::Executor>,
+    /// The test's own thread, where [`run`](Rig::run) drives the loop.
+    loop_thread: ThreadId,
 }
 
 impl<H: Harness> Rig<H> {
@@ -57,6 +60,7 @@ impl<H: Harness> Rig<H> {
         Self {
             harness: Some(harness),
             executor,
+            loop_thread: std::thread::current().id(),
         }
     }
 
@@ -77,6 +81,20 @@ impl<H: Harness> Rig<H> {
     /// Runs the loop side `future`, marked as the loop.
     pub(crate) fn run<F: Future>(&self, future: F) -> F::Output {
         self.harness().block_on(InLoop::new(future))
+    }
+
+    /// On a multi-threaded harness, whose tasks run on threads of their own
+    /// (never on the loop's), asserts that none of the code `recorder`
+    /// counted ran on the loop's thread, inside or outside its polls. (On a
+    /// single-threaded one the loop's thread runs the tasks too; the
+    /// [`InLoop`] mark tells the two apart there.)
+    pub(crate) fn assert_off_the_loop_thread(&self, recorder: &Recorder, what: &str) {
+        if H::MULTI_THREADED {
+            assert!(
+                !recorder.ran_on(self.loop_thread),
+                "{what} ran on the loop's thread: {recorder:?}"
+            );
+        }
     }
 
     /// Checks that no task of rho's is left, then shuts the executor down.
@@ -144,8 +162,28 @@ pub(crate) async fn end_of<E: Executor>(executor: &E, handle: CallHandle<E>) -> 
 pub(crate) async fn events_of<E: Executor>(
     executor: &E,
     handle: &mut CallHandle<E>,
-    mut on_running: impl FnMut(&Running),
+    on_running: impl FnMut(&Running),
 ) -> (Option<Running>, CallEnd) {
+    let events = all_events_of(executor, handle, on_running).await;
+    (events.running, events.end)
+}
+
+/// What [`all_events_of`] saw of a call.
+pub(crate) struct Events {
+    /// Whether an `AwaitingGate` came (first).
+    pub(crate) awaiting_gate: bool,
+    /// The `Running` event, if one came.
+    pub(crate) running: Option<Running>,
+    /// The end.
+    pub(crate) end: CallEnd,
+}
+
+/// As [`events_of`], also telling whether `AwaitingGate` came.
+pub(crate) async fn all_events_of<E: Executor>(
+    executor: &E,
+    handle: &mut CallHandle<E>,
+    mut on_running: impl FnMut(&Running),
+) -> Events {
     // The loop may have taken events itself before.
     let already_running = handle.is_running();
     let mut awaiting_gate = false;
@@ -207,12 +245,18 @@ pub(crate) async fn events_of<E: Executor>(
             "no Running event but `ran` is known: {end:?}"
         );
     }
-    (seen, end)
+    Events {
+        awaiting_gate,
+        running: seen,
+        end,
+    }
 }
 
-/// Asserts that `result` is the error text of a panic in `phase` of
-/// `tool` with `message`: `panic_text`, or `panic_text_at` with some
-/// location (when the host installed the quiet, located panic hook).
+/// Asserts that `result` is exactly the error result of a panic in
+/// `phase` of `tool` with `message` (one text part, no image, no details):
+/// `panic_text`, or `panic_text_at` with a `file:line:column` location
+/// (only when the host installed the quiet, located panic hook, which
+/// records where the panic was raised).
 pub(crate) fn assert_panic_text(
     result: &ToolResult,
     tool: &str,
@@ -220,8 +264,12 @@ pub(crate) fn assert_panic_text(
     message: Option<&str>,
 ) {
     assert!(result.is_error, "not an error result: {result:?}");
-    assert_eq!(result.details, None, "{result:?}");
     let text = result.text();
+    assert_eq!(
+        *result,
+        ToolResult::error(text.clone()),
+        "not one error text and nothing else"
+    );
     if text == panic_text(tool, phase, message) {
         return;
     }
@@ -229,11 +277,22 @@ pub(crate) fn assert_panic_text(
     let (before, after) = template
         .split_once('\u{0}')
         .expect("the template has the marker");
+    let location = text
+        .strip_prefix(before)
+        .and_then(|rest| rest.strip_suffix(after));
     assert!(
-        text.len() > before.len() + after.len()
-            && text.starts_with(before)
-            && text.ends_with(after),
+        location.is_some_and(is_location),
         "expected {:?} (or its located form), got {text:?}",
         panic_text(tool, phase, message),
     );
+}
+
+/// Whether `text` reads `file:line:column`, as a panic's location does.
+fn is_location(text: &str) -> bool {
+    let mut parts = text.rsplitn(3, ':');
+    let (Some(column), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let number = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    !file.is_empty() && number(line) && number(column)
 }

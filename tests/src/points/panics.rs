@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use rho_tool_core::untrusted::Phase;
-use rho_tool_core::{Outcome, Tool, ToolOutput};
+use rho_tool_core::{Executor, Outcome, Tool, ToolOutput, ToolResult};
 
 use super::{Rig, assert_panic_text, call, events_of};
 use crate::Harness;
@@ -55,6 +56,7 @@ fn tool_crashes<H: Harness>(tool: Arc<dyn Tool>, reason: &Reason) {
         assert!(end.outcome.counts_against_tool());
     });
     check_payload(reason);
+    rig.assert_off_the_loop_thread(reason.first(), "the payload");
     rig.finish();
 }
 
@@ -113,7 +115,8 @@ pub fn a_tool_panicking_with_a_custom_payload_ends_crashed_and_the_payload_never
 /// A payload whose `Drop` panics with a second custom payload: the process
 /// survives, the call is crashed, the first payload's `Drop` ran once (in
 /// the task) and the second payload never ran at all (it is forgotten).
-/// The executor still runs calls afterwards.
+/// The executor still runs calls afterwards (checked on one executor, the
+/// second payload after a pause that lets anything late show up).
 pub fn a_tool_panic_payload_whose_drop_panics_is_contained_and_its_second_payload_never_runs<
     H: Harness,
 >() {
@@ -128,11 +131,17 @@ pub fn a_tool_panic_payload_whose_drop_panics_is_contained_and_its_second_payloa
         let tool = raising_tool("bomb", &reason).into_arc();
         let end = super::end_of(&executor, runner.start(call("c1", "bomb"), tool)).await;
         assert_eq!(end.outcome, Outcome::Crashed, "{end:?}");
+        assert_panic_text(&end.result, "bomb", Phase::Tool, None);
+        // Let anything late show up before the second payload is checked.
+        executor.sleep(Duration::from_millis(200)).await;
+        assert_eq!(reason.second().runs(), 0, "the second payload's code ran");
         let echo = TestTool::answering("echo", "still here").into_arc();
         let end = super::end_of(&executor, runner.start(call("c2", "echo"), echo)).await;
         assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
+        assert_eq!(end.result, ToolResult::success("still here"));
     });
     check_payload(&reason);
+    rig.assert_off_the_loop_thread(reason.first(), "the payload");
     rig.finish();
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rho_tool_core::{CallEvent, Executor, Outcome, ToolCall, ToolOutput, Verdict};
 
-use super::{Rig, events_of};
+use super::{Rig, all_events_of, events_of};
 use crate::Harness;
 use crate::support::{
     EventLog, Latch, Reason, ReasonKind, SOON, Step, TestGate, TestTool, poll_once, wait_until,
@@ -141,16 +141,26 @@ pub fn the_running_notice_comes_at_most_once_after_the_gate_allows_and_before_th
             running.waited
         );
 
-        // A call whose task ends before the loop first looks.
+        // A call whose task ends before the loop first looks (a loop busy
+        // elsewhere, or simply a quick tool): still exactly `Running`, then
+        // `Ended`, with `ran` known.
         let mut handle = runner.start(gated("quick", "quick", "allow"), quick.clone());
         assert!(
             wait_until(&executor, SOON, || quick_runs.load(Ordering::SeqCst) == 1).await,
             "the quick tool never ran"
         );
+        assert!(
+            wait_until(&executor, SOON, || executor.live() == 0).await,
+            "the quick call's task never finished"
+        );
         executor.sleep(Duration::from_millis(50)).await;
-        let (running, end) = events_of(&executor, &mut handle, |_| {}).await;
-        assert!(running.is_some(), "a call that ran reported no Running");
-        assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
+        let events = all_events_of(&executor, &mut handle, |_| {}).await;
+        assert!(!events.awaiting_gate, "the gate allowed at once");
+        assert!(
+            events.running.is_some(),
+            "a call that ran reported no Running"
+        );
+        assert_eq!(events.end.outcome, Outcome::Succeeded, "{:?}", events.end);
 
         // Calls that ran and ended badly: one Running each.
         for (id, tool, outcome) in [

@@ -133,7 +133,7 @@ pub fn a_watch_sees_each_call_start_and_end_exactly_once<H: Harness>() {
     let (ends, dropped_task) = rig.run(async {
         let calls = watched_calls(&runner, Some(watch.clone())).await;
         // Give a stray second `ended` a chance to show up.
-        executor.sleep(Duration::from_millis(100)).await;
+        executor.sleep(Duration::from_millis(200)).await;
         calls
     });
     for end in &ends {

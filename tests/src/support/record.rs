@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::ThreadId;
 
 use super::counting::current_task;
 use super::marker::in_loop;
@@ -60,6 +61,7 @@ pub struct Recorder {
     in_loop: AtomicUsize,
     outside_task: AtomicUsize,
     tasks: Mutex<Vec<Option<u64>>>,
+    threads: Mutex<Vec<ThreadId>>,
 }
 
 impl Recorder {
@@ -82,6 +84,10 @@ impl Recorder {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(task);
+        self.threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(std::thread::current().id());
     }
 
     /// Runs of `code`.
@@ -119,6 +125,22 @@ impl Recorder {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The thread of each run, in order.
+    pub fn threads(&self) -> Vec<ThreadId> {
+        self.threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether any run happened on `thread` (say, the loop's thread).
+    pub fn ran_on(&self, thread: ThreadId) -> bool {
+        self.threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&thread)
     }
 }
 
