@@ -40,8 +40,15 @@
 //! the task to agree, and the result is the timeout text. With a single
 //! worker the busy tool also stalls tokio's timer, so the deadline passes
 //! unseen until the tool yields: keep at least one worker more than the
-//! tools you expect to misbehave at once. The busy task itself keeps its
-//! worker thread until it yields, so such a tool still costs a thread; code
+//! tools you expect to misbehave at once. A loop that is itself a task of
+//! the same runtime is served too (the call's task yields once after its
+//! running notice, so the loop starts the clock before the tool runs), but
+//! one caveat remains: a partial result (`ToolContext::update`) wakes the
+//! loop from the tool's worker, where tokio queues it behind the tool, so a
+//! tool that reports and then never yields delays that loop until it
+//! yields; run such a loop on a `block_on` thread. The busy task itself
+//! keeps its worker thread until it yields, so such a tool still costs a
+//! thread; code
 //! that must really stop (CPU-bound, blocking) belongs behind a stronger
 //! boundary (a child process whose process group is killed: `rho-process`).
 //!

@@ -241,6 +241,12 @@ impl CallTask {
             }
             drop(self.gate);
             self.notice.set_running();
+            // Let the loop take the notice before the tool runs. The notice
+            // woke the loop from inside this task, and a runtime may queue
+            // a task woken that way right behind this one on this thread
+            // only (tokio's LIFO slot): a tool that then never yields would
+            // keep the loop from ever starting its clock.
+            YieldOnce(false).await;
 
             let ToolCall { id, arguments, .. } = self.call;
             let context =
@@ -272,5 +278,22 @@ impl CallTask {
                 },
             }
         }
+    }
+}
+
+/// Returns `Pending` once (waking itself), then `Ready`: one trip through
+/// the executor's queue.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
     }
 }
