@@ -119,6 +119,7 @@
 mod abort;
 mod bus;
 mod cap;
+mod depth;
 mod entry;
 mod event;
 mod keep;
@@ -136,6 +137,7 @@ mod validate;
 pub use abort::TurnAbort;
 pub use bus::{DEFAULT_BUFFER, EventBus, SubscriberId};
 pub use cap::OutputCap;
+pub use depth::MAX_ARGUMENT_DEPTH;
 pub use entry::SessionEntry;
 pub use event::{
     AwaitingApproval, CallRef, ExecutionEnd, ExecutionRunning, ExecutionStart, ExecutionUpdate,

@@ -82,6 +82,22 @@ pub(crate) fn entry(
 }
 
 /// The error result of a call whose id an earlier call of the turn has.
+/// The result of a call whose arguments nested deeper than
+/// [`MAX_ARGUMENT_DEPTH`](crate::MAX_ARGUMENT_DEPTH).
+pub(crate) fn too_deep_result(tool: &str) -> ToolResult {
+    let max = crate::MAX_ARGUMENT_DEPTH;
+    ToolResult {
+        details: Some(Plain::from(serde_json::json!({
+            "refused": "arguments_too_deep",
+            "tool": tool,
+            "max_depth": max,
+        }))),
+        ..ToolResult::error(format!(
+            "tool `{tool}` was not run: its arguments are nested deeper than {max} levels"
+        ))
+    }
+}
+
 pub(crate) fn duplicate_result(call_id: &str, earlier: usize) -> ToolResult {
     ToolResult {
         details: Some(Plain::from(serde_json::json!({

@@ -13,6 +13,7 @@ use rho_tool_core::{CallEvent, CallHandle, Executor, Outcome, ToolCall, ToolResu
 use tracing::Span;
 
 use crate::abort::{Control, TurnAbort};
+use crate::depth;
 use crate::entry::SessionEntry;
 use crate::event::{CallRef, ExecutionEnd, ExecutionStart, TurnEvent, TurnId};
 use crate::ready::ReadySet;
@@ -55,6 +56,8 @@ pub struct Turn<E: Executor> {
     waiting: VecDeque<usize>,
     /// For each call, the index of an earlier call with the same id.
     duplicate_of: Vec<Option<usize>>,
+    /// Calls whose arguments nested too deep (and were taken apart).
+    too_deep: Vec<bool>,
     in_flight: usize,
     left: usize,
     entries: Vec<Option<SessionEntry>>,
@@ -77,7 +80,7 @@ struct Started<E: Executor> {
 }
 
 impl<E: Executor> Turn<E> {
-    pub(crate) fn new(config: Arc<Config<E>>, calls: Vec<ToolCall>) -> Self {
+    pub(crate) fn new(config: Arc<Config<E>>, mut calls: Vec<ToolCall>) -> Self {
         let count = calls.len();
         let ids: Arc<[String]> = calls.iter().map(|call| call.id.clone()).collect();
         let mut first: HashMap<&str, usize> = HashMap::new();
@@ -92,6 +95,19 @@ impl<E: Executor> Turn<E> {
                 }
             })
             .collect();
+        // Arguments nested too deep are taken apart now, before anything
+        // (an event, the validator, a drop) can recurse through them.
+        let too_deep: Vec<bool> = calls
+            .iter_mut()
+            .map(|call| {
+                let deep = depth::nests_deeper_than(&call.arguments, depth::MAX_ARGUMENT_DEPTH);
+                if deep {
+                    let arguments = std::mem::replace(&mut call.arguments, depth::placeholder());
+                    depth::dismantle(arguments);
+                }
+                deep
+            })
+            .collect();
         let ready = ReadySet::new(count);
         Self {
             id: TurnId::next(),
@@ -99,6 +115,7 @@ impl<E: Executor> Turn<E> {
             slots: calls.into_iter().map(Slot::Waiting).collect(),
             waiting: (0..count).collect(),
             duplicate_of,
+            too_deep,
             in_flight: 0,
             left: count,
             entries: vec![None; count],
@@ -171,6 +188,10 @@ impl<E: Executor> Turn<E> {
             let _entered = span.enter();
             let runner = &config.runner;
             match (self.duplicate_of[index], resolved) {
+                _ if self.too_deep[index] => {
+                    let result = report::too_deep_result(&call.name);
+                    runner.refuse(call, result)
+                }
                 (Some(earlier), _) => {
                     let result = report::duplicate_result(&call.id, earlier);
                     runner.refuse(call, result)
