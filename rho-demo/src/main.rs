@@ -27,10 +27,9 @@ mod print;
 mod session;
 mod tools;
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use rho_exec_smol::SmolExecutor;
+use rho_exec_smol::SmolPool;
 use rho_exec_tokio::TokioExecutor;
 
 use crate::print::Printer;
@@ -67,19 +66,9 @@ fn main() {
             run_session(executor, &|turn| tokio.block_on(turn), &mut printer);
         }
         "smol" => {
-            let smol = Arc::new(smol::Executor::new());
-            for _ in 0..2 {
-                let smol = smol.clone();
-                // Detached worker threads; they end with the process.
-                std::thread::spawn(move || {
-                    smol::block_on(smol.run(smol::future::pending::<()>()));
-                });
-            }
-            run_session(
-                SmolExecutor::new(smol.clone()),
-                &|turn| smol::block_on(turn),
-                &mut printer,
-            );
+            let smol = SmolPool::new(2)
+                .unwrap_or_else(|error| fail(&format!("cannot start smol: {error}")));
+            run_session(smol.executor(), &|turn| smol::block_on(turn), &mut printer);
         }
         other => fail(&format!("unknown runtime `{other}` (use tokio or smol)")),
     }

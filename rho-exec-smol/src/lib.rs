@@ -185,6 +185,10 @@ use async_task::FallibleTask;
 use rho_tool_core::untrusted::dispose;
 use rho_tool_core::{Executor, Joined, TaskHandle};
 
+mod pool;
+
+pub use pool::SmolPool;
+
 /// rho's [`Executor`] on smol. Cheap to clone.
 ///
 /// See the [crate docs](crate) for who owns the executor and what a kill

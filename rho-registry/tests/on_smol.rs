@@ -6,63 +6,25 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rho_exec_smol::SmolExecutor;
+use rho_exec_smol::{SmolExecutor, SmolPool};
 use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
 use rho_tool_core::{Outcome, Runner};
 use support::{Class, DenyMarked, QuietPanics, scripted, scripted_with_timeout};
 
-/// A smol executor run by two threads for one test.
-struct Pool {
-    executor: Option<Arc<smol::Executor<'static>>>,
-    stop: Option<smol::channel::Sender<()>>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Pool {
-    fn new() -> Self {
-        let executor = Arc::new(smol::Executor::new());
-        let (stop, stopped) = smol::channel::bounded::<()>(1);
-        let threads = (0..2)
-            .map(|_| {
-                let executor = executor.clone();
-                let stopped = stopped.clone();
-                std::thread::spawn(move || {
-                    let _ = smol::block_on(executor.run(stopped.recv()));
-                })
-            })
-            .collect();
-        Self {
-            executor: Some(executor),
-            stop: Some(stop),
-            threads,
-        }
-    }
-
-    fn runner(&self, registry: &ToolRegistry) -> Runner<SmolExecutor> {
-        let executor = self.executor.as_ref().expect("the pool runs");
-        Runner::new(SmolExecutor::new(executor.clone()))
-            .with_gate(Arc::new(DenyMarked))
-            .with_watch(registry.watch())
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
-    }
+/// rho's runner on `pool`, with the tests' gate and the registry's watch.
+fn runner(pool: &SmolPool, registry: &ToolRegistry) -> Runner<SmolExecutor> {
+    Runner::new(pool.executor())
+        .with_gate(Arc::new(DenyMarked))
+        .with_watch(registry.watch())
 }
 
 #[test]
 fn ten_thousand_concurrent_calls_are_counted_exactly_on_smol() {
     const CALLS: usize = 10_000;
     let _quiet = QuietPanics::new();
-    let pool = Pool::new();
+    let pool = SmolPool::new(2).expect("two executor threads");
     let registry = ToolRegistry::new();
     let accounting = Arc::new(Accounting::new(QuarantineRule::never()));
     registry
@@ -73,7 +35,7 @@ fn ten_thousand_concurrent_calls_are_counted_exactly_on_smol() {
             scripted_with_timeout("gamma", Duration::from_millis(30)),
         ])
         .expect("new names");
-    let runner = pool.runner(&registry);
+    let runner = runner(&pool, &registry);
     let mix = [
         ("alpha", Class::Ok),
         ("alpha", Class::Error),
@@ -135,7 +97,7 @@ fn ten_thousand_concurrent_calls_are_counted_exactly_on_smol() {
 #[test]
 fn quarantine_happens_at_exactly_the_nth_counted_failure_on_smol() {
     let _quiet = QuietPanics::new();
-    let pool = Pool::new();
+    let pool = SmolPool::new(2).expect("two executor threads");
     let registry = ToolRegistry::new();
     let accounting = Arc::new(Accounting::new(QuarantineRule::after(3)));
     registry
@@ -143,7 +105,7 @@ fn quarantine_happens_at_exactly_the_nth_counted_failure_on_smol() {
         .expect("a new source")
         .add(scripted_with_timeout("flaky", Duration::from_millis(30)))
         .expect("a new name");
-    let runner = pool.runner(&registry);
+    let runner = runner(&pool, &registry);
     let run = |class: Class| {
         let handle = registry.start(&runner, class.call("c", "flaky"));
         if class == Class::Abort {

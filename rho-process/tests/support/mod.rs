@@ -17,11 +17,10 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rho_exec_smol::SmolExecutor;
+use rho_exec_smol::{SmolExecutor, SmolPool};
 use rho_exec_tokio::TokioExecutor;
 use rho_process::ProcessTool;
 use rho_tool_core::Runner;
@@ -59,19 +58,8 @@ where
     F: FnOnce(Runner<SmolExecutor>) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let ex = Arc::new(smol::Executor::new());
-    let (stop, stopped) = smol::channel::unbounded::<()>();
-    let threads: Vec<_> = (0..2)
-        .map(|_| {
-            let (ex, stopped) = (ex.clone(), stopped.clone());
-            std::thread::spawn(move || smol::block_on(ex.run(stopped.recv())))
-        })
-        .collect();
-    smol::block_on(scenario(Runner::new(SmolExecutor::new(ex.clone()))));
-    drop(stop);
-    for thread in threads {
-        let _ = thread.join();
-    }
+    let pool = SmolPool::new(2).expect("two executor threads");
+    smol::block_on(scenario(Runner::new(pool.executor())));
 }
 
 /// Defines `<scenario>::on_tokio` and `<scenario>::on_smol`, one test each.
