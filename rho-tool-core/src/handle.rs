@@ -140,8 +140,8 @@ impl<E: Executor> CallHandle<E> {
 
     /// One step of the call. With `progress` false (awaiting the handle for
     /// its end only) the progress events are noted but not built, and
-    /// partial results are left for the end to clear: no strings are cloned
-    /// for events nobody reads.
+    /// partial results are dropped: no strings are cloned and nothing is
+    /// queued for events nobody reads.
     fn poll_step(&mut self, cx: &mut Context<'_>, progress: bool) -> Poll<Option<CallEvent>> {
         if self.ended {
             return Poll::Ready(None);
@@ -198,8 +198,12 @@ impl<E: Executor> CallHandle<E> {
                 }
             }
         }
-        if seen.has_update && progress {
-            if let Some((partial, dropped_before)) = self.notice.take_update() {
+        if seen.has_update {
+            if !progress {
+                // Awaited for its end only: nobody will read partial
+                // results, so stop queueing them (up to 256 per call).
+                self.notice.close();
+            } else if let Some((partial, dropped_before)) = self.notice.take_update() {
                 return Poll::Ready(Some(CallEvent::Update(Update {
                     call_id: self.call_id.clone(),
                     partial,

@@ -99,7 +99,8 @@ impl Notice {
         self.change(|state| state.abort = true);
     }
 
-    /// Called by the loop when it reported the end: no more updates.
+    /// Called by the loop when it reported the end, or when nobody reads
+    /// partial results: no more updates are queued.
     pub(crate) fn close(&self) {
         let mut state = self.lock();
         state.closed = true;

@@ -159,7 +159,7 @@ impl<E: Executor> Runner<E> {
                     phase: Phase::Tool,
                     caught,
                 };
-                let handle = self.executor.spawn(async move { end });
+                let handle = self.executor.spawn(std::future::ready(end));
                 (call.name, std::time::Duration::ZERO, handle)
             }
         };
