@@ -25,7 +25,8 @@ pub(crate) struct Contained<F> {
 
 enum State<F> {
     Running(F),
-    Panicked(Caught),
+    /// Boxed: a panic is rare, and this state is part of every call's task.
+    Panicked(Box<Caught>),
     Finished,
 }
 
@@ -36,7 +37,7 @@ impl<F: Future + Unpin> Contained<F> {
     pub(crate) fn start(make: impl FnOnce() -> F) -> Self {
         let state = match call_contained(make) {
             Ok(future) => State::Running(future),
-            Err(caught) => State::Panicked(caught),
+            Err(caught) => State::Panicked(Box::new(caught)),
         };
         Self { state }
     }
@@ -51,16 +52,18 @@ impl<F: Future + Unpin> Contained<F> {
 }
 
 impl<F: Future + Unpin> Future for Contained<F> {
-    type Output = Result<F::Output, Caught>;
+    type Output = Result<F::Output, Box<Caught>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let future = match &mut this.state {
             State::Running(future) => future,
-            State::Panicked(caught) => {
-                let caught = std::mem::take(caught);
-                this.state = State::Finished;
-                return Poll::Ready(Err(caught));
+            State::Panicked(_) => {
+                return match std::mem::replace(&mut this.state, State::Finished) {
+                    State::Panicked(caught) => Poll::Ready(Err(caught)),
+                    // Matched just above; stays pending like a finished one.
+                    State::Running(_) | State::Finished => Poll::Pending,
+                };
             }
             // Only rho polls this, and never after it resolved.
             State::Finished => return Poll::Pending,
@@ -73,7 +76,7 @@ impl<F: Future + Unpin> Future for Contained<F> {
             }
             Err(caught) => {
                 this.finish();
-                Poll::Ready(Err(caught))
+                Poll::Ready(Err(Box::new(caught)))
             }
         }
     }

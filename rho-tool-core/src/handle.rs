@@ -15,7 +15,6 @@ use crate::executor::{Executor, Joined, TaskHandle};
 use crate::notice::Notice;
 use crate::result::ToolResult;
 use crate::runner::TaskEnd;
-use crate::watch::Watch;
 
 /// A call in flight, seen from the loop. Await it for the call's
 /// [`CallEnd`], or take its events one by one with
@@ -39,42 +38,39 @@ use crate::watch::Watch;
 pub struct CallHandle<E: Executor> {
     executor: E,
     task: E::Handle<TaskEnd>,
+    /// The call's shared state, which also holds its task id and the
+    /// runner's watch.
     notice: Arc<Notice>,
-    watch: Option<Arc<dyn Watch>>,
     call_id: String,
     tool: String,
-    task_id: TaskId,
     timeout: Duration,
     started: Instant,
     running_since: Option<Instant>,
     running_reported: bool,
     gate_wait_reported: bool,
-    deadline: Option<E::Sleep>,
-    /// The task's end, once seen, until it is reported.
-    joined: Option<Joined<TaskEnd>>,
     ended: bool,
+    deadline: Option<E::Sleep>,
+    /// The task's end, seen while an earlier event still had to be
+    /// reported (only when events are read one by one). Boxed: it is rare,
+    /// and the handle is part of every call in flight.
+    joined: Option<Box<Joined<TaskEnd>>>,
 }
 
 impl<E: Executor> CallHandle<E> {
-    #[allow(clippy::too_many_arguments)] // crate-private; only the runner builds handles
     pub(crate) fn new(
         executor: E,
         task: E::Handle<TaskEnd>,
         notice: Arc<Notice>,
-        watch: Option<Arc<dyn Watch>>,
         call_id: String,
         tool: String,
-        task_id: TaskId,
         timeout: Duration,
     ) -> Self {
         Self {
             executor,
             task,
             notice,
-            watch,
             call_id,
             tool,
-            task_id,
             timeout,
             started: Instant::now(),
             running_since: None,
@@ -98,7 +94,7 @@ impl<E: Executor> CallHandle<E> {
 
     /// The task running the call.
     pub fn task(&self) -> TaskId {
-        self.task_id
+        self.notice.task
     }
 
     /// The tool's timeout, counted from the running notice.
@@ -146,22 +142,25 @@ impl<E: Executor> CallHandle<E> {
         if self.ended {
             return Poll::Ready(None);
         }
-        if self.joined.is_none() {
-            if let Poll::Ready(joined) = Pin::new(&mut self.task).poll(cx) {
-                self.joined = Some(joined);
-            }
-        }
+        let joined = match self.joined.take() {
+            Some(joined) => Some(*joined),
+            None => match Pin::new(&mut self.task).poll(cx) {
+                Poll::Ready(joined) => Some(joined),
+                Poll::Pending => None,
+            },
+        };
         let seen = self.notice.look(cx.waker());
         if seen.gate_waiting && !self.gate_wait_reported {
             self.gate_wait_reported = true;
             if progress {
+                self.joined = joined.map(Box::new);
                 return Poll::Ready(Some(CallEvent::AwaitingGate(self.call_id.clone())));
             }
         }
         if self.running_since.is_none() {
             if let Some(at) = seen.running_at {
                 self.running_since = Some(at);
-                if self.joined.is_none() {
+                if joined.is_none() {
                     // The clock counts from the notice itself, not from the
                     // moment this loop got round to looking.
                     let left = self.timeout.saturating_sub(at.elapsed());
@@ -174,15 +173,16 @@ impl<E: Executor> CallHandle<E> {
         if let Some(since) = self.running_since {
             if !self.running_reported && progress {
                 self.running_reported = true;
+                self.joined = joined.map(Box::new);
                 return Poll::Ready(Some(CallEvent::Running(Running {
                     call_id: self.call_id.clone(),
                     tool: self.tool.clone(),
-                    task: self.task_id,
+                    task: self.notice.task,
                     waited: since.saturating_duration_since(self.started),
                 })));
             }
         }
-        if self.joined.is_none() {
+        if joined.is_none() {
             // The host and the clock come before partial results: a tool
             // that reports without pause must not outrun its deadline.
             if seen.abort {
@@ -204,6 +204,7 @@ impl<E: Executor> CallHandle<E> {
                 // results, so stop queueing them (up to 256 per call).
                 self.notice.close();
             } else if let Some((partial, dropped_before)) = self.notice.take_update() {
+                self.joined = joined.map(Box::new);
                 return Poll::Ready(Some(CallEvent::Update(Update {
                     call_id: self.call_id.clone(),
                     partial,
@@ -211,7 +212,7 @@ impl<E: Executor> CallHandle<E> {
                 })));
             }
         }
-        if let Some(joined) = self.joined.take() {
+        if let Some(joined) = joined {
             return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined))));
         }
         Poll::Pending
@@ -291,7 +292,7 @@ impl<E: Executor> CallHandle<E> {
         let end = CallEnd {
             call_id: self.call_id.clone(),
             tool: self.tool.clone(),
-            task: self.task_id,
+            task: self.notice.task,
             outcome,
             result,
             waited,
@@ -302,7 +303,7 @@ impl<E: Executor> CallHandle<E> {
     }
 
     fn tell_watch(&self, end: &CallEnd) {
-        if let Some(watch) = &self.watch {
+        if let Some(watch) = &self.notice.parts.watch {
             let _ = call_contained(|| watch.ended(end));
         }
     }
@@ -332,7 +333,7 @@ impl<E: Executor> Drop for CallHandle<E> {
         if !self.ended {
             self.notice.close();
             self.task.kill();
-            if self.watch.is_some() {
+            if self.notice.parts.watch.is_some() {
                 let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
                 drop(end);
             }
@@ -345,7 +346,7 @@ impl<E: Executor> fmt::Debug for CallHandle<E> {
         f.debug_struct("CallHandle")
             .field("call_id", &self.call_id)
             .field("tool", &self.tool)
-            .field("task", &self.task_id)
+            .field("task", &self.notice.task)
             .field("timeout", &self.timeout)
             .field("running", &self.running_since.is_some())
             .field("ended", &self.ended)

@@ -1,25 +1,38 @@
 //! What the task and the loop share about one call.
 //!
-//! One small mutex per call rather than channels: the task says "the gate is
-//! waiting" and "running" once each and queues partial results; the host may
-//! say "abort" once; the loop reads it all and leaves its waker. Only plain
-//! data is ever stored here: partial results are made plain in the task
-//! before they are queued.
+//! One allocation per call, which the task, the loop's handle and the tool's
+//! context each point to: the call's task id, the runner's parts (gate,
+//! watch, limits, timer) and a small mutex rather than channels. Through the
+//! mutex the task says "the gate is waiting" and "running" once each and
+//! queues partial results; the host may say "abort" once; the loop reads it
+//! all and leaves its waker. Only plain data is ever stored here: partial
+//! results are made plain in the task before they are queued.
+//!
+//! Keeping all of this behind one pointer is what keeps a call small: the
+//! task's state, the handle and the tool's context each hold one pointer
+//! instead of five.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 use std::time::Instant;
 
 use rho_untrusted::Plain;
+
+use crate::call::TaskId;
+use crate::runner::Parts;
 
 /// How many partial results wait for the loop before the oldest is dropped.
 /// A loop that polls its calls keeps this near empty; the bound only stops
 /// a chatty tool from growing memory while the loop is busy elsewhere.
 pub(crate) const UPDATE_QUEUE: usize = 256;
 
-#[derive(Debug, Default)]
+/// See the module's docs.
 pub(crate) struct Notice {
+    /// The task running the call.
+    pub(crate) task: TaskId,
+    /// The runner's gate, watch, limits and timer.
+    pub(crate) parts: Arc<Parts>,
     state: Mutex<State>,
 }
 
@@ -36,6 +49,15 @@ struct State {
     loop_waker: Option<Waker>,
 }
 
+impl std::fmt::Debug for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notice")
+            .field("task", &self.task)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What the loop saw when it looked.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Seen {
@@ -49,54 +71,79 @@ pub(crate) struct Seen {
 }
 
 impl Notice {
+    pub(crate) fn new(task: TaskId, parts: Arc<Parts>) -> Self {
+        Self {
+            task,
+            parts,
+            state: Mutex::default(),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // No code that can panic runs under this lock; a poisoned lock still
         // holds consistent data.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn change(&self, change: impl FnOnce(&mut State)) {
+    /// Applies `change`; when it says something changed, wakes the loop if
+    /// the loop left a waker. Returns whether it woke the loop.
+    fn change(&self, change: impl FnOnce(&mut State) -> bool) -> bool {
         let waker = {
             let mut state = self.lock();
-            change(&mut state);
+            if !change(&mut state) {
+                return false;
+            }
             state.loop_waker.take()
         };
-        if let Some(waker) = waker {
-            waker.wake();
+        match waker {
+            Some(waker) => {
+                waker.wake();
+                true
+            }
+            None => false,
         }
     }
 
-    /// Called by the task when its gate did not answer at once.
+    /// Called by the task each time its gate did not answer at a poll; the
+    /// loop hears of it once.
     pub(crate) fn set_gate_waiting(&self) {
-        self.change(|state| state.gate_waiting = true);
+        self.change(|state| !std::mem::replace(&mut state.gate_waiting, true));
     }
 
     /// Called by the task once its gate allowed: the call is running.
+    /// Returns whether that woke the loop.
     ///
     /// The moment is recorded here, in the task, so the loop's clock starts
     /// at the notice even when the loop looks later.
-    pub(crate) fn set_running(&self) {
+    pub(crate) fn set_running(&self) -> bool {
         let now = Instant::now();
-        self.change(|state| state.running_at = Some(now));
+        self.change(|state| {
+            state.running_at = Some(now);
+            true
+        })
     }
 
     /// Called by the task: a partial result, already plain data.
     pub(crate) fn push_update(&self, update: Plain) {
         self.change(|state| {
             if state.closed {
-                return;
+                return false;
             }
             if state.updates.len() == UPDATE_QUEUE {
                 state.updates.pop_front();
                 state.dropped += 1;
             }
             state.updates.push_back(update);
+            true
         });
     }
 
     /// Called by the host: stop the call.
     pub(crate) fn request_abort(&self) {
-        self.change(|state| state.abort = true);
+        self.change(|state| {
+            state.abort = true;
+            true
+        });
     }
 
     /// Called by the loop when it reported the end, or when nobody reads

@@ -35,6 +35,17 @@ pub(crate) enum TaskEnd {
     Panicked { phase: Phase, caught: Caught },
 }
 
+/// What every call of one runner shares: the gate, the watch, the answer
+/// limits and the timer, in one allocation per runner, so each call holds
+/// one pointer to them (through its [`Notice`]) instead of four.
+#[derive(Clone)]
+pub(crate) struct Parts {
+    pub(crate) gate: Arc<dyn Gate>,
+    pub(crate) watch: Option<Arc<dyn Watch>>,
+    pub(crate) limits: Limits,
+    pub(crate) timer: Arc<dyn Timer>,
+}
+
 /// Starts calls on an executor, with a gate, a watch and answer limits.
 ///
 /// Cheap to clone; clones share the gate and the watch.
@@ -51,18 +62,15 @@ pub(crate) enum TaskEnd {
 #[derive(Clone)]
 pub struct Runner<E> {
     executor: E,
-    gate: Arc<dyn Gate>,
-    watch: Option<Arc<dyn Watch>>,
-    limits: Arc<Limits>,
-    timer: Arc<dyn Timer>,
+    parts: Arc<Parts>,
 }
 
 impl<E: fmt::Debug> fmt::Debug for Runner<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runner")
             .field("executor", &self.executor)
-            .field("watch", &self.watch.is_some())
-            .field("limits", &self.limits)
+            .field("watch", &self.parts.watch.is_some())
+            .field("limits", &self.parts.limits)
             .finish_non_exhaustive()
     }
 }
@@ -72,29 +80,31 @@ impl<E: Executor> Runner<E> {
     /// and the default [`Limits`].
     pub fn new(executor: E) -> Self {
         Self {
-            timer: Arc::new(ExecutorTimer(executor.clone())),
+            parts: Arc::new(Parts {
+                gate: Arc::new(AllowAll),
+                watch: None,
+                limits: Limits::default(),
+                timer: Arc::new(ExecutorTimer(executor.clone())),
+            }),
             executor,
-            gate: Arc::new(AllowAll),
-            watch: None,
-            limits: Arc::new(Limits::default()),
         }
     }
 
     /// Uses `gate` for every call.
     pub fn with_gate(mut self, gate: Arc<dyn Gate>) -> Self {
-        self.gate = gate;
+        Arc::make_mut(&mut self.parts).gate = gate;
         self
     }
 
     /// Tells `watch` of every call's task and how it ended.
     pub fn with_watch(mut self, watch: Arc<dyn Watch>) -> Self {
-        self.watch = Some(watch);
+        Arc::make_mut(&mut self.parts).watch = Some(watch);
         self
     }
 
     /// Makes answers' details plain data under `limits`.
     pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = Arc::new(limits);
+        Arc::make_mut(&mut self.parts).limits = limits;
         self
     }
 
@@ -112,14 +122,17 @@ impl<E: Executor> Runner<E> {
         let handle = self
             .executor
             .spawn(std::future::ready(TaskEnd::Refused(result)));
+        // Not this runner's parts: a refused call tells no watch.
+        let parts = Arc::new(Parts {
+            watch: None,
+            ..Parts::clone(&self.parts)
+        });
         CallHandle::new(
             self.executor.clone(),
             handle,
-            Arc::new(Notice::default()),
-            None,
+            Arc::new(Notice::new(TaskId::next(), parts)),
             call.id,
             call.name,
-            TaskId::next(),
             std::time::Duration::ZERO,
         )
     }
@@ -131,25 +144,15 @@ impl<E: Executor> Runner<E> {
     /// ([`Tool::name`], [`Tool::timeout`]) is read here, in the loop; if
     /// reading it panics, the call ends as crashed without running.
     pub fn start(&self, call: ToolCall, tool: Arc<dyn Tool>) -> CallHandle<E> {
-        let task = TaskId::next();
+        let notice = Arc::new(Notice::new(TaskId::next(), self.parts.clone()));
         let metadata = call_contained(|| (tool.name().to_owned(), tool.timeout()));
-        if let Some(watch) = &self.watch {
-            let _ = call_contained(|| watch.started(&call, task));
+        if let Some(watch) = &self.parts.watch {
+            let _ = call_contained(|| watch.started(&call, notice.task));
         }
-        let notice = Arc::new(Notice::default());
         let call_id = call.id.clone();
         let (tool_name, timeout, handle) = match metadata {
             Ok((name, timeout)) => {
-                let body = CallTask {
-                    call,
-                    tool,
-                    gate: self.gate.clone(),
-                    notice: notice.clone(),
-                    task,
-                    limits: self.limits.clone(),
-                    timer: self.timer.clone(),
-                }
-                .run();
+                let body = run_call(call, tool, notice.clone());
                 (name, timeout, self.executor.spawn(body))
             }
             Err(caught) => {
@@ -167,10 +170,8 @@ impl<E: Executor> Runner<E> {
             self.executor.clone(),
             handle,
             notice,
-            self.watch.clone(),
             call_id,
             tool_name,
-            task,
             timeout,
         )
     }
@@ -191,93 +192,101 @@ pub fn start<E: Executor>(
         .start(call, tool)
 }
 
-/// Everything a call's task owns.
-struct CallTask {
+/// The body of a call's task. Only rho's code runs here unguarded: every
+/// foreign future is polled and dropped through [`Contained`], and the
+/// answer is made plain data before the task ends.
+///
+/// A plain `fn` returning an `async move` block, which keeps in the task's
+/// state only what it captures (the call, the tool and one pointer to the
+/// call's [`Notice`]) plus the one foreign future in flight. Every byte
+/// here is a byte of every call in flight: with the executor's own task
+/// header, this state fits a 256-byte tokio task.
+#[allow(clippy::manual_async_fn)] // on purpose: see above
+fn run_call(
     call: ToolCall,
     tool: Arc<dyn Tool>,
-    gate: Arc<dyn Gate>,
     notice: Arc<Notice>,
-    task: TaskId,
-    limits: Arc<Limits>,
-    timer: Arc<dyn Timer>,
-}
-
-impl CallTask {
-    /// The body of a call's task. Only rho's code runs here unguarded:
-    /// every foreign future is polled and dropped through [`Contained`], and
-    /// the answer is made plain data before the task ends.
-    ///
-    /// A plain `fn` returning an `async move` block that uses `self`'s
-    /// fields in place: an `async fn` would keep both its argument and the
-    /// destructured copies in the task's state, a third more bytes per call
-    /// in flight.
-    #[allow(clippy::manual_async_fn)] // on purpose: see above
-    fn run(self) -> impl Future<Output = TaskEnd> + Send + 'static {
-        async move {
-            let verdict = {
-                let mut check =
-                    Contained::start(|| self.gate.check(&self.call, self.tool.as_ref()));
-                let mut told_waiting = false;
-                std::future::poll_fn(|cx| {
-                    let polled = Pin::new(&mut check).poll(cx);
-                    if polled.is_pending() && !told_waiting {
-                        // The gate did not answer at once: someone is being asked.
-                        told_waiting = true;
-                        self.notice.set_gate_waiting();
-                    }
-                    polled
-                })
-                .await
-            };
-            match verdict {
-                Ok(Verdict::Allow) => {}
-                Ok(Verdict::Deny { reason }) => return TaskEnd::Denied(reason),
-                Err(caught) => {
-                    return TaskEnd::Panicked {
-                        phase: Phase::Gate,
-                        caught,
-                    };
-                }
+) -> impl Future<Output = TaskEnd> + Send + 'static {
+    async move {
+        let gating = Gating {
+            check: Contained::start(|| notice.parts.gate.check(&call, tool.as_ref())),
+            notice: &notice,
+        };
+        // Matched without a binding, so the verdict is not kept in the
+        // task's state across the awaits that follow.
+        match gating.await {
+            Ok(Verdict::Allow) => {}
+            Ok(Verdict::Deny { reason }) => return TaskEnd::Denied(reason),
+            Err(caught) => {
+                return TaskEnd::Panicked {
+                    phase: Phase::Gate,
+                    caught: *caught,
+                };
             }
-            drop(self.gate);
-            self.notice.set_running();
+        }
+        if notice.set_running() {
             // Let the loop take the notice before the tool runs. The notice
             // woke the loop from inside this task, and a runtime may queue
             // a task woken that way right behind this one on this thread
             // only (tokio's LIFO slot): a tool that then never yields would
-            // keep the loop from ever starting its clock.
+            // keep the loop from ever starting its clock. A loop that was
+            // not waiting was not woken, and nothing queues it here.
             YieldOnce(false).await;
-
-            let ToolCall { id, arguments, .. } = self.call;
-            let context =
-                ToolContext::new(id, self.task, self.timer, self.notice, self.limits.clone());
-            let tool = self.tool;
-            let output = match Contained::start(|| tool.run(arguments, context)).await {
-                Ok(output) => output,
-                Err(caught) => {
-                    return TaskEnd::Panicked {
-                        phase: Phase::Tool,
-                        caught,
-                    };
-                }
-            };
-            let limits = self.limits;
-            let crashed = output.is_crash();
-            match output.to_result(&limits) {
-                Ok(result) if crashed => TaskEnd::CrashReported(result),
-                Ok(result) => TaskEnd::Answered(result),
-                Err(error) => match error.panic_message() {
-                    Some(message) => TaskEnd::Panicked {
-                        phase: Phase::Answer,
-                        caught: Caught {
-                            message: message.map(str::to_owned),
-                            location: None,
-                        },
-                    },
-                    None => TaskEnd::Unusable(error.to_string()),
-                },
-            }
         }
+
+        // In a block of its own, so that the moved-from locals are not kept
+        // in the task's state across the tool's await.
+        let running = {
+            let ToolCall { id, arguments, .. } = call;
+            let context = ToolContext::new(id, notice.clone());
+            Contained::start(|| tool.run(arguments, context))
+        };
+        let output = match running.await {
+            Ok(output) => output,
+            Err(caught) => {
+                return TaskEnd::Panicked {
+                    phase: Phase::Tool,
+                    caught: *caught,
+                };
+            }
+        };
+        let crashed = output.is_crash();
+        match output.to_result(&notice.parts.limits) {
+            Ok(result) if crashed => TaskEnd::CrashReported(result),
+            Ok(result) => TaskEnd::Answered(result),
+            Err(error) => match error.panic_message() {
+                Some(message) => TaskEnd::Panicked {
+                    phase: Phase::Answer,
+                    caught: Caught {
+                        message: message.map(str::to_owned),
+                        location: None,
+                    },
+                },
+                None => TaskEnd::Unusable(error.to_string()),
+            },
+        }
+    }
+}
+
+/// The gate's check, telling the loop when it does not answer at once
+/// (someone is being asked).
+struct Gating<'a, F> {
+    check: Contained<F>,
+    notice: &'a Notice,
+}
+
+impl<F: Future + Unpin> Future for Gating<'_, F> {
+    type Output = Result<F::Output, Box<Caught>>;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let polled = Pin::new(&mut self.check).poll(cx);
+        if polled.is_pending() {
+            self.notice.set_gate_waiting();
+        }
+        polled
     }
 }
 
@@ -295,5 +304,61 @@ impl Future for YieldOnce {
         self.0 = true;
         cx.waker().wake_by_ref();
         std::task::Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::ToolOutput;
+
+    struct Idle;
+
+    #[async_trait::async_trait]
+    impl Tool for Idle {
+        fn name(&self) -> &str {
+            "idle"
+        }
+
+        fn description(&self) -> &str {
+            "Does nothing."
+        }
+
+        async fn run(&self, _arguments: serde_json::Value, _context: ToolContext) -> ToolOutput {
+            ToolOutput::text("")
+        }
+    }
+
+    struct NoTimer;
+
+    impl Timer for NoTimer {
+        fn sleep(
+            &self,
+            _duration: std::time::Duration,
+        ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    /// A call's task state stays within 152 bytes: with tokio's task header
+    /// and trailer (104 bytes on 64-bit targets) that is one 256-byte task,
+    /// where a few bytes more make it a 384-byte one (tokio aligns tasks to
+    /// 128 bytes). A local kept alive across an await by mistake shows here
+    /// first.
+    #[test]
+    fn a_calls_task_state_fits_in_152_bytes() {
+        let parts = Arc::new(Parts {
+            gate: Arc::new(AllowAll),
+            watch: None,
+            limits: Limits::default(),
+            timer: Arc::new(NoTimer),
+        });
+        let body = run_call(
+            ToolCall::new("call-1", "idle", serde_json::Value::Null),
+            Arc::new(Idle),
+            Arc::new(Notice::new(TaskId::next(), parts)),
+        );
+        let size = std::mem::size_of_val(&body);
+        assert!(size <= 152, "the task state grew to {size} bytes");
     }
 }

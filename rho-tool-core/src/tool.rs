@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use rho_untrusted::{Limits, PlainError, call_contained, plain};
+use rho_untrusted::{PlainError, call_contained, plain};
 use serde::Serialize;
 
 use crate::call::TaskId;
@@ -102,34 +102,21 @@ pub trait Tool: Send + Sync {
 #[derive(Clone)]
 pub struct ToolContext {
     call_id: String,
-    task: TaskId,
-    timer: Arc<dyn Timer>,
+    /// The call's shared state: its task id, the runner's timer and limits,
+    /// and where partial results go.
     notice: Arc<Notice>,
-    limits: Arc<Limits>,
 }
 
 impl ToolContext {
-    pub(crate) fn new(
-        call_id: String,
-        task: TaskId,
-        timer: Arc<dyn Timer>,
-        notice: Arc<Notice>,
-        limits: Arc<Limits>,
-    ) -> Self {
-        Self {
-            call_id,
-            task,
-            timer,
-            notice,
-            limits,
-        }
+    pub(crate) fn new(call_id: String, notice: Arc<Notice>) -> Self {
+        Self { call_id, notice }
     }
 
     /// Reports a partial result while the tool runs (progress, a first
     /// page of output). The loop gets it as [`CallEvent::Update`](crate::CallEvent::Update).
     ///
     /// The value is made plain data here, inside the call's task, under the
-    /// runner's [`Limits`]; its `Serialize` never runs in the loop. Updates
+    /// runner's [`Limits`](rho_untrusted::Limits); its `Serialize` never runs in the loop. Updates
     /// reported after the call ended are ignored; a loop that falls behind
     /// gets the newest 256 and a count of those dropped.
     ///
@@ -139,7 +126,7 @@ impl ToolContext {
     /// limit, an error or a panic of its `Serialize`); nothing is reported
     /// then.
     pub fn update<T: Serialize + ?Sized>(&self, partial: &T) -> Result<(), PlainError> {
-        let plain = match call_contained(|| plain::to_plain(partial, &self.limits)) {
+        let plain = match call_contained(|| plain::to_plain(partial, &self.notice.parts.limits)) {
             Ok(converted) => converted?,
             Err(caught) => {
                 return Err(PlainError::Panicked {
@@ -158,7 +145,7 @@ impl ToolContext {
 
     /// The task the call runs in.
     pub fn task(&self) -> TaskId {
-        self.task
+        self.notice.task
     }
 
     /// Waits for `duration` on the timer of the executor the call runs on.
@@ -166,7 +153,7 @@ impl ToolContext {
     /// A tool that waits this way runs unchanged on tokio, on smol, or on
     /// any other [`Executor`].
     pub fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
-        self.timer.sleep(duration)
+        self.notice.parts.timer.sleep(duration)
     }
 }
 
@@ -174,7 +161,7 @@ impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
             .field("call_id", &self.call_id)
-            .field("task", &self.task)
+            .field("task", &self.notice.task)
             .finish_non_exhaustive()
     }
 }
