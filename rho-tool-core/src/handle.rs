@@ -14,7 +14,7 @@ use crate::end::{CallEnd, CallEvent, Outcome, Running, Update};
 use crate::executor::{Executor, Joined, TaskHandle};
 use crate::notice::Notice;
 use crate::result::ToolResult;
-use crate::runner::TaskEnd;
+use crate::runner::{TaskEnd, TaskOut};
 
 /// A call in flight, seen from the loop. Await it for the call's
 /// [`CallEnd`], or take its events one by one with
@@ -37,12 +37,10 @@ use crate::runner::TaskEnd;
 /// the task (and tells the watch the call was aborted).
 pub struct CallHandle<E: Executor> {
     executor: E,
-    task: E::Handle<TaskEnd>,
-    /// The call's shared state, which also holds its task id and the
-    /// runner's watch.
+    task: E::Handle<TaskOut>,
+    /// The call's shared state, which also holds its id, the tool's name,
+    /// the task id and the runner's watch.
     notice: Arc<Notice>,
-    call_id: String,
-    tool: String,
     timeout: Duration,
     started: Instant,
     running_since: Option<Instant>,
@@ -53,24 +51,20 @@ pub struct CallHandle<E: Executor> {
     /// The task's end, seen while an earlier event still had to be
     /// reported (only when events are read one by one). Boxed: it is rare,
     /// and the handle is part of every call in flight.
-    joined: Option<Box<Joined<TaskEnd>>>,
+    joined: Option<Box<Joined<TaskOut>>>,
 }
 
 impl<E: Executor> CallHandle<E> {
     pub(crate) fn new(
         executor: E,
-        task: E::Handle<TaskEnd>,
+        task: E::Handle<TaskOut>,
         notice: Arc<Notice>,
-        call_id: String,
-        tool: String,
         timeout: Duration,
     ) -> Self {
         Self {
             executor,
             task,
             notice,
-            call_id,
-            tool,
             timeout,
             started: Instant::now(),
             running_since: None,
@@ -84,12 +78,12 @@ impl<E: Executor> CallHandle<E> {
 
     /// The call's id.
     pub fn call_id(&self) -> &str {
-        &self.call_id
+        &self.notice.call_id
     }
 
     /// The tool's name.
     pub fn tool(&self) -> &str {
-        &self.tool
+        &self.notice.tool
     }
 
     /// The task running the call.
@@ -154,7 +148,7 @@ impl<E: Executor> CallHandle<E> {
             self.gate_wait_reported = true;
             if progress {
                 self.joined = joined.map(Box::new);
-                return Poll::Ready(Some(CallEvent::AwaitingGate(self.call_id.clone())));
+                return Poll::Ready(Some(CallEvent::AwaitingGate(self.notice.call_id.clone())));
             }
         }
         if self.running_since.is_none() {
@@ -175,8 +169,8 @@ impl<E: Executor> CallHandle<E> {
                 self.running_reported = true;
                 self.joined = joined.map(Box::new);
                 return Poll::Ready(Some(CallEvent::Running(Running {
-                    call_id: self.call_id.clone(),
-                    tool: self.tool.clone(),
+                    call_id: self.notice.call_id.clone(),
+                    tool: self.notice.tool.clone(),
                     task: self.notice.task,
                     waited: since.saturating_duration_since(self.started),
                 })));
@@ -206,7 +200,7 @@ impl<E: Executor> CallHandle<E> {
             } else if let Some((partial, dropped_before)) = self.notice.take_update() {
                 self.joined = joined.map(Box::new);
                 return Poll::Ready(Some(CallEvent::Update(Update {
-                    call_id: self.call_id.clone(),
+                    call_id: self.notice.call_id.clone(),
                     partial,
                     dropped_before,
                 })));
@@ -218,9 +212,42 @@ impl<E: Executor> CallHandle<E> {
         Poll::Pending
     }
 
-    fn finish_joined(&mut self, joined: Joined<TaskEnd>) -> CallEnd {
-        let (outcome, result) = match joined {
-            Joined::Done(TaskEnd::Answered(result)) => {
+    fn finish_joined(&mut self, joined: Joined<TaskOut>) -> CallEnd {
+        let (outcome, result, names) = match joined {
+            Joined::Done(TaskOut {
+                call_id,
+                call_name,
+                end,
+            }) => {
+                let (outcome, result) = self.judge(end);
+                (outcome, result, Some((call_id, call_name)))
+            }
+            // Only this handle can kill the task, and it stops polling it
+            // when it does; a third-party executor that kills on its own is
+            // treated as an abort.
+            Joined::Killed => (
+                Outcome::Aborted,
+                ToolResult::error(exit_text(&self.notice.tool, Exit::Aborted)),
+                None,
+            ),
+            Joined::Crashed => (
+                Outcome::Crashed,
+                ToolResult::error(exit_text(&self.notice.tool, Exit::Crashed)),
+                None,
+            ),
+            Joined::Lost => (
+                Outcome::ExecutorGone,
+                ToolResult::error(exit_text(&self.notice.tool, Exit::ExecutorGone)),
+                None,
+            ),
+        };
+        self.finish_named(outcome, result, names)
+    }
+
+    /// The outcome and result of a task that ended on its own.
+    fn judge(&self, end: TaskEnd) -> (Outcome, ToolResult) {
+        match end {
+            TaskEnd::Answered(result) => {
                 let outcome = if result.is_error {
                     Outcome::Failed
                 } else {
@@ -228,56 +255,61 @@ impl<E: Executor> CallHandle<E> {
                 };
                 (outcome, result)
             }
-            Joined::Done(TaskEnd::Unusable(reason)) => (
+            TaskEnd::Unusable(reason) => (
                 Outcome::Failed,
                 ToolResult::error(format!(
                     "tool `{}` gave an unusable answer: {reason}",
-                    self.tool
+                    self.notice.tool
                 )),
             ),
-            Joined::Done(TaskEnd::Refused(result)) => (Outcome::Refused, result),
-            Joined::Done(TaskEnd::CrashReported(result)) => (Outcome::Crashed, result),
-            Joined::Done(TaskEnd::Denied(reason)) => (
+            TaskEnd::Refused(result) => (Outcome::Refused, result),
+            TaskEnd::CrashReported(result) => (Outcome::Crashed, result),
+            TaskEnd::Denied(reason) => (
                 Outcome::Denied,
                 ToolResult::error(format!(
                     "tool `{}` was not run: the gate denied it: {reason}",
-                    self.tool
+                    self.notice.tool
                 )),
             ),
-            Joined::Done(TaskEnd::Panicked { phase, caught }) => (
+            TaskEnd::Panicked { phase, caught } => (
                 Outcome::Crashed,
                 ToolResult::error(panic_text_at(
-                    &self.tool,
+                    &self.notice.tool,
                     phase,
                     caught.message.as_deref(),
                     caught.location.as_deref(),
                 )),
             ),
-            // Only this handle can kill the task, and it stops polling it
-            // when it does; a third-party executor that kills on its own is
-            // treated as an abort.
-            Joined::Killed => (
-                Outcome::Aborted,
-                ToolResult::error(exit_text(&self.tool, Exit::Aborted)),
-            ),
-            Joined::Crashed => (
-                Outcome::Crashed,
-                ToolResult::error(exit_text(&self.tool, Exit::Crashed)),
-            ),
-            Joined::Lost => (
-                Outcome::ExecutorGone,
-                ToolResult::error(exit_text(&self.tool, Exit::ExecutorGone)),
-            ),
-        };
-        self.finish(outcome, result)
+        }
     }
 
     fn finish_exit(&mut self, outcome: Outcome, exit: Exit) -> CallEnd {
-        let result = ToolResult::error(exit_text(&self.tool, exit));
+        let result = ToolResult::error(exit_text(&self.notice.tool, exit));
         self.finish(outcome, result)
     }
 
     fn finish(&mut self, outcome: Outcome, result: ToolResult) -> CallEnd {
+        self.finish_named(outcome, result, None)
+    }
+
+    /// Ends the call. `names` are the call's id and name as the task handed
+    /// them back: taken over when they match this call's (they always do
+    /// for the id; the name does whenever the call named its tool), copied
+    /// from the notice otherwise, so the handle keeps its own for its
+    /// accessors either way.
+    fn finish_named(
+        &mut self,
+        outcome: Outcome,
+        result: ToolResult,
+        names: Option<(String, String)>,
+    ) -> CallEnd {
+        let (call_id, tool) = match names {
+            Some((call_id, name)) => (
+                take_if_same(call_id, &self.notice.call_id),
+                take_if_same(name, &self.notice.tool),
+            ),
+            None => (self.notice.call_id.clone(), self.notice.tool.clone()),
+        };
         self.ended = true;
         self.notice.close();
         self.deadline = None;
@@ -290,8 +322,8 @@ impl<E: Executor> CallHandle<E> {
             None => (now.saturating_duration_since(self.started), None),
         };
         let end = CallEnd {
-            call_id: self.call_id.clone(),
-            tool: self.tool.clone(),
+            call_id,
+            tool,
             task: self.notice.task,
             outcome,
             result,
@@ -306,6 +338,15 @@ impl<E: Executor> CallHandle<E> {
         if let Some(watch) = &self.notice.parts.watch {
             let _ = call_contained(|| watch.ended(end));
         }
+    }
+}
+
+/// `given` when it says the same as `ours`, a copy of `ours` otherwise.
+fn take_if_same(given: String, ours: &str) -> String {
+    if given == ours {
+        given
+    } else {
+        ours.to_owned()
     }
 }
 
@@ -344,8 +385,8 @@ impl<E: Executor> Drop for CallHandle<E> {
 impl<E: Executor> fmt::Debug for CallHandle<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallHandle")
-            .field("call_id", &self.call_id)
-            .field("tool", &self.tool)
+            .field("call_id", &self.notice.call_id)
+            .field("tool", &self.notice.tool)
             .field("task", &self.notice.task)
             .field("timeout", &self.timeout)
             .field("running", &self.running_since.is_some())

@@ -1,8 +1,9 @@
 //! What the task and the loop share about one call.
 //!
 //! One allocation per call, which the task, the loop's handle and the tool's
-//! context each point to: the call's task id, the runner's parts (gate,
-//! watch, limits, timer) and a small mutex rather than channels. Through the
+//! context each point to: the call's id, the tool's name and the task id,
+//! the runner's parts (gate, watch, limits, timer) and a small mutex rather
+//! than channels. Through the
 //! mutex the task says "the gate is waiting" and "running" once each and
 //! queues partial results; the host may say "abort" once; the loop reads it
 //! all and leaves its waker. Only plain data is ever stored here: partial
@@ -29,6 +30,10 @@ pub(crate) const UPDATE_QUEUE: usize = 256;
 
 /// See the module's docs.
 pub(crate) struct Notice {
+    /// The call's id, as the tool's context and the loop's handle read it.
+    pub(crate) call_id: String,
+    /// The tool's name, read once when the call started.
+    pub(crate) tool: String,
     /// The task running the call.
     pub(crate) task: TaskId,
     /// The runner's gate, watch, limits and timer.
@@ -52,6 +57,8 @@ struct State {
 impl std::fmt::Debug for Notice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Notice")
+            .field("call_id", &self.call_id)
+            .field("tool", &self.tool)
             .field("task", &self.task)
             .field("state", &self.state)
             .finish_non_exhaustive()
@@ -71,8 +78,10 @@ pub(crate) struct Seen {
 }
 
 impl Notice {
-    pub(crate) fn new(task: TaskId, parts: Arc<Parts>) -> Self {
+    pub(crate) fn new(task: TaskId, parts: Arc<Parts>, call_id: String, tool: String) -> Self {
         Self {
+            call_id,
+            tool,
             task,
             parts,
             state: Mutex::default(),

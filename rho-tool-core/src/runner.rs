@@ -35,6 +35,26 @@ pub(crate) enum TaskEnd {
     Panicked { phase: Phase, caught: Caught },
 }
 
+/// A task's end, with the call's id and name handed back: the loop moves
+/// them into the [`CallEnd`](crate::CallEnd) rather than copying its own.
+#[derive(Debug)]
+pub(crate) struct TaskOut {
+    pub(crate) call_id: String,
+    pub(crate) call_name: String,
+    pub(crate) end: TaskEnd,
+}
+
+impl TaskOut {
+    /// An end that hands back no names (the loop copies its own).
+    fn bare(end: TaskEnd) -> Self {
+        Self {
+            call_id: String::new(),
+            call_name: String::new(),
+            end,
+        }
+    }
+}
+
 /// What every call of one runner shares: the gate, the watch, the answer
 /// limits and the timer, in one allocation per runner, so each call holds
 /// one pointer to them (through its [`Notice`]) instead of four.
@@ -119,20 +139,21 @@ impl<E: Executor> Runner<E> {
     /// through the same [`CallHandle`] as every other call, so a host's
     /// loop treats all calls alike.
     pub fn refuse(&self, call: ToolCall, result: ToolResult) -> CallHandle<E> {
-        let handle = self
-            .executor
-            .spawn(std::future::ready(TaskEnd::Refused(result)));
+        let handle = self.executor.spawn(std::future::ready(TaskOut {
+            call_id: call.id.clone(),
+            call_name: call.name.clone(),
+            end: TaskEnd::Refused(result),
+        }));
         // Not this runner's parts: a refused call tells no watch.
         let parts = Arc::new(Parts {
             watch: None,
             ..Parts::clone(&self.parts)
         });
+        let notice = Notice::new(TaskId::next(), parts, call.id, call.name);
         CallHandle::new(
             self.executor.clone(),
             handle,
-            Arc::new(Notice::new(TaskId::next(), parts)),
-            call.id,
-            call.name,
+            Arc::new(notice),
             std::time::Duration::ZERO,
         )
     }
@@ -144,36 +165,31 @@ impl<E: Executor> Runner<E> {
     /// ([`Tool::name`], [`Tool::timeout`]) is read here, in the loop; if
     /// reading it panics, the call ends as crashed without running.
     pub fn start(&self, call: ToolCall, tool: Arc<dyn Tool>) -> CallHandle<E> {
-        let notice = Arc::new(Notice::new(TaskId::next(), self.parts.clone()));
+        let task = TaskId::next();
         let metadata = call_contained(|| (tool.name().to_owned(), tool.timeout()));
         if let Some(watch) = &self.parts.watch {
-            let _ = call_contained(|| watch.started(&call, notice.task));
+            let _ = call_contained(|| watch.started(&call, task));
         }
-        let call_id = call.id.clone();
-        let (tool_name, timeout, handle) = match metadata {
+        let parts = self.parts.clone();
+        let (notice, timeout, handle) = match metadata {
             Ok((name, timeout)) => {
+                let notice = Arc::new(Notice::new(task, parts, call.id.clone(), name));
                 let body = run_call(call, tool, notice.clone());
-                (name, timeout, self.executor.spawn(body))
+                (notice, timeout, self.executor.spawn(body))
             }
             Err(caught) => {
                 // Still a task, so the end reaches the loop the one way all
                 // ends do.
-                let end = TaskEnd::Panicked {
+                let end = TaskOut::bare(TaskEnd::Panicked {
                     phase: Phase::Tool,
                     caught,
-                };
+                });
                 let handle = self.executor.spawn(std::future::ready(end));
-                (call.name, std::time::Duration::ZERO, handle)
+                let notice = Arc::new(Notice::new(task, parts, call.id, call.name));
+                (notice, std::time::Duration::ZERO, handle)
             }
         };
-        CallHandle::new(
-            self.executor.clone(),
-            handle,
-            notice,
-            call_id,
-            tool_name,
-            timeout,
-        )
+        CallHandle::new(self.executor.clone(), handle, notice, timeout)
     }
 }
 
@@ -203,67 +219,72 @@ pub fn start<E: Executor>(
 /// header, this state fits a 256-byte tokio task.
 #[allow(clippy::manual_async_fn)] // on purpose: see above
 fn run_call(
-    call: ToolCall,
+    mut call: ToolCall,
     tool: Arc<dyn Tool>,
     notice: Arc<Notice>,
-) -> impl Future<Output = TaskEnd> + Send + 'static {
+) -> impl Future<Output = TaskOut> + Send + 'static {
     async move {
-        let gating = Gating {
-            check: Contained::start(|| notice.parts.gate.check(&call, tool.as_ref())),
-            notice: &notice,
-        };
-        // Matched without a binding, so the verdict is not kept in the
-        // task's state across the awaits that follow.
-        match gating.await {
-            Ok(Verdict::Allow) => {}
-            Ok(Verdict::Deny { reason }) => return TaskEnd::Denied(reason),
-            Err(caught) => {
-                return TaskEnd::Panicked {
-                    phase: Phase::Gate,
-                    caught: *caught,
-                };
+        let end = 'call: {
+            let gating = Gating {
+                check: Contained::start(|| notice.parts.gate.check(&call, tool.as_ref())),
+                notice: &notice,
+            };
+            // Matched without a binding, so the verdict is not kept in the
+            // task's state across the awaits that follow.
+            match gating.await {
+                Ok(Verdict::Allow) => {}
+                Ok(Verdict::Deny { reason }) => break 'call TaskEnd::Denied(reason),
+                Err(caught) => {
+                    break 'call TaskEnd::Panicked {
+                        phase: Phase::Gate,
+                        caught: *caught,
+                    };
+                }
             }
-        }
-        if notice.set_running() {
-            // Let the loop take the notice before the tool runs. The notice
-            // woke the loop from inside this task, and a runtime may queue
-            // a task woken that way right behind this one on this thread
-            // only (tokio's LIFO slot): a tool that then never yields would
-            // keep the loop from ever starting its clock. A loop that was
-            // not waiting was not woken, and nothing queues it here.
-            YieldOnce(false).await;
-        }
+            if notice.set_running() {
+                // Let the loop take the notice before the tool runs. The
+                // notice woke the loop from inside this task, and a runtime
+                // may queue a task woken that way right behind this one on
+                // this thread only (tokio's LIFO slot): a tool that then
+                // never yields would keep the loop from ever starting its
+                // clock. A loop that was not waiting was not woken, and
+                // nothing queues it here.
+                YieldOnce(false).await;
+            }
 
-        // In a block of its own, so that the moved-from locals are not kept
-        // in the task's state across the tool's await.
-        let running = {
-            let ToolCall { id, arguments, .. } = call;
-            let context = ToolContext::new(id, notice.clone());
-            Contained::start(|| tool.run(arguments, context))
-        };
-        let output = match running.await {
-            Ok(output) => output,
-            Err(caught) => {
-                return TaskEnd::Panicked {
-                    phase: Phase::Tool,
-                    caught: *caught,
-                };
+            // Taking the arguments leaves a `Null`, which allocates nothing.
+            let arguments = std::mem::take(&mut call.arguments);
+            let running =
+                Contained::start(|| tool.run(arguments, ToolContext::new(notice.clone())));
+            let output = match running.await {
+                Ok(output) => output,
+                Err(caught) => {
+                    break 'call TaskEnd::Panicked {
+                        phase: Phase::Tool,
+                        caught: *caught,
+                    };
+                }
+            };
+            let crashed = output.is_crash();
+            match output.to_result(&notice.parts.limits) {
+                Ok(result) if crashed => TaskEnd::CrashReported(result),
+                Ok(result) => TaskEnd::Answered(result),
+                Err(error) => match error.panic_message() {
+                    Some(message) => TaskEnd::Panicked {
+                        phase: Phase::Answer,
+                        caught: Caught {
+                            message: message.map(str::to_owned),
+                            location: None,
+                        },
+                    },
+                    None => TaskEnd::Unusable(error.to_string()),
+                },
             }
         };
-        let crashed = output.is_crash();
-        match output.to_result(&notice.parts.limits) {
-            Ok(result) if crashed => TaskEnd::CrashReported(result),
-            Ok(result) => TaskEnd::Answered(result),
-            Err(error) => match error.panic_message() {
-                Some(message) => TaskEnd::Panicked {
-                    phase: Phase::Answer,
-                    caught: Caught {
-                        message: message.map(str::to_owned),
-                        location: None,
-                    },
-                },
-                None => TaskEnd::Unusable(error.to_string()),
-            },
+        TaskOut {
+            call_id: call.id,
+            call_name: call.name,
+            end,
         }
     }
 }
@@ -353,11 +374,9 @@ mod tests {
             limits: Limits::default(),
             timer: Arc::new(NoTimer),
         });
-        let body = run_call(
-            ToolCall::new("call-1", "idle", serde_json::Value::Null),
-            Arc::new(Idle),
-            Arc::new(Notice::new(TaskId::next(), parts)),
-        );
+        let call = ToolCall::new("call-1", "idle", serde_json::Value::Null);
+        let notice = Notice::new(TaskId::next(), parts, call.id.clone(), call.name.clone());
+        let body = run_call(call, Arc::new(Idle), Arc::new(notice));
         let size = std::mem::size_of_val(&body);
         assert!(size <= 152, "the task state grew to {size} bytes");
     }

@@ -101,15 +101,14 @@ pub trait Tool: Send + Sync {
 /// Cheap to clone.
 #[derive(Clone)]
 pub struct ToolContext {
-    call_id: String,
-    /// The call's shared state: its task id, the runner's timer and limits,
-    /// and where partial results go.
+    /// The call's shared state: its id and task id, the runner's timer and
+    /// limits, and where partial results go.
     notice: Arc<Notice>,
 }
 
 impl ToolContext {
-    pub(crate) fn new(call_id: String, notice: Arc<Notice>) -> Self {
-        Self { call_id, notice }
+    pub(crate) fn new(notice: Arc<Notice>) -> Self {
+        Self { notice }
     }
 
     /// Reports a partial result while the tool runs (progress, a first
@@ -140,7 +139,7 @@ impl ToolContext {
 
     /// The id of the call being run.
     pub fn call_id(&self) -> &str {
-        &self.call_id
+        &self.notice.call_id
     }
 
     /// The task the call runs in.
@@ -160,7 +159,7 @@ impl ToolContext {
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
-            .field("call_id", &self.call_id)
+            .field("call_id", &self.notice.call_id)
             .field("task", &self.notice.task)
             .finish_non_exhaustive()
     }
