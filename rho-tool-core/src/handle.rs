@@ -78,12 +78,12 @@ impl<E: Executor> CallHandle<E> {
 
     /// The call's id.
     pub fn call_id(&self) -> &str {
-        &self.notice.call_id
+        self.notice.call_id()
     }
 
     /// The tool's name.
     pub fn tool(&self) -> &str {
-        &self.notice.tool
+        self.notice.tool()
     }
 
     /// The task running the call.
@@ -148,7 +148,9 @@ impl<E: Executor> CallHandle<E> {
             self.gate_wait_reported = true;
             if progress {
                 self.joined = joined.map(Box::new);
-                return Poll::Ready(Some(CallEvent::AwaitingGate(self.notice.call_id.clone())));
+                return Poll::Ready(Some(CallEvent::AwaitingGate(
+                    self.notice.call_id().to_owned(),
+                )));
             }
         }
         if self.running_since.is_none() {
@@ -169,8 +171,8 @@ impl<E: Executor> CallHandle<E> {
                 self.running_reported = true;
                 self.joined = joined.map(Box::new);
                 return Poll::Ready(Some(CallEvent::Running(Running {
-                    call_id: self.notice.call_id.clone(),
-                    tool: self.notice.tool.clone(),
+                    call_id: self.notice.call_id().to_owned(),
+                    tool: self.notice.tool().to_owned(),
                     task: self.notice.task,
                     waited: since.saturating_duration_since(self.started),
                 })));
@@ -200,7 +202,7 @@ impl<E: Executor> CallHandle<E> {
             } else if let Some((partial, dropped_before)) = self.notice.take_update() {
                 self.joined = joined.map(Box::new);
                 return Poll::Ready(Some(CallEvent::Update(Update {
-                    call_id: self.notice.call_id.clone(),
+                    call_id: self.notice.call_id().to_owned(),
                     partial,
                     dropped_before,
                 })));
@@ -227,17 +229,17 @@ impl<E: Executor> CallHandle<E> {
             // treated as an abort.
             Joined::Killed => (
                 Outcome::Aborted,
-                ToolResult::error(exit_text(&self.notice.tool, Exit::Aborted)),
+                ToolResult::error(exit_text(self.notice.tool(), Exit::Aborted)),
                 None,
             ),
             Joined::Crashed => (
                 Outcome::Crashed,
-                ToolResult::error(exit_text(&self.notice.tool, Exit::Crashed)),
+                ToolResult::error(exit_text(self.notice.tool(), Exit::Crashed)),
                 None,
             ),
             Joined::Lost => (
                 Outcome::ExecutorGone,
-                ToolResult::error(exit_text(&self.notice.tool, Exit::ExecutorGone)),
+                ToolResult::error(exit_text(self.notice.tool(), Exit::ExecutorGone)),
                 None,
             ),
         };
@@ -259,7 +261,7 @@ impl<E: Executor> CallHandle<E> {
                 Outcome::Failed,
                 ToolResult::error(format!(
                     "tool `{}` gave an unusable answer: {reason}",
-                    self.notice.tool
+                    self.notice.tool()
                 )),
             ),
             TaskEnd::Refused(result) => (Outcome::Refused, result),
@@ -268,13 +270,13 @@ impl<E: Executor> CallHandle<E> {
                 Outcome::Denied,
                 ToolResult::error(format!(
                     "tool `{}` was not run: the gate denied it: {reason}",
-                    self.notice.tool
+                    self.notice.tool()
                 )),
             ),
             TaskEnd::Panicked { phase, caught } => (
                 Outcome::Crashed,
                 ToolResult::error(panic_text_at(
-                    &self.notice.tool,
+                    self.notice.tool(),
                     phase,
                     caught.message.as_deref(),
                     caught.location.as_deref(),
@@ -284,7 +286,7 @@ impl<E: Executor> CallHandle<E> {
     }
 
     fn finish_exit(&mut self, outcome: Outcome, exit: Exit) -> CallEnd {
-        let result = ToolResult::error(exit_text(&self.notice.tool, exit));
+        let result = ToolResult::error(exit_text(self.notice.tool(), exit));
         self.finish(outcome, result)
     }
 
@@ -305,10 +307,13 @@ impl<E: Executor> CallHandle<E> {
     ) -> CallEnd {
         let (call_id, tool) = match names {
             Some((call_id, name)) => (
-                take_if_same(call_id, &self.notice.call_id),
-                take_if_same(name, &self.notice.tool),
+                take_if_same(call_id, self.notice.call_id()),
+                take_if_same(name, self.notice.tool()),
             ),
-            None => (self.notice.call_id.clone(), self.notice.tool.clone()),
+            None => (
+                self.notice.call_id().to_owned(),
+                self.notice.tool().to_owned(),
+            ),
         };
         self.ended = true;
         self.notice.close();
@@ -385,8 +390,8 @@ impl<E: Executor> Drop for CallHandle<E> {
 impl<E: Executor> fmt::Debug for CallHandle<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallHandle")
-            .field("call_id", &self.notice.call_id)
-            .field("tool", &self.notice.tool)
+            .field("call_id", &self.notice.call_id())
+            .field("tool", &self.notice.tool())
             .field("task", &self.notice.task)
             .field("timeout", &self.timeout)
             .field("running", &self.running_since.is_some())

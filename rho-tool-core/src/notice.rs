@@ -30,10 +30,7 @@ pub(crate) const UPDATE_QUEUE: usize = 256;
 
 /// See the module's docs.
 pub(crate) struct Notice {
-    /// The call's id, as the tool's context and the loop's handle read it.
-    pub(crate) call_id: String,
-    /// The tool's name, read once when the call started.
-    pub(crate) tool: String,
+    names: Names,
     /// The task running the call.
     pub(crate) task: TaskId,
     /// The runner's gate, watch, limits and timer.
@@ -48,21 +45,58 @@ struct State {
     abort: bool,
     /// The loop has reported the end: later updates are ignored.
     closed: bool,
-    updates: VecDeque<Plain>,
-    /// Updates dropped (oldest first) since the loop last took one.
-    dropped: u64,
+    /// Partial results, made only when a tool first reports one: most
+    /// tools never do, and this state is part of every call in flight.
+    updates: Option<Box<Updates>>,
     loop_waker: Option<Waker>,
 }
 
 impl std::fmt::Debug for Notice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Notice")
-            .field("call_id", &self.call_id)
-            .field("tool", &self.tool)
+            .field("call_id", &self.call_id())
+            .field("tool", &self.tool())
             .field("task", &self.task)
             .field("state", &self.state)
             .finish_non_exhaustive()
     }
+}
+
+/// A call's id and its tool's name, in one allocation.
+#[derive(Debug)]
+pub(crate) struct Names {
+    /// The id followed by the name.
+    text: Box<str>,
+    /// Where the name begins.
+    split: usize,
+}
+
+impl Names {
+    pub(crate) fn new(call_id: &str, tool: &str) -> Self {
+        let mut text = String::with_capacity(call_id.len() + tool.len());
+        text.push_str(call_id);
+        text.push_str(tool);
+        Self {
+            text: text.into_boxed_str(),
+            split: call_id.len(),
+        }
+    }
+
+    pub(crate) fn call_id(&self) -> &str {
+        &self.text[..self.split]
+    }
+
+    pub(crate) fn tool(&self) -> &str {
+        &self.text[self.split..]
+    }
+}
+
+/// The partial results waiting for the loop.
+#[derive(Debug, Default)]
+struct Updates {
+    queue: VecDeque<Plain>,
+    /// Updates dropped (oldest first) since the loop last took one.
+    dropped: u64,
 }
 
 /// What the loop saw when it looked.
@@ -78,14 +112,23 @@ pub(crate) struct Seen {
 }
 
 impl Notice {
-    pub(crate) fn new(task: TaskId, parts: Arc<Parts>, call_id: String, tool: String) -> Self {
+    pub(crate) fn new(task: TaskId, parts: Arc<Parts>, names: Names) -> Self {
         Self {
-            call_id,
-            tool,
+            names,
             task,
             parts,
             state: Mutex::default(),
         }
+    }
+
+    /// The call's id, as the tool's context and the loop's handle read it.
+    pub(crate) fn call_id(&self) -> &str {
+        self.names.call_id()
+    }
+
+    /// The tool's name, read once when the call started.
+    pub(crate) fn tool(&self) -> &str {
+        self.names.tool()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -138,11 +181,12 @@ impl Notice {
             if state.closed {
                 return false;
             }
-            if state.updates.len() == UPDATE_QUEUE {
-                state.updates.pop_front();
-                state.dropped += 1;
+            let updates = state.updates.get_or_insert_with(Box::default);
+            if updates.queue.len() == UPDATE_QUEUE {
+                updates.queue.pop_front();
+                updates.dropped += 1;
             }
-            state.updates.push_back(update);
+            updates.queue.push_back(update);
             true
         });
     }
@@ -160,7 +204,7 @@ impl Notice {
     pub(crate) fn close(&self) {
         let mut state = self.lock();
         state.closed = true;
-        state.updates.clear();
+        state.updates = None;
     }
 
     /// Called by the loop: reads the state and leaves `waker` to be woken
@@ -175,7 +219,10 @@ impl Notice {
             gate_waiting: state.gate_waiting,
             running_at: state.running_at,
             abort: state.abort,
-            has_update: !state.updates.is_empty(),
+            has_update: state
+                .updates
+                .as_ref()
+                .is_some_and(|updates| !updates.queue.is_empty()),
         }
     }
 
@@ -183,7 +230,8 @@ impl Notice {
     /// older ones were dropped to keep the queue bounded.
     pub(crate) fn take_update(&self) -> Option<(Plain, u64)> {
         let mut state = self.lock();
-        let update = state.updates.pop_front()?;
-        Some((update, std::mem::take(&mut state.dropped)))
+        let updates = state.updates.as_mut()?;
+        let update = updates.queue.pop_front()?;
+        Some((update, std::mem::take(&mut updates.dropped)))
     }
 }

@@ -12,7 +12,7 @@ use crate::contain::Contained;
 use crate::executor::Executor;
 use crate::gate::{AllowAll, Gate, Verdict};
 use crate::handle::CallHandle;
-use crate::notice::Notice;
+use crate::notice::{Names, Notice};
 use crate::result::ToolResult;
 use crate::tool::{ExecutorTimer, Timer, Tool, ToolContext};
 use crate::watch::Watch;
@@ -42,17 +42,6 @@ pub(crate) struct TaskOut {
     pub(crate) call_id: String,
     pub(crate) call_name: String,
     pub(crate) end: TaskEnd,
-}
-
-impl TaskOut {
-    /// An end that hands back no names (the loop copies its own).
-    fn bare(end: TaskEnd) -> Self {
-        Self {
-            call_id: String::new(),
-            call_name: String::new(),
-            end,
-        }
-    }
 }
 
 /// What every call of one runner shares: the gate, the watch, the answer
@@ -139,17 +128,17 @@ impl<E: Executor> Runner<E> {
     /// through the same [`CallHandle`] as every other call, so a host's
     /// loop treats all calls alike.
     pub fn refuse(&self, call: ToolCall, result: ToolResult) -> CallHandle<E> {
-        let handle = self.executor.spawn(std::future::ready(TaskOut {
-            call_id: call.id.clone(),
-            call_name: call.name.clone(),
-            end: TaskEnd::Refused(result),
-        }));
         // Not this runner's parts: a refused call tells no watch.
         let parts = Arc::new(Parts {
             watch: None,
             ..Parts::clone(&self.parts)
         });
-        let notice = Notice::new(TaskId::next(), parts, call.id, call.name);
+        let notice = Notice::new(TaskId::next(), parts, Names::new(&call.id, &call.name));
+        let handle = self.executor.spawn(std::future::ready(TaskOut {
+            call_id: call.id,
+            call_name: call.name,
+            end: TaskEnd::Refused(result),
+        }));
         CallHandle::new(
             self.executor.clone(),
             handle,
@@ -166,26 +155,31 @@ impl<E: Executor> Runner<E> {
     /// reading it panics, the call ends as crashed without running.
     pub fn start(&self, call: ToolCall, tool: Arc<dyn Tool>) -> CallHandle<E> {
         let task = TaskId::next();
-        let metadata = call_contained(|| (tool.name().to_owned(), tool.timeout()));
+        let metadata = call_contained(|| (Names::new(&call.id, tool.name()), tool.timeout()));
         if let Some(watch) = &self.parts.watch {
             let _ = call_contained(|| watch.started(&call, task));
         }
         let parts = self.parts.clone();
         let (notice, timeout, handle) = match metadata {
-            Ok((name, timeout)) => {
-                let notice = Arc::new(Notice::new(task, parts, call.id.clone(), name));
+            Ok((names, timeout)) => {
+                let notice = Arc::new(Notice::new(task, parts, names));
                 let body = run_call(call, tool, notice.clone());
                 (notice, timeout, self.executor.spawn(body))
             }
             Err(caught) => {
                 // Still a task, so the end reaches the loop the one way all
                 // ends do.
-                let end = TaskOut::bare(TaskEnd::Panicked {
-                    phase: Phase::Tool,
-                    caught,
-                });
+                let names = Names::new(&call.id, &call.name);
+                let end = TaskOut {
+                    call_id: call.id,
+                    call_name: call.name,
+                    end: TaskEnd::Panicked {
+                        phase: Phase::Tool,
+                        caught,
+                    },
+                };
                 let handle = self.executor.spawn(std::future::ready(end));
-                let notice = Arc::new(Notice::new(task, parts, call.id, call.name));
+                let notice = Arc::new(Notice::new(task, parts, names));
                 (notice, std::time::Duration::ZERO, handle)
             }
         };
@@ -375,7 +369,7 @@ mod tests {
             timer: Arc::new(NoTimer),
         });
         let call = ToolCall::new("call-1", "idle", serde_json::Value::Null);
-        let notice = Notice::new(TaskId::next(), parts, call.id.clone(), call.name.clone());
+        let notice = Notice::new(TaskId::next(), parts, Names::new(&call.id, &call.name));
         let body = run_call(call, Arc::new(Idle), Arc::new(notice));
         let size = std::mem::size_of_val(&body);
         assert!(size <= 152, "the task state grew to {size} bytes");

@@ -139,7 +139,7 @@ impl ToolContext {
 
     /// The id of the call being run.
     pub fn call_id(&self) -> &str {
-        &self.notice.call_id
+        self.notice.call_id()
     }
 
     /// The task the call runs in.
@@ -159,7 +159,7 @@ impl ToolContext {
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
-            .field("call_id", &self.notice.call_id)
+            .field("call_id", &self.notice.call_id())
             .field("task", &self.notice.task)
             .finish_non_exhaustive()
     }
