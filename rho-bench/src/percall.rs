@@ -75,6 +75,18 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
         for round in 0..config.rounds {
             let mut pair = [0.0; 2];
             for which in Which::order(round) {
+                if mode == "in_flight" {
+                    // An untimed pass of the same side first: the timed one
+                    // then finds the allocator as this side's own steady
+                    // state leaves it, not as the other side's last round
+                    // did (whether freed pages went back to the system
+                    // swung single rounds by 2x).
+                    let primer = calls("noop", count);
+                    match which {
+                        Which::Rho => bench.block_on(in_flight(&rho, primer)),
+                        Which::Floor => bench.block_on(in_flight(&floor, primer)),
+                    };
+                }
                 let calls = calls("noop", count);
                 bench.settle();
                 let took = match (mode, which) {

@@ -431,26 +431,42 @@ impl<T> fmt::Debug for SmolTask<T> {
     }
 }
 
-/// The guard around every spawned future: its polls and its drop never
-/// unwind into async-task, which would abort the process on a panicking
-/// drop and carry a poll's panic payload to the task's handle.
-struct Guarded<F> {
-    future: Option<Pin<Box<F>>>,
+pin_project_lite::pin_project! {
+    /// The guard around every spawned future: its polls and its drop never
+    /// unwind into async-task, which would abort the process on a panicking
+    /// drop and carry a poll's panic payload to the task's handle.
+    ///
+    /// The future lives inline, pinned in place inside smol's own task, so
+    /// that a spawn allocates nothing more than that task.
+    struct Guarded<F> {
+        #[pin]
+        future: Option<F>,
+    }
+
+    impl<F> PinnedDrop for Guarded<F> {
+        fn drop(this: Pin<&mut Self>) {
+            drop_in_place_contained(this.project().future);
+        }
+    }
 }
 
 impl<F> Guarded<F> {
     fn new(future: F) -> Self {
         Self {
-            future: Some(Box::pin(future)),
+            future: Some(future),
         }
     }
+}
 
-    /// Drops the future now, containing a panic of its `Drop`.
-    fn release(&mut self) {
-        if let Some(future) = self.future.take() {
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(future))) {
-                dispose(payload);
-            }
+/// Drops the future in place now, containing a panic of its `Drop`.
+///
+/// An assignment whose old value's `Drop` panics still stores the new
+/// value, so the slot is empty afterwards either way: the future is never
+/// dropped twice.
+fn drop_in_place_contained<F>(mut slot: Pin<&mut Option<F>>) {
+    if slot.is_some() {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| slot.set(None))) {
+            dispose(payload);
         }
     }
 }
@@ -459,31 +475,25 @@ impl<F: Future> Future for Guarded<F> {
     type Output = Result<F::Output, Crashed>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let Some(future) = this.future.as_mut() else {
+        let mut slot = self.project().future;
+        let Some(future) = slot.as_mut().as_pin_mut() else {
             // async-task never polls a finished future.
             return Poll::Pending;
         };
-        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => {
-                this.release();
+                drop_in_place_contained(slot);
                 Poll::Ready(Ok(output))
             }
             Err(payload) => {
                 // Disposed of here, in the task: its Drop contained, a second
                 // payload forgotten.
                 dispose(payload);
-                this.release();
+                drop_in_place_contained(slot);
                 Poll::Ready(Err(Crashed))
             }
         }
-    }
-}
-
-impl<F> Drop for Guarded<F> {
-    fn drop(&mut self) {
-        self.release();
     }
 }
 
