@@ -295,10 +295,10 @@ impl<E: Executor> CallHandle<E> {
     }
 
     /// Ends the call. `names` are the call's id and name as the task handed
-    /// them back: taken over when they match this call's (they always do
-    /// for the id; the name does whenever the call named its tool), copied
-    /// from the notice otherwise, so the handle keeps its own for its
-    /// accessors either way.
+    /// them back: taken over when they say the same as the notice (always
+    /// for the id; for the name whenever the call named the tool that ran),
+    /// copied from the notice otherwise, so the handle keeps its own for
+    /// its accessors either way.
     fn finish_named(
         &mut self,
         outcome: Outcome,
@@ -306,17 +306,21 @@ impl<E: Executor> CallHandle<E> {
         names: Option<(String, String)>,
     ) -> CallEnd {
         let (call_id, tool) = match names {
-            Some((call_id, name)) => (
-                take_if_same(call_id, self.notice.call_id()),
-                take_if_same(name, self.notice.tool()),
-            ),
+            // The id is the task's own copy of the one the notice was made
+            // from: the same text, so it is taken as it is.
+            Some((call_id, name)) => (call_id, take_if_same(name, self.notice.tool())),
             None => (
                 self.notice.call_id().to_owned(),
                 self.notice.tool().to_owned(),
             ),
         };
         self.ended = true;
-        self.notice.close();
+        // Only a live tool context (or an abort handle) could still report
+        // through the notice; when this handle holds the last pointer to
+        // it there is nobody left to close it against.
+        if Arc::strong_count(&self.notice) > 1 {
+            self.notice.close();
+        }
         self.deadline = None;
         let now = Instant::now();
         let (waited, ran) = match self.running_since {
