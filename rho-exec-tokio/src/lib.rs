@@ -1,10 +1,10 @@
 //! rho's [`Executor`] on tokio.
 //!
 //! Each call runs as one tokio task ([`Handle::spawn`]); killing a call
-//! aborts that task ([`JoinHandle::abort`]); the timeout clock is tokio's
-//! timer. Everything else of the call contract (the gate before the clock,
-//! panic containment, plain answers) is `rho-tool-core`'s and the same on
-//! every runtime.
+//! aborts that task ([`JoinHandle::abort`]); the timeout clock is rho's
+//! own (see [below](#the-clock)). Everything else of the call contract (the
+//! gate before the clock, panic containment, plain answers) is
+//! `rho-tool-core`'s and the same on every runtime.
 //!
 //! # Example
 //!
@@ -32,30 +32,44 @@
 //! assert_eq!(end.result.text(), "hello!");
 //! ```
 //!
+//! # The clock
+//!
+//! Timeouts (and [`ToolContext::sleep`](rho_tool_core::ToolContext::sleep))
+//! run on one thread of rho's, shared by the whole process and started by
+//! the first executor, rather than on tokio's timer. tokio's timer is
+//! driven by a worker with nothing else to do, so while every worker is
+//! held by a tool that never yields no deadline is seen at all; and it
+//! counts in whole milliseconds, rounding each deadline up. rho's clock
+//! wakes a call's loop at the deadline whatever the workers are doing,
+//! typically well under a millisecond late, and a waiting call's clock is
+//! an entry in one ordered map, not an allocation of its own. The runtime
+//! still needs its timer (`enable_time`) for the tools that sleep on it.
+//!
 //! # What a kill can and cannot stop
 //!
 //! An aborted tokio task stops at its next `.await`. On the multi-thread
-//! runtime with two or more workers the loop ends a call at its deadline
-//! even when the tool never yields (a busy loop): the loop does not wait for
-//! the task to agree, and the result is the timeout text. With a single
-//! worker the busy tool also stalls tokio's timer, so the deadline passes
-//! unseen until the tool yields: keep at least one worker more than the
-//! tools you expect to misbehave at once. A loop that is itself a task of
-//! the same runtime is served too (the call's task yields once after its
-//! running notice, so the loop starts the clock before the tool runs), but
-//! one caveat remains: a partial result (`ToolContext::update`) wakes the
-//! loop from the tool's worker, where tokio queues it behind the tool, so a
-//! tool that reports and then never yields delays that loop until it
-//! yields; run such a loop on a `block_on` thread. The busy task itself
-//! keeps its worker thread until it yields, so such a tool still costs a
-//! thread; code
-//! that must really stop (CPU-bound, blocking) belongs behind a stronger
-//! boundary (a child process whose process group is killed: `rho-process`).
+//! runtime the loop ends a call at its deadline even when the tool never
+//! yields (a busy loop): the loop does not wait for the task to agree, and
+//! the result is the timeout text. The loop must be able to run for that:
+//! a loop on a thread of its own (`Runtime::block_on`, another runtime) is
+//! woken by rho's clock whatever the workers do; a loop that is itself a
+//! task of the same runtime needs a worker that no such tool holds, so
+//! keep at least one worker more than the tools you expect to misbehave at
+//! once. Such a loop is served otherwise (the call's task yields once
+//! after its running notice when that notice woke the loop, so the loop
+//! starts the clock before the tool runs), but one caveat remains: a
+//! partial result (`ToolContext::update`) wakes the loop from the tool's
+//! worker, where tokio queues it behind the tool, so a tool that reports
+//! and then never yields delays that loop until it yields; run such a loop
+//! on a `block_on` thread. The busy task itself keeps its worker thread
+//! until it yields, so such a tool still costs a thread; code that must
+//! really stop (CPU-bound, blocking) belongs behind a stronger boundary (a
+//! child process whose process group is killed: `rho-process`).
 //!
 //! On the current-thread runtime there is only one thread: a tool that never
-//! yields holds it, so nothing else runs (not the loop, not the timer) until
-//! the tool yields. A call there ends at its deadline only if its tool
-//! yields; use the multi-thread runtime for tools you do not trust to yield.
+//! yields holds it, so nothing else runs (not the loop either) until the
+//! tool yields. A call there ends at its deadline only if its tool yields;
+//! use the multi-thread runtime for tools you do not trust to yield.
 //!
 //! # Panic payloads
 //!
@@ -73,7 +87,7 @@
 )]
 
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::catch_unwind;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
@@ -81,6 +95,8 @@ use std::time::Duration;
 use rho_tool_core::{Executor, Joined, TaskHandle};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
+
+mod clock;
 
 /// rho's [`Executor`] on a tokio runtime. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -93,9 +109,15 @@ pub struct TokioExecutor {
 #[non_exhaustive]
 pub enum TokioExecutorError {
     /// The runtime was built without its timer (`enable_time` or
-    /// `enable_all` on the builder), which rho needs for timeouts.
+    /// `enable_all` on the builder). rho's timeouts run on its own clock,
+    /// but tools written for tokio sleep on tokio's timer and would crash
+    /// at their first sleep: the runtime is refused up front instead.
     #[error("the tokio runtime has no timer: build it with `enable_time()` or `enable_all()`")]
     NoTimer,
+    /// rho's clock thread could not be started (the process may be out of
+    /// threads); without it no call would ever time out.
+    #[error("rho's clock thread could not be started")]
+    NoClock,
     /// There is no tokio runtime on this thread.
     #[error("no tokio runtime is running on this thread")]
     NoRuntime,
@@ -106,8 +128,9 @@ impl TokioExecutor {
     ///
     /// # Errors
     ///
-    /// [`TokioExecutorError::NoTimer`] when the runtime has no timer: every
-    /// call's timeout would otherwise panic in the loop.
+    /// [`TokioExecutorError::NoTimer`] when the runtime has no timer,
+    /// [`TokioExecutorError::NoClock`] when rho's clock thread (started by
+    /// the first executor of the process) could not be started.
     pub fn new(handle: Handle) -> Result<Self, TokioExecutorError> {
         let probe = {
             let _entered = handle.enter();
@@ -115,10 +138,13 @@ impl TokioExecutor {
             // the check, and it panics (in this one place) when there is none.
             catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO)))
         };
-        match probe {
-            Ok(()) => Ok(Self { handle }),
-            Err(_tokio_message) => Err(TokioExecutorError::NoTimer),
+        if probe.is_err() {
+            return Err(TokioExecutorError::NoTimer);
         }
+        if !clock::start() {
+            return Err(TokioExecutorError::NoClock);
+        }
+        Ok(Self { handle })
     }
 
     /// An executor on the runtime this thread is running in.
@@ -155,9 +181,8 @@ impl Executor for TokioExecutor {
     }
 
     fn sleep(&self, duration: Duration) -> TokioSleep {
-        let _entered = self.handle.enter();
         TokioSleep {
-            sleep: Some(Box::pin(tokio::time::sleep(duration))),
+            inner: clock::ClockSleep::after(duration),
         }
     }
 }
@@ -235,30 +260,19 @@ impl<T: Send + 'static> TaskHandle<T> for TokioTask<T> {
     }
 }
 
-/// tokio's timer, made safe to poll after the runtime shut down.
-///
-/// tokio panics when a sleep is polled after its runtime's timer shut down;
-/// this sleep then stays pending instead, and the call ends by its task
-/// reporting the executor gone.
+/// A sleep on rho's clock (see [the crate docs](crate#the-clock)): it
+/// completes at its deadline whatever the runtime's workers are doing, and
+/// also after the runtime shut down. `Unpin`; it allocates nothing.
 #[derive(Debug)]
 pub struct TokioSleep {
-    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    inner: clock::ClockSleep,
 }
 
 impl Future for TokioSleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let Some(sleep) = self.sleep.as_mut() else {
-            return Poll::Pending;
-        };
-        match catch_unwind(AssertUnwindSafe(|| sleep.as_mut().poll(cx))) {
-            Ok(polled) => polled,
-            Err(_shutdown) => {
-                self.sleep = None;
-                Poll::Pending
-            }
-        }
+        Pin::new(&mut self.inner).poll(cx)
     }
 }
 
