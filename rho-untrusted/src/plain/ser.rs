@@ -186,6 +186,7 @@ struct Ctx {
 impl Ctx {
     /// Records `error` at the current value (unless one is recorded
     /// already); its path is filled in as it travels up.
+    #[cold]
     fn fail(&mut self, error: impl FnOnce(String) -> PlainError) -> SerError {
         if self.error.is_none() {
             self.error = Some(error(String::new()));
@@ -209,6 +210,7 @@ impl Ctx {
         }
     }
 
+    #[cold]
     fn fail_limit(&mut self, limit: Limit) -> SerError {
         let max = self.limits.max(limit);
         self.fail(|path| PlainError::LimitExceeded { limit, max, path })
@@ -231,6 +233,7 @@ impl Ctx {
     }
 
     /// Fails when an error has been recorded already.
+    #[inline]
     fn alive(&self) -> Result<(), SerError> {
         match self.error {
             None => Ok(()),
@@ -239,6 +242,7 @@ impl Ctx {
     }
 
     /// Checks that a value at `depth` may open `levels` more levels.
+    #[inline]
     fn enter(&mut self, depth: usize, levels: usize) -> Result<(), SerError> {
         if depth.saturating_add(levels) > self.limits.max_depth {
             return Err(self.fail_limit(Limit::Depth));
@@ -247,6 +251,7 @@ impl Ctx {
     }
 
     /// Counts one value with `payload` bytes of text or bytes.
+    #[inline]
     fn count_value(&mut self, payload: usize) -> Result<(), SerError> {
         if self.elements >= self.limits.max_elements {
             return Err(self.fail_limit(Limit::Elements));
@@ -257,6 +262,7 @@ impl Ctx {
     }
 
     /// Counts one text or byte string of `len` bytes, as a value.
+    #[inline]
     fn count_text(&mut self, len: usize) -> Result<(), SerError> {
         if len > self.limits.max_string {
             return Err(self.fail_limit(Limit::StringLength));
@@ -265,6 +271,7 @@ impl Ctx {
     }
 
     /// Counts a map key (or field or variant name) of `len` bytes.
+    #[inline]
     fn count_key(&mut self, len: usize) -> Result<(), SerError> {
         if len > self.limits.max_string {
             return Err(self.fail_limit(Limit::StringLength));
@@ -272,6 +279,7 @@ impl Ctx {
         self.count_bytes(len)
     }
 
+    #[inline]
     fn count_bytes(&mut self, cost: usize) -> Result<(), SerError> {
         // `bytes <= max_bytes` always holds, so this cannot underflow.
         if cost > self.limits.max_bytes - self.bytes {
@@ -296,11 +304,14 @@ impl Ctx {
         result.map_err(|error| self.absorb(error))
     }
 
-    /// Converts `value`, the value at `segments` of its container.
+    /// Converts `value`, the value at `segments` of its container. The
+    /// segments are made only when an error needs them: a conversion that
+    /// succeeds builds (and drops) no path at all.
+    #[inline]
     fn child_at<T: Serialize + ?Sized>(
         &mut self,
         depth: usize,
-        segments: [Option<Segment>; 2],
+        segments: impl FnOnce() -> [Option<Segment>; 2],
         value: &T,
     ) -> Result<Plain, SerError> {
         self.frames += 1;
@@ -308,7 +319,7 @@ impl Ctx {
         let result = self.child(depth, value);
         self.frames -= 1;
         if self.error.is_some() {
-            self.close_with_error(level, segments.into_iter().flatten());
+            self.close_with_error(level, segments().into_iter().flatten());
             return Err(SerError::Recorded);
         }
         result
@@ -342,8 +353,9 @@ impl<'c> ValueSer<'c> {
         self.ctx.child(self.depth + 1, value)
     }
 
-    /// Opens a list or map, or with a variant the one-key map around it.
-    fn open(self, variant: Option<&'static str>) -> Result<Compound<'c>, SerError> {
+    /// Opens a list or map (`body`, empty), or with a variant the one-key
+    /// map around it.
+    fn open(self, variant: Option<&'static str>, body: Body) -> Result<Compound<'c>, SerError> {
         self.ctx.alive()?;
         let levels = if variant.is_some() { 2 } else { 1 };
         self.ctx.enter(self.depth, levels)?;
@@ -356,9 +368,7 @@ impl<'c> ValueSer<'c> {
             ctx: self.ctx,
             depth: self.depth + levels,
             variant,
-            list: Vec::new(),
-            map: BTreeMap::new(),
-            pending_key: None,
+            body,
         })
     }
 }
@@ -493,9 +503,11 @@ impl<'c> ser::Serializer for ValueSer<'c> {
         self.ctx.enter(self.depth, 1)?;
         self.ctx.count_value(0)?;
         self.ctx.count_key(variant.len())?;
-        let inner =
-            self.ctx
-                .child_at(self.depth + 1, [Some(Segment::Field(variant)), None], value)?;
+        let inner = self.ctx.child_at(
+            self.depth + 1,
+            || [Some(Segment::Field(variant)), None],
+            value,
+        )?;
         Ok(Plain::from_map(BTreeMap::from([(
             variant.to_owned(),
             inner,
@@ -504,11 +516,11 @@ impl<'c> ser::Serializer for ValueSer<'c> {
 
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'c>, SerError> {
         // The length hint is the value's word: nothing is allocated for it.
-        self.open(None)
+        self.open(None, Body::list())
     }
 
     fn serialize_tuple(self, _len: usize) -> Result<Compound<'c>, SerError> {
-        self.open(None)
+        self.open(None, Body::list())
     }
 
     fn serialize_tuple_struct(
@@ -516,7 +528,7 @@ impl<'c> ser::Serializer for ValueSer<'c> {
         _name: &'static str,
         _len: usize,
     ) -> Result<Compound<'c>, SerError> {
-        self.open(None)
+        self.open(None, Body::list())
     }
 
     fn serialize_tuple_variant(
@@ -526,15 +538,15 @@ impl<'c> ser::Serializer for ValueSer<'c> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'c>, SerError> {
-        self.open(Some(variant))
+        self.open(Some(variant), Body::list())
     }
 
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'c>, SerError> {
-        self.open(None)
+        self.open(None, Body::map())
     }
 
     fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'c>, SerError> {
-        self.open(None)
+        self.open(None, Body::map())
     }
 
     fn serialize_struct_variant(
@@ -544,7 +556,7 @@ impl<'c> ser::Serializer for ValueSer<'c> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'c>, SerError> {
-        self.open(Some(variant))
+        self.open(Some(variant), Body::map())
     }
 
     fn collect_str<T: Display + ?Sized>(self, value: &T) -> Result<Plain, SerError> {
@@ -564,20 +576,42 @@ struct Compound<'c> {
     /// The depth of the elements.
     depth: usize,
     variant: Option<&'static str>,
-    list: Vec<Plain>,
-    map: BTreeMap<String, Plain>,
-    /// A map key waiting for its value.
-    pending_key: Option<String>,
+    body: Body,
+}
+
+/// What a [`Compound`] fills: only the container it makes, so opening and
+/// closing one (every struct of an answer) builds nothing else.
+enum Body {
+    List(Vec<Plain>),
+    Map {
+        map: BTreeMap<String, Plain>,
+        /// A map key waiting for its value.
+        pending_key: Option<String>,
+    },
+}
+
+impl Body {
+    fn list() -> Self {
+        Body::List(Vec::new())
+    }
+
+    fn map() -> Self {
+        Body::Map {
+            map: BTreeMap::new(),
+            pending_key: None,
+        }
+    }
 }
 
 impl Compound<'_> {
     fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        let segments = [
-            self.variant.map(Segment::Field),
-            Some(Segment::Index(self.list.len())),
-        ];
+        let Body::List(list) = &mut self.body else {
+            return Err(self.ctx.fail_unsupported("an element in a map"));
+        };
+        let (variant, index) = (self.variant, list.len());
+        let segments = || [variant.map(Segment::Field), Some(Segment::Index(index))];
         let plain = self.ctx.child_at(self.depth, segments, value)?;
-        self.list.push(plain);
+        list.push(plain);
         Ok(())
     }
 
@@ -588,31 +622,46 @@ impl Compound<'_> {
     ) -> Result<(), SerError> {
         self.ctx.alive()?;
         self.ctx.count_key(key.len())?;
-        let segments = [self.variant.map(Segment::Field), Some(Segment::Field(key))];
+        let Body::Map { map, .. } = &mut self.body else {
+            return Err(self.ctx.fail_unsupported("a field in a list"));
+        };
+        let variant = self.variant;
+        let segments = || [variant.map(Segment::Field), Some(Segment::Field(key))];
         let plain = self.ctx.child_at(self.depth, segments, value)?;
-        self.map.insert(key.to_owned(), plain);
+        map.insert(key.to_owned(), plain);
         Ok(())
     }
 
-    fn finish(self, inner: Plain) -> Result<Plain, SerError> {
-        self.ctx.alive()?;
-        Ok(match self.variant {
+    fn finish(
+        ctx: &mut Ctx,
+        variant: Option<&'static str>,
+        inner: Plain,
+    ) -> Result<Plain, SerError> {
+        ctx.alive()?;
+        Ok(match variant {
             Some(name) => Plain::from_map(BTreeMap::from([(name.to_owned(), inner)])),
             None => inner,
         })
     }
 
-    fn end_list(mut self) -> Result<Plain, SerError> {
-        let list = Plain::List(std::mem::take(&mut self.list));
-        self.finish(list)
+    fn end_list(self) -> Result<Plain, SerError> {
+        let inner = match self.body {
+            Body::List(list) => Plain::List(list),
+            Body::Map { map, .. } => Plain::from_map(map),
+        };
+        Self::finish(self.ctx, self.variant, inner)
     }
 
-    fn end_map(mut self) -> Result<Plain, SerError> {
-        if self.pending_key.is_some() {
-            return Err(self.ctx.fail_unsupported("a map key without a value"));
-        }
-        let map = Plain::from_map(std::mem::take(&mut self.map));
-        self.finish(map)
+    fn end_map(self) -> Result<Plain, SerError> {
+        let inner = match self.body {
+            Body::Map {
+                pending_key: Some(_),
+                ..
+            } => return Err(self.ctx.fail_unsupported("a map key without a value")),
+            Body::Map { map, .. } => Plain::from_map(map),
+            Body::List(list) => Plain::List(list),
+        };
+        Self::finish(self.ctx, self.variant, inner)
     }
 }
 
@@ -673,16 +722,24 @@ impl ser::SerializeMap for Compound<'_> {
     type Error = SerError;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), SerError> {
-        if self.pending_key.is_some() {
+        let Body::Map { pending_key, .. } = &mut self.body else {
+            return Err(self.ctx.fail_unsupported("a map key in a list"));
+        };
+        if pending_key.is_some() {
             return Err(self.ctx.fail_unsupported("a map key without a value"));
         }
         let key = self.ctx.key(self.depth, key)?;
-        self.pending_key = Some(key);
+        if let Body::Map { pending_key, .. } = &mut self.body {
+            *pending_key = Some(key);
+        }
         Ok(())
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        let Some(key) = self.pending_key.take() else {
+        let Body::Map { pending_key, .. } = &mut self.body else {
+            return Err(self.ctx.fail_unsupported("a map value in a list"));
+        };
+        let Some(key) = pending_key.take() else {
             return Err(self.ctx.fail_unsupported("a map value without a key"));
         };
         self.ctx.frames += 1;
@@ -694,7 +751,9 @@ impl ser::SerializeMap for Compound<'_> {
                 .close_with_error(level, std::iter::once(Segment::Key(key)));
             return Err(SerError::Recorded);
         }
-        self.map.insert(key, result?);
+        if let Body::Map { map, .. } = &mut self.body {
+            map.insert(key, result?);
+        }
         Ok(())
     }
 
