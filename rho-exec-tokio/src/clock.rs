@@ -13,10 +13,13 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+
+use rho_tool_core::untrusted::dispose;
 
 /// The process's clock. Its thread is started by [`start`].
 static CLOCK: Clock = Clock {
@@ -67,9 +70,13 @@ impl Clock {
             if !due.is_empty() {
                 drop(timers);
                 // A waker is the runtime's (or the host's) code: woken
-                // without the lock held, so it can register a new sleep.
+                // without the lock held, so it can register a new sleep,
+                // and contained, so that one that panics cannot stop the
+                // clock of every other call.
                 for waker in due.drain(..) {
-                    waker.wake();
+                    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+                        dispose(payload);
+                    }
                 }
                 timers = self.lock();
                 continue;
