@@ -247,6 +247,36 @@ mod tests {
         assert_eq!(near.registered, None);
     }
 
+    /// A waker that panics when woken.
+    struct Raises;
+
+    impl std::task::Wake for Raises {
+        fn wake(self: std::sync::Arc<Self>) {
+            panic!("a waker that raises");
+        }
+    }
+
+    /// A waker that panics when the clock wakes it does not stop the clock:
+    /// later sleeps still complete.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_waker_that_panics_does_not_stop_the_clock() {
+        assert!(start());
+        let raises = Waker::from(std::sync::Arc::new(Raises));
+        let mut doomed = ClockSleep::after(Duration::from_millis(1));
+        assert!(
+            Pin::new(&mut doomed)
+                .poll(&mut Context::from_waker(&raises))
+                .is_pending()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            ClockSleep::after(Duration::from_millis(5)),
+        )
+        .await
+        .expect("the clock still runs");
+    }
+
     /// A duration too long to add to now is a sleep that never completes,
     /// not a panic.
     #[test]
