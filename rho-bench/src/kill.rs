@@ -9,11 +9,13 @@
 //!   awaited by one loop. A burst of thousands of deadlines in the same
 //!   millisecond would measure how fast a loop can end calls, not how late.
 //! - Tools that never yield (they spin on a stop flag): one at a time. A
-//!   spinning tool holds a worker until it stops, and the timer is driven by
-//!   an idle worker (tokio) or by the loop's thread (smol); with both workers
-//!   spinning nothing could notice a deadline on tokio. So each call runs
-//!   alone on one worker; once it ended the bench tells the tool to stop and
-//!   waits until its worker is free before the next call.
+//!   spinning tool holds a worker until it stops. The floor's timer on tokio
+//!   is tokio's, driven by an idle worker: with both workers spinning it
+//!   could not notice a deadline at all (rho's clock on tokio is a thread of
+//!   its own, and smol's timer runs on the loop's thread). So that both
+//!   sides are measured on equal terms, each call runs alone on one worker;
+//!   once it ended the bench tells the tool to stop and waits until its
+//!   worker is free before the next call.
 
 use std::sync::Arc;
 use std::task::Poll;

@@ -36,8 +36,10 @@
 //!
 //! 1. **Per-call cost** ([`percall`]): a no-op tool with the default gate.
 //!    Sequential: start a call, await it, start the next. In flight: start
-//!    100,000 calls, then await them all. The figure is rho's time per call
-//!    over the floor's. Also: allocations and bytes allocated per call of
+//!    100,000 calls, then await them all, each timed pass right after an
+//!    untimed one of the same side (so each side meets the allocator as its
+//!    own calls leave it). The figure is rho's time per call over the
+//!    floor's. Also: allocations and bytes allocated per call of
 //!    each, counted by this binary's counting allocator ([`alloc`]) in a
 //!    separate, untimed pass.
 //! 2. **Memory per in-flight call** ([`memory`]): 100,000 calls whose tools
@@ -52,7 +54,9 @@
 //!    that yield: 10,000 calls per round, started 100 per millisecond into
 //!    one loop. Tools that never yield (spinning on a stop flag): one at a
 //!    time, each on a worker of its own, since a spinning tool holds its
-//!    worker (the other worker, or smol's loop thread, drives the timer).
+//!    worker (the floor's tokio timer needs the other, idle worker; rho's
+//!    clock on tokio is a thread of its own; smol's timer runs on the loop's
+//!    thread).
 //! 4. **The loop is never blocked** ([`blocked`]): the latency of fresh
 //!    no-op calls, one after the other, while 10,000 calls wait at their
 //!    gate in the same loop, against none waiting; the figure is the ratio
@@ -342,7 +346,7 @@ fn print_notes(config: &Config) {
     println!("How each figure was measured (rho and floor alternate, medians of rounds):");
     println!(
         "  per_call_*       no-op tool, default gate; sequential: {} calls a round, start then await; \
-         in flight: {} started then awaited; {} rounds",
+         in flight: {} started then awaited, after an untimed pass of the same side; {} rounds",
         config.sequential, config.in_flight, config.rounds
     );
     println!(
@@ -359,7 +363,7 @@ fn print_notes(config: &Config) {
     );
     println!(
         "  kill_*_non_yielding  {} calls of a tool spinning on a stop flag, ONE AT A TIME (a spinning tool \
-         holds a worker; the other worker or the loop thread drives the timer)",
+         holds a worker; the floor's tokio timer needs the other one idle)",
         config.kill_spinning.div_ceil(config.kill_rounds) * config.kill_rounds
     );
     println!(
