@@ -97,6 +97,11 @@ pub(crate) struct Findings {
     pub(crate) outcomes: BTreeMap<&'static str, u64>,
     /// Calls whose outcome was one of two legitimate ones and was aborted.
     pub(crate) raced_aborted: u64,
+    /// Calls whose gate outlasted the tool's timeout and whose tool, which
+    /// answers at once, was still not polled again within the timeout after
+    /// its running notice (a busy or spinning worker held its task): they
+    /// time out, but only after the gate, which is what they check.
+    pub(crate) late_after_gate: u64,
 }
 
 /// Everything the drivers found; shared.
@@ -147,6 +152,7 @@ impl Verdicts {
             *all.outcomes.entry(outcome).or_default() += count;
         }
         all.raced_aborted += findings.raced_aborted;
+        all.late_after_gate += findings.late_after_gate;
     }
 
     /// The merged findings.
@@ -193,7 +199,9 @@ impl Verdicts {
                 }
             }
             let text = entry.text();
-            if !accepted.allows(entry.outcome) {
+            if timed_out_after_gate(call, entry) {
+                findings.late_after_gate += 1;
+            } else if !accepted.allows(entry.outcome) {
                 self.wrong(|| {
                     format!(
                         "{lane} {}: expected {accepted}, got {}: {}",
@@ -222,6 +230,19 @@ impl Verdicts {
         }
         outcomes
     }
+}
+
+/// Whether `call`, whose gate outlasts its tool's timeout, timed out only
+/// after its whole gate: then the clock started at the running notice, as
+/// the contract says, and the timeout is the scheduler's delay in polling
+/// the task again (a worker held by a spinning tool), not rho's. A clock
+/// that counted the gate would have ended the call while its gate still
+/// waited, with less than the gate's wait as `waited`.
+fn timed_out_after_gate(call: &CallPlan, entry: &SessionEntry) -> bool {
+    entry.outcome == Outcome::TimedOut
+        && call
+            .gate_outlasts_timeout()
+            .is_some_and(|gate| entry.waited >= gate)
 }
 
 /// What the text of a call that ended `outcome` must say, if it does not.
@@ -261,4 +282,65 @@ fn short(text: &str) -> String {
         end -= 1;
     }
     format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rho_tool_core::{Outcome, ToolResult};
+    use rho_turn::SessionEntry;
+    use serde_json::json;
+
+    use super::timed_out_after_gate;
+    use crate::plan::{Act, CallPlan, GatePlan};
+    use crate::tools;
+
+    fn plan(tool: &str, gate: GatePlan) -> CallPlan {
+        CallPlan {
+            id: "c1".to_owned(),
+            tool: tool.to_owned(),
+            arguments: json!({}),
+            gate,
+            act: Act::Text,
+            refusal: None,
+            forever: false,
+            abort_at: None,
+            counted: true,
+        }
+    }
+
+    fn entry(outcome: Outcome, waited_ms: u64) -> SessionEntry {
+        SessionEntry {
+            call_id: "c1".to_owned(),
+            tool: tools::QUICK_50.to_owned(),
+            outcome,
+            result: ToolResult::error("tool `quick_50ms` timed out after 50ms and was stopped"),
+            cut_bytes: 0,
+            waited: Duration::from_millis(waited_ms),
+            ran: Some(Duration::from_millis(50)),
+        }
+    }
+
+    /// Only a timeout that came after the whole gate is the scheduler's: one
+    /// that cut the gate short (a clock counting the gate), or one of any
+    /// other call, stays wrong.
+    #[test]
+    fn only_a_timeout_after_the_whole_gate_is_put_down_to_the_scheduler() {
+        let late_gate = plan(tools::QUICK_50, GatePlan::WaitAllow { ms: 70 });
+        assert!(timed_out_after_gate(
+            &late_gate,
+            &entry(Outcome::TimedOut, 71)
+        ));
+        assert!(!timed_out_after_gate(
+            &late_gate,
+            &entry(Outcome::TimedOut, 50)
+        ));
+        assert!(!timed_out_after_gate(
+            &late_gate,
+            &entry(Outcome::Succeeded, 71)
+        ));
+        let other = plan(tools::TEXT, GatePlan::WaitAllow { ms: 70 });
+        assert!(!timed_out_after_gate(&other, &entry(Outcome::TimedOut, 71)));
+    }
 }

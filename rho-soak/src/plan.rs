@@ -193,6 +193,19 @@ impl CallPlan {
         }
     }
 
+    /// For a call whose gate waits longer than its tool's timeout before
+    /// allowing a tool that answers at once: the gate's wait. Such a call
+    /// checks that the clock starts at the running notice, not at the
+    /// call's start.
+    pub(crate) fn gate_outlasts_timeout(&self) -> Option<Duration> {
+        match (self.tool.as_str(), self.gate, self.act, self.refusal) {
+            (tools::QUICK_50, GatePlan::WaitAllow { ms }, Act::Text, None) => {
+                Some(Duration::from_millis(ms))
+            }
+            _ => None,
+        }
+    }
+
     /// The call as the model issues it.
     pub(crate) fn to_call(&self) -> ToolCall {
         ToolCall::new(self.id.clone(), self.tool.clone(), self.arguments.clone())

@@ -86,16 +86,24 @@ pub(crate) fn summary(
         args.runtimes,
         running.drivers,
     );
-    let (outcomes, raced) = soak.verdicts.with_findings(|findings| {
+    let (outcomes, raced, late) = soak.verdicts.with_findings(|findings| {
         let outcomes: Vec<String> = findings
             .outcomes
             .iter()
             .map(|(outcome, count)| format!("{outcome} {count}"))
             .collect();
-        (outcomes.join(", "), findings.raced_aborted)
+        (
+            outcomes.join(", "),
+            findings.raced_aborted,
+            findings.late_after_gate,
+        )
     });
     println!("outcomes: {outcomes}");
     println!("host aborts that won a race against the call's own end: {raced}");
+    println!(
+        "calls timed out after a gate that outlasted their timeout, their quick tool not polled \
+         in time by a busy worker: {late}"
+    );
     let events = &settled.events;
     println!(
         "events: {} starts, {} ends; registry: counts of {} tools compared",
