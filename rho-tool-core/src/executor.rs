@@ -31,7 +31,11 @@ pub enum Joined<T> {
 ///   to the caller: nothing that happens in it reaches the caller as an
 ///   unwind. It must not block and must not panic, even when the runtime is
 ///   shutting down (the handle then resolves [`Joined::Lost`]).
-/// - [`sleep`](Executor::sleep) is the runtime's timer; it must not panic.
+/// - [`sleep`](Executor::sleep) is the timer of each call's timeout clock
+///   (and of tools' [`ToolContext::sleep`](crate::ToolContext::sleep)); it
+///   must not panic. The runtime's own timer will do; one that fires while
+///   every worker is busy does better (`rho-exec-tokio` runs its own clock
+///   thread for that reason).
 /// - A clone should not keep the runtime alive: every in-flight call's
 ///   [`CallHandle`](crate::CallHandle) holds one, and a runtime kept alive by
 ///   its calls can never go away, so they could never end as "executor
