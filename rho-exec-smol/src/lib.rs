@@ -329,8 +329,10 @@ enum State<T> {
     /// Spawned, not yet seen to finish.
     Running(FallibleTask<Result<T, Crashed>>),
     /// The end is known without polling the task (killed, finished at the
-    /// kill, or never spawned).
-    Decided(Joined<T>),
+    /// kill, or never spawned). Boxed: it is the rare case, and this task
+    /// handle sits inside every call's handle, which would otherwise grow by
+    /// the size of the task's output.
+    Decided(Box<Joined<T>>),
     /// The end was handed out.
     Resolved,
 }
@@ -341,7 +343,7 @@ struct Crashed;
 impl<T> SmolTask<T> {
     fn decided(joined: Joined<T>) -> Self {
         Self {
-            state: State::Decided(joined),
+            state: State::Decided(Box::new(joined)),
         }
     }
 }
@@ -387,7 +389,7 @@ impl<T: Send + 'static> Future for SmolTask<T> {
                 // nothing of it.
                 Poll::Ready(joined) => Poll::Ready(joined),
             },
-            State::Decided(joined) => Poll::Ready(joined),
+            State::Decided(joined) => Poll::Ready(*joined),
             State::Resolved => Poll::Pending,
         }
     }
@@ -408,7 +410,7 @@ impl<T: Send + 'static> TaskHandle<T> for SmolTask<T> {
         // Replacing the running state drops the task handle: that cancels
         // the task (async-task reschedules it so that the executor drops its
         // future) and returns at once.
-        self.state = State::Decided(decided);
+        self.state = State::Decided(Box::new(decided));
     }
 }
 
