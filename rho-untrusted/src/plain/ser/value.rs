@@ -13,6 +13,13 @@ use crate::plain::path::Segment;
 use crate::plain::{Limit, Plain};
 
 /// Serializes one value at `depth` (the number of levels around it).
+///
+/// Made only by [`Ctx::child`] and `to_plain`, right when no error is
+/// recorded; the value's `Serialize` cannot reach the state before it
+/// calls one of these methods (the serializer holds it), so the methods
+/// that only count and copy need not check again. Those that go on to
+/// convert more values (`wrapper`, and a container's elements) do, through
+/// [`Ctx::child`].
 pub(super) struct ValueSer<'c> {
     pub(super) ctx: &'c mut Ctx,
     pub(super) depth: usize,
@@ -20,13 +27,11 @@ pub(super) struct ValueSer<'c> {
 
 impl<'c> ValueSer<'c> {
     pub(super) fn scalar(self, plain: Plain) -> Result<Plain, SerError> {
-        self.ctx.alive()?;
         self.ctx.count_value(0)?;
         Ok(plain)
     }
 
     pub(super) fn text(self, text: &str) -> Result<Plain, SerError> {
-        self.ctx.alive()?;
         self.ctx.count_text(text.len())?;
         Ok(Plain::Text(text.to_owned()))
     }
@@ -46,7 +51,6 @@ impl<'c> ValueSer<'c> {
         variant: Option<&'static str>,
         body: Body,
     ) -> Result<Compound<'c>, SerError> {
-        self.ctx.alive()?;
         let levels = if variant.is_some() { 2 } else { 1 };
         self.ctx.enter(self.depth, levels)?;
         if let Some(name) = variant {
