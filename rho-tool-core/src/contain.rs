@@ -41,11 +41,15 @@ impl<F: Future + Unpin> Contained<F> {
         };
         Self { state }
     }
+}
 
+impl<F> Contained<F> {
+    /// Drops the future now, if it is still there, containing a panic of
+    /// its `Drop`: after it finished or panicked, such a panic changes
+    /// nothing about the call's end; when it is killed mid-run (timeout,
+    /// abort, executor shutdown), it must not unwind into rho's task.
     fn finish(&mut self) {
         if let State::Running(future) = std::mem::replace(&mut self.state, State::Finished) {
-            // A panic in the future's own Drop after it finished or panicked
-            // changes nothing about the call's end; it is contained and gone.
             let _ = drop_contained(future);
         }
     }
@@ -84,10 +88,6 @@ impl<F: Future + Unpin> Future for Contained<F> {
 
 impl<F> Drop for Contained<F> {
     fn drop(&mut self) {
-        if let State::Running(future) = std::mem::replace(&mut self.state, State::Finished) {
-            // Killed mid-run (timeout, abort, executor shutdown): the tool's
-            // future is dropped here, and its Drop may panic.
-            let _ = drop_contained(future);
-        }
+        self.finish();
     }
 }

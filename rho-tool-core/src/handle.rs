@@ -215,35 +215,21 @@ impl<E: Executor> CallHandle<E> {
     }
 
     fn finish_joined(&mut self, joined: Joined<TaskOut>) -> CallEnd {
-        let (outcome, result, names) = match joined {
-            Joined::Done(TaskOut {
-                call_id,
-                call_name,
-                end,
-            }) => {
-                let (outcome, result) = self.judge(end);
-                (outcome, result, Some((call_id, call_name)))
-            }
+        let TaskOut {
+            call_id,
+            call_name,
+            end,
+        } = match joined {
+            Joined::Done(out) => out,
             // Only this handle can kill the task, and it stops polling it
             // when it does; a third-party executor that kills on its own is
             // treated as an abort.
-            Joined::Killed => (
-                Outcome::Aborted,
-                ToolResult::error(exit_text(self.notice.tool(), Exit::Aborted)),
-                None,
-            ),
-            Joined::Crashed => (
-                Outcome::Crashed,
-                ToolResult::error(exit_text(self.notice.tool(), Exit::Crashed)),
-                None,
-            ),
-            Joined::Lost => (
-                Outcome::ExecutorGone,
-                ToolResult::error(exit_text(self.notice.tool(), Exit::ExecutorGone)),
-                None,
-            ),
+            Joined::Killed => return self.finish_exit(Outcome::Aborted, Exit::Aborted),
+            Joined::Crashed => return self.finish_exit(Outcome::Crashed, Exit::Crashed),
+            Joined::Lost => return self.finish_exit(Outcome::ExecutorGone, Exit::ExecutorGone),
         };
-        self.finish_named(outcome, result, names)
+        let (outcome, result) = self.judge(end);
+        self.finish_named(outcome, result, Some((call_id, call_name)))
     }
 
     /// The outcome and result of a task that ended on its own.
@@ -287,10 +273,6 @@ impl<E: Executor> CallHandle<E> {
 
     fn finish_exit(&mut self, outcome: Outcome, exit: Exit) -> CallEnd {
         let result = ToolResult::error(exit_text(self.notice.tool(), exit));
-        self.finish(outcome, result)
-    }
-
-    fn finish(&mut self, outcome: Outcome, result: ToolResult) -> CallEnd {
         self.finish_named(outcome, result, None)
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use rho_untrusted::{PlainError, call_contained, plain};
+use rho_untrusted::{PlainError, plain};
 use serde::Serialize;
 
 use crate::call::TaskId;
@@ -125,14 +125,8 @@ impl ToolContext {
     /// limit, an error or a panic of its `Serialize`); nothing is reported
     /// then.
     pub fn update<T: Serialize + ?Sized>(&self, partial: &T) -> Result<(), PlainError> {
-        let plain = match call_contained(|| plain::to_plain(partial, &self.notice.parts.limits)) {
-            Ok(converted) => converted?,
-            Err(caught) => {
-                return Err(PlainError::Panicked {
-                    message: caught.message,
-                });
-            }
-        };
+        // The value is only borrowed: its own drop stays with the tool.
+        let plain = plain::plain_owned(partial, &self.notice.parts.limits)?;
         self.notice.push_update(plain);
         Ok(())
     }
