@@ -170,32 +170,20 @@ impl ser::SerializeMap for Compound<'_> {
         if pending_key.is_some() {
             return Err(self.ctx.fail_unsupported("a map key without a value"));
         }
-        let key = self.ctx.key(self.depth, key)?;
-        if let Body::Map { pending_key, .. } = &mut self.body {
-            *pending_key = Some(key);
-        }
+        *pending_key = Some(self.ctx.key(self.depth, key)?);
         Ok(())
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        let Body::Map { pending_key, .. } = &mut self.body else {
+        let Body::Map { map, pending_key } = &mut self.body else {
             return Err(self.ctx.fail_unsupported("a map value in a list"));
         };
         let Some(key) = pending_key.take() else {
             return Err(self.ctx.fail_unsupported("a map value without a key"));
         };
-        self.ctx.frames += 1;
-        let level = self.ctx.frames;
-        let result = self.ctx.child(self.depth, value);
-        self.ctx.frames -= 1;
-        if self.ctx.error.is_some() {
-            self.ctx
-                .close_with_error(level, std::iter::once(Segment::Key(key)));
-            return Err(SerError::Recorded);
-        }
-        if let Body::Map { map, .. } = &mut self.body {
-            insert(map, key, result?);
-        }
+        let segments = || [Some(Segment::Key(key.clone())), None];
+        let plain = self.ctx.child_at(self.depth, segments, value)?;
+        insert(map, key, plain);
         Ok(())
     }
 

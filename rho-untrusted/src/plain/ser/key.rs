@@ -22,14 +22,9 @@ impl KeySer<'_> {
         Ok(text.to_owned())
     }
 
-    pub(super) fn refuse(self, what: &str) -> Result<String, SerError> {
-        self.ctx.alive()?;
-        Err(self
-            .ctx
-            .fail_unsupported(&format!("a map key that is {what}")))
-    }
-
-    pub(super) fn refuse_compound<C>(self, what: &str) -> Result<C, SerError> {
+    /// Refuses a key that is `what`; `R` is the text, or a serializer of
+    /// the compound the key would have been.
+    pub(super) fn refuse<R>(self, what: &str) -> Result<R, SerError> {
         self.ctx.alive()?;
         Err(self
             .ctx
@@ -162,11 +157,11 @@ impl ser::Serializer for KeySer<'_> {
     }
 
     fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, SerError> {
-        self.refuse_compound("a list")
+        self.refuse("a list")
     }
 
     fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, SerError> {
-        self.refuse_compound("a tuple")
+        self.refuse("a tuple")
     }
 
     fn serialize_tuple_struct(
@@ -174,7 +169,7 @@ impl ser::Serializer for KeySer<'_> {
         name: &'static str,
         _len: usize,
     ) -> Result<Self::SerializeTupleStruct, SerError> {
-        self.refuse_compound(&format!("the tuple struct {}", short(name)))
+        self.refuse(&format!("the tuple struct {}", short(name)))
     }
 
     fn serialize_tuple_variant(
@@ -184,11 +179,11 @@ impl ser::Serializer for KeySer<'_> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Self::SerializeTupleVariant, SerError> {
-        self.refuse_compound(&format!("the enum variant {} with data", short(variant)))
+        self.refuse(&format!("the enum variant {} with data", short(variant)))
     }
 
     fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, SerError> {
-        self.refuse_compound("a map")
+        self.refuse("a map")
     }
 
     fn serialize_struct(
@@ -196,7 +191,7 @@ impl ser::Serializer for KeySer<'_> {
         name: &'static str,
         _len: usize,
     ) -> Result<Self::SerializeStruct, SerError> {
-        self.refuse_compound(&format!("the struct {}", short(name)))
+        self.refuse(&format!("the struct {}", short(name)))
     }
 
     fn serialize_struct_variant(
@@ -206,7 +201,7 @@ impl ser::Serializer for KeySer<'_> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Self::SerializeStructVariant, SerError> {
-        self.refuse_compound(&format!("the enum variant {} with data", short(variant)))
+        self.refuse(&format!("the enum variant {} with data", short(variant)))
     }
 
     fn collect_str<T: Display + ?Sized>(self, value: &T) -> Result<String, SerError> {

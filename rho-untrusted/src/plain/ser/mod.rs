@@ -167,7 +167,6 @@ fn short(name: &str) -> String {
     text
 }
 
-/// The state of one conversion.
 /// `error` with its path set (the variants that carry one).
 fn with_path(mut error: PlainError, rendered: String) -> PlainError {
     match &mut error {
