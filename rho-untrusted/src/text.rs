@@ -69,12 +69,7 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> Option<&str> {
 /// );
 /// ```
 pub fn panic_text(tool: &str, phase: Phase, message: Option<&str>) -> String {
-    let what = match phase {
-        Phase::Gate => format!("the gate of tool `{tool}` panicked"),
-        Phase::Tool => format!("tool `{tool}` panicked"),
-        Phase::Answer => format!("tool `{tool}` panicked while its answer was made plain data"),
-    };
-    with_message(what, message)
+    panic_text_at(tool, phase, message, None)
 }
 
 /// [`panic_text`], followed by where the panic was raised when that is
@@ -93,15 +88,11 @@ pub fn panic_text_at(
     message: Option<&str>,
     location: Option<&str>,
 ) -> String {
-    let Some(location) = location else {
-        return panic_text(tool, phase, message);
-    };
+    let at = location.map(|at| format!(" at {at}")).unwrap_or_default();
     let what = match phase {
-        Phase::Gate => format!("the gate of tool `{tool}` panicked at {location}"),
-        Phase::Tool => format!("tool `{tool}` panicked at {location}"),
-        Phase::Answer => {
-            format!("tool `{tool}` panicked at {location} while its answer was made plain data")
-        }
+        Phase::Gate => format!("the gate of tool `{tool}` panicked{at}"),
+        Phase::Tool => format!("tool `{tool}` panicked{at}"),
+        Phase::Answer => format!("tool `{tool}` panicked{at} while its answer was made plain data"),
     };
     with_message(what, message)
 }
