@@ -25,5 +25,8 @@ fn an_executor_needs_a_runtime_and_a_timer() {
         .build()
         .expect("a runtime");
     let executor = TokioExecutor::new(timer.handle().clone()).expect("the runtime has a timer");
-    timer.block_on(executor.sleep(Duration::from_millis(1)));
+    let sleep = executor.sleep(Duration::from_millis(1));
+    timer
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), sleep).await })
+        .expect("the executor's sleep completes");
 }

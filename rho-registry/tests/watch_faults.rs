@@ -3,6 +3,7 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -88,18 +89,27 @@ async fn run_mixed_calls(registry: &ToolRegistry) -> Vec<CallEnd> {
 }
 
 /// Panics in every hook.
-struct Panicky;
+/// Panics in every hook, after counting the call.
+#[derive(Default)]
+struct Panicky {
+    started: AtomicUsize,
+    ended: AtomicUsize,
+    disabled: AtomicUsize,
+}
 
 impl SourcePolicy for Panicky {
     fn started(&self, tool: &str, _task: TaskId) {
+        self.started.fetch_add(1, Ordering::SeqCst);
         panic!("started({tool}) panics");
     }
 
     fn ended(&self, end: &Ended<'_>) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
         panic!("ended({}) panics", end.tool);
     }
 
     fn disabled(&self, tool: &str) -> Option<Disabled> {
+        self.disabled.fetch_add(1, Ordering::SeqCst);
         panic!("disabled({tool}) panics");
     }
 }
@@ -107,13 +117,19 @@ impl SourcePolicy for Panicky {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_that_panics_changes_no_result() {
     let _quiet = QuietPanics::new();
-    let registry = registry_with(Arc::new(Panicky));
-    run_mixed_calls(&registry).await;
+    let policy = Arc::new(Panicky::default());
+    let registry = registry_with(policy.clone());
+    let ends = run_mixed_calls(&registry).await;
     assert_eq!(registry.in_flight(), 0);
     // A panicking `disabled` means "not disabled".
     let listed: Vec<String> = registry.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(listed, ["hangs", "steady"]);
     assert!(registry.resolve("steady").is_ok());
+    // The hooks did run (and panic): every call was started and ended
+    // through the policy, and `disabled` was asked.
+    assert_eq!(policy.started.load(Ordering::SeqCst), ends.len());
+    assert_eq!(policy.ended.load(Ordering::SeqCst), ends.len());
+    assert!(policy.disabled.load(Ordering::SeqCst) > 0);
 }
 
 /// Blocks in every event hook until released, then counts with an
