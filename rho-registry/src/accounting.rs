@@ -11,7 +11,7 @@ use rho_tool_core::{Outcome, TaskId};
 
 use crate::health::{Counts, HealthTable, ToolHealth};
 use crate::policy::{Disabled, Ended, SourcePolicy};
-use crate::quarantine::{Quarantine, QuarantineRule, Strike, Strikes};
+use crate::quarantine::{Quarantine, QuarantineRule, Strikes};
 
 /// Counts, per tool, calls and how they ended, keeps the last error, and
 /// quarantines a tool whose crashes plus timeouts reach the
@@ -177,8 +177,8 @@ impl SourcePolicy for Accounting {
         let ledger = self.ledger(end.tool);
         ledger.counts.ended(end.outcome);
         let strike = match end.outcome {
-            Outcome::Crashed => Some(Strike::Crash),
-            Outcome::TimedOut => Some(Strike::Timeout),
+            // Crashes and timeouts count towards quarantine.
+            outcome if outcome.counts_against_tool() => Some(outcome),
             Outcome::Failed | Outcome::ExecutorGone => None,
             // Successes, denials, aborts: nothing more to note.
             _ => return,

@@ -4,6 +4,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use rho_tool_core::Outcome;
+
 use crate::policy::Disabled;
 
 /// When [`Accounting`](crate::Accounting) quarantines a tool: after `N`
@@ -113,19 +115,13 @@ fn plural(n: u32, one: &str, many: &str) -> String {
     }
 }
 
-/// A counted failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Strike {
-    Crash,
-    Timeout,
-}
-
 /// The counted failures that still count: those since the last
 /// (re-)enabling, within the window if the rule has one. Never more than the
 /// rule's limit are kept.
 #[derive(Debug, Default)]
 pub(crate) struct Strikes {
-    recent: VecDeque<(Instant, Strike)>,
+    /// Each a crash or a timeout ([`Outcome::counts_against_tool`]).
+    recent: VecDeque<(Instant, Outcome)>,
 }
 
 impl Strikes {
@@ -133,7 +129,7 @@ impl Strikes {
     /// the one that reaches the limit.
     pub(crate) fn record(
         &mut self,
-        strike: Strike,
+        strike: Outcome,
         now: Instant,
         rule: &QuarantineRule,
         last_error: &str,
@@ -147,7 +143,7 @@ impl Strikes {
         if self.recent.len() < limit as usize {
             return None;
         }
-        let crashes = self.count_of(Strike::Crash);
+        let crashes = self.count_of(Outcome::Crashed);
         let quarantine = Quarantine {
             failures: limit,
             crashes,
@@ -183,7 +179,7 @@ impl Strikes {
         }
     }
 
-    fn count_of(&self, kind: Strike) -> u32 {
+    fn count_of(&self, kind: Outcome) -> u32 {
         let n = self.recent.iter().filter(|(_, s)| *s == kind).count();
         u32::try_from(n).unwrap_or(u32::MAX)
     }
@@ -205,10 +201,10 @@ mod tests {
         let rule = QuarantineRule::after(3);
         let mut strikes = Strikes::default();
         let now = Instant::now();
-        assert!(strikes.record(Strike::Crash, now, &rule, "a").is_none());
-        assert!(strikes.record(Strike::Timeout, now, &rule, "b").is_none());
+        assert!(strikes.record(Outcome::Crashed, now, &rule, "a").is_none());
+        assert!(strikes.record(Outcome::TimedOut, now, &rule, "b").is_none());
         let q = strikes
-            .record(Strike::Crash, now, &rule, "c")
+            .record(Outcome::Crashed, now, &rule, "c")
             .expect("the third strike");
         assert_eq!((q.failures, q.crashes, q.timeouts), (3, 2, 1));
         assert_eq!(q.last_error, "c");
@@ -224,12 +220,24 @@ mod tests {
         let rule = QuarantineRule::after(2).within(Duration::from_secs(10));
         let mut strikes = Strikes::default();
         let start = Instant::now();
-        assert!(strikes.record(Strike::Crash, start, &rule, "a").is_none());
+        assert!(
+            strikes
+                .record(Outcome::Crashed, start, &rule, "a")
+                .is_none()
+        );
         let later = start + Duration::from_secs(11);
-        assert!(strikes.record(Strike::Crash, later, &rule, "b").is_none());
+        assert!(
+            strikes
+                .record(Outcome::Crashed, later, &rule, "b")
+                .is_none()
+        );
         assert_eq!(strikes.count(later, &rule), 1);
         let soon = later + Duration::from_secs(1);
-        assert!(strikes.record(Strike::Timeout, soon, &rule, "c").is_some());
+        assert!(
+            strikes
+                .record(Outcome::TimedOut, soon, &rule, "c")
+                .is_some()
+        );
     }
 
     #[test]
@@ -239,7 +247,7 @@ mod tests {
         for _ in 0..10 {
             assert!(
                 strikes
-                    .record(Strike::Crash, Instant::now(), &rule, "x")
+                    .record(Outcome::Crashed, Instant::now(), &rule, "x")
                     .is_none()
             );
         }
