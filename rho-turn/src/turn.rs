@@ -362,7 +362,11 @@ impl<E: Executor> Drop for Turn<E> {
                 }
             };
             let reference = started.call.clone();
-            span::record_end(&started.span, Outcome::Aborted);
+            // A call whose task had already answered ends with its own
+            // outcome (an abort does not undo an end): the span says what
+            // the end event says.
+            let outcome = end.as_ref().map_or(Outcome::Aborted, |end| end.outcome);
+            span::record_end(&started.span, outcome);
             self.slots[index] = Slot::Ended;
             if let Some(end) = end {
                 let end = report::end(&reference, end);

@@ -99,3 +99,51 @@ fn each_call_has_an_execute_tool_span() {
     assert_eq!(bad["gen_ai.tool.name"], "failing");
     assert_eq!(bad["error.type"], "failed");
 }
+
+/// A turn dropped mid-flight aborts its calls; a call whose tool had
+/// already answered still ends with its own outcome, and its span says the
+/// same as its end event, not "aborted".
+#[test]
+fn a_dropped_turn_records_each_calls_own_end_on_its_span() {
+    let runtime = runtime();
+    let hangs = tool("hangs", |_args, _cx: ToolContext| async move {
+        std::future::pending::<()>().await;
+        ToolOutput::text("never")
+    });
+    // Answers after a moment, so that the turn's first poll cannot see it
+    // end: only the drop does.
+    let soon = tool("soon", |_args, cx: ToolContext| async move {
+        cx.sleep(std::time::Duration::from_millis(20)).await;
+        ToolOutput::text("done")
+    });
+    let tools = Tools::new().add(soon).add(hangs);
+    let turns = tools.turns(executor(&runtime), Arc::new(AllowAll));
+    let spans = Spans::default();
+    tracing::subscriber::with_default(spans.clone(), || {
+        let mut turn = Box::pin(turns.turn([
+            call("ok-1", "soon", json!({})),
+            call("hang-2", "hangs", json!({})),
+        ]));
+        // One poll starts the calls; then the first one's task answers.
+        runtime.block_on(std::future::poll_fn(|cx| {
+            let _ = turn.as_mut().poll(cx);
+            std::task::Poll::Ready(())
+        }));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(turn);
+    });
+    let spans = spans.spans.lock().expect("not poisoned");
+    let span_of = |id: &str| {
+        spans
+            .values()
+            .find(|(name, fields)| name == "execute_tool" && fields["gen_ai.tool.call.id"] == id)
+            .map(|(_, fields)| fields.clone())
+            .expect("a span")
+    };
+    assert!(
+        !span_of("ok-1").contains_key("error.type"),
+        "{:?}",
+        span_of("ok-1")
+    );
+    assert_eq!(span_of("hang-2")["error.type"], "aborted");
+}
