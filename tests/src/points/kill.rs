@@ -36,7 +36,7 @@ fn sleeper<E: Executor>(executor: &E, name: &str, dropped: &Arc<AtomicBool>) -> 
 
 /// A tool that sleeps [`HANG`] holding a guard whose `Drop` raises
 /// `reason` (recording on `guard`), and sets `started` first.
-fn grumpy<E: Executor>(
+pub(super) fn grumpy<E: Executor>(
     executor: &E,
     name: &str,
     reason: &Reason,

@@ -12,8 +12,8 @@ use super::shutdown::{AT_GATE, InFlight, RUNNING, in_flight};
 use super::{Rig, call, end_of};
 use crate::Harness;
 use crate::support::{
-    HANG, MetadataPanics, RaiseOnDrop, Reason, ReasonKind, Recorder, SOON, TestGate, TestTool,
-    flag, wait_until, wait_until_blocking,
+    HANG, MetadataPanics, Reason, ReasonKind, Recorder, SOON, TestGate, TestTool, flag, wait_until,
+    wait_until_blocking,
 };
 
 /// Calls ending every way there is (succeeded, failed, denied, gate panic,
@@ -47,19 +47,8 @@ pub fn no_task_leaks_after_every_kind_of_end<H: Harness>() {
     };
     let reason = Reason::new(ReasonKind::Custom(None));
     let guard = Recorder::new();
-    let grumpy = {
-        let (executor, reason, guard) = (executor.clone(), reason.clone(), guard.clone());
-        TestTool::new("grumpy", move |_, _| {
-            let raise = RaiseOnDrop::new(&reason, &guard);
-            let wait = executor.sleep(HANG);
-            async move {
-                let _raise = raise;
-                wait.await;
-                ToolOutput::text("never")
-            }
-        })
-        .with_timeout(TIMEOUT)
-    };
+    let grumpy =
+        super::kill::grumpy(&executor, "grumpy", &reason, &guard, &flag()).with_timeout(TIMEOUT);
     let runner = rig.runner().with_gate(gate);
     let started = flag();
     rig.run(async {

@@ -19,9 +19,9 @@ use super::panics::check_payload;
 use super::{Rig, call};
 use crate::Harness;
 use crate::support::{
-    Code, CountOnDrop, Counting, HANG, InLoop, RaiseOnDrop, Reason, ReasonKind, Recorder,
-    RecordingWatch, SOON, SetOnDrop, TestGate, TestTool, block_on_within, flag, poll_once,
-    wait_until, wait_until_blocking, within,
+    Code, CountOnDrop, Counting, HANG, InLoop, Reason, ReasonKind, Recorder, RecordingWatch, SOON,
+    SetOnDrop, TestGate, TestTool, block_on_within, flag, poll_once, wait_until,
+    wait_until_blocking, within,
 };
 
 /// Calls left in flight by [`in_flight`].
@@ -424,36 +424,16 @@ pub fn a_tool_future_whose_drop_panics_when_the_executor_shuts_down_leaves_the_p
     let rig = Rig::<H>::new();
     let executor = rig.executor();
     let runner = rig.runner();
-    let started = Arc::new(AtomicUsize::new(0));
-    let grumpy = |reason: &Reason, guard: &Arc<Recorder>| {
-        let (executor, reason, guard, started) = (
-            executor.clone(),
-            reason.clone(),
-            guard.clone(),
-            started.clone(),
-        );
-        TestTool::new("grumpy", move |_, _| {
-            let raise = RaiseOnDrop::new(&reason, &guard);
-            let wait = executor.sleep(HANG);
-            let started = started.clone();
-            async move {
-                let _raise = raise;
-                started.fetch_add(1, Ordering::SeqCst);
-                wait.await;
-                ToolOutput::text("woke up")
-            }
-        })
-        .into_arc()
-    };
     let kinds = [ReasonKind::StaticStr, ReasonKind::Custom(None)];
     let reasons: Vec<_> = kinds
         .iter()
-        .map(|kind| (Reason::new(*kind), Recorder::new()))
+        .map(|kind| (Reason::new(*kind), Recorder::new(), flag()))
         .collect();
     let handles = rig.run(async {
         let mut handles = Vec::new();
-        for (n, (reason, guard)) in reasons.iter().enumerate() {
-            let mut handle = runner.start(call(format!("c{n}"), "grumpy"), grumpy(reason, guard));
+        for (n, (reason, guard, started)) in reasons.iter().enumerate() {
+            let tool = super::kill::grumpy(&executor, "grumpy", reason, guard, started);
+            let mut handle = runner.start(call(format!("c{n}"), "grumpy"), tool.into_arc());
             match within(&executor, SOON, handle.next_event()).await {
                 Some(Some(CallEvent::Running(_))) => {}
                 other => panic!("expected Running first, got {other:?}"),
@@ -461,7 +441,9 @@ pub fn a_tool_future_whose_drop_panics_when_the_executor_shuts_down_leaves_the_p
             handles.push(handle);
         }
         let settled = wait_until(&executor, SOON, || {
-            started.load(Ordering::SeqCst) == kinds.len()
+            reasons
+                .iter()
+                .all(|(_, _, started)| started.load(Ordering::SeqCst))
         })
         .await;
         assert!(settled, "the tools never started");
@@ -487,7 +469,7 @@ pub fn a_tool_future_whose_drop_panics_when_the_executor_shuts_down_leaves_the_p
         );
         assert!(end.ran.is_some(), "{end:?}");
     }
-    for (reason, guard) in &reasons {
+    for (reason, guard, _) in &reasons {
         let settled = wait_until_blocking(SOON, || {
             guard.count(Code::Drop) == 1
                 && reason.raised().count(Code::Run) == 1
