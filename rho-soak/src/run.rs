@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rho_conformance::support::InLoop;
+use rho_conformance::support::{InLoop, wait_until_blocking};
 use rho_exec_smol::SmolExecutor;
 use rho_exec_tokio::TokioExecutor;
 use rho_tool_core::untrusted::Plain;
@@ -252,9 +252,7 @@ pub(crate) fn settle(running: &Running) -> Settled {
     let churned = running.churn.stop();
     tools::release_all_spinners();
     let settle_start = Instant::now();
-    while running.live_tasks() > 0 && settle_start.elapsed() < SETTLE {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until_blocking(SETTLE, || running.live_tasks() == 0);
     let leaked = running.live_tasks();
     let settled_in = settle_start.elapsed();
     if !running.checker.wait_idle(Duration::from_secs(60)) {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use rho_conformance::support::{Code, DropRaises, Hostile, RaiseOnDrop, SerializeRaises};
+use rho_conformance::support::{
+    BoxFuture, Code, DropRaises, Hostile, RaiseOnDrop, SerializeRaises,
+};
 use rho_registry::SourceHandle;
 use rho_tool_core::untrusted::Plain;
 use rho_tool_core::{Image, Tool, ToolContext, ToolOutput, async_trait};
@@ -177,8 +179,6 @@ pub(crate) fn register(builtin: &SourceHandle, agent: &SourceHandle) {
         .add_all(agents)
         .expect("the agent's tools have unique names");
 }
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 #[async_trait]
 impl Tool for SoakTool {

@@ -6,9 +6,9 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rho_conformance::support::{Counting, TestTool};
+use rho_conformance::support::{Counting, TestTool, wait_until_blocking};
 use rho_exec_tokio::TokioExecutor;
 use rho_registry::{Accounting, QuarantineRule, Source, SourceHandle, ToolHealth, ToolRegistry};
 use rho_tool_core::{AllowAll, Gate, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
@@ -95,10 +95,7 @@ impl Bench {
     /// Waits (bounded) until no rho task is left and the registry counts no
     /// call in flight.
     pub fn assert_nothing_left(&self) {
-        let start = Instant::now();
-        while self.executor.live() > 0 && start.elapsed() < BOUND {
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        wait_until_blocking(BOUND, || self.executor.live() == 0);
         assert_eq!(self.executor.live(), 0, "rho tasks left on the executor");
         assert_eq!(self.registry.in_flight(), 0, "calls left in flight");
     }
