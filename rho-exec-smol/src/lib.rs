@@ -182,7 +182,7 @@ use std::time::Duration;
 
 use async_io::Timer;
 use async_task::FallibleTask;
-use rho_tool_core::untrusted::dispose;
+use rho_tool_core::untrusted::call_contained;
 use rho_tool_core::{Executor, Joined, TaskHandle};
 
 mod pool;
@@ -467,9 +467,7 @@ impl<F> Guarded<F> {
 /// dropped twice.
 fn drop_in_place_contained<F>(mut slot: Pin<&mut Option<F>>) {
     if slot.is_some() {
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| slot.set(None))) {
-            dispose(payload);
-        }
+        let _ = call_contained(|| slot.set(None));
     }
 }
 
@@ -482,16 +480,16 @@ impl<F: Future> Future for Guarded<F> {
             // async-task never polls a finished future.
             return Poll::Pending;
         };
-        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+        // Contained the way rho contains every foreign poll: the payload
+        // is disposed of here, in the task (its Drop contained, a second
+        // payload forgotten), and the quiet hook knows the panic is caught.
+        match call_contained(|| future.poll(cx)) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => {
                 drop_in_place_contained(slot);
                 Poll::Ready(Ok(output))
             }
-            Err(payload) => {
-                // Disposed of here, in the task: its Drop contained, a second
-                // payload forgotten.
-                dispose(payload);
+            Err(_caught) => {
                 drop_in_place_contained(slot);
                 Poll::Ready(Err(Crashed))
             }

@@ -13,13 +13,12 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use rho_tool_core::untrusted::dispose;
+use rho_tool_core::untrusted::call_contained;
 
 /// The process's clock. Its thread is started by [`start`].
 static CLOCK: Clock = Clock {
@@ -74,9 +73,7 @@ impl Clock {
                 // and contained, so that one that panics cannot stop the
                 // clock of every other call.
                 for waker in due.drain(..) {
-                    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-                        dispose(payload);
-                    }
+                    let _ = call_contained(|| waker.wake());
                 }
                 timers = self.lock();
                 continue;
