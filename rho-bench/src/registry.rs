@@ -1,8 +1,9 @@
 //! Figure 6: the registry's part of a call, a look-up
-//! (`ToolRegistry::resolve`) plus the watch (`started`, then `ended`), on two
-//! threads at once (two tasks, one on each worker), against a hand-written
-//! floor: a read-locked snapshot map and sixteen mutex-sharded maps of calls
-//! in flight with two atomic counters per tool.
+//! (`ToolRegistry::resolve`) plus the call's watch (`started`, then
+//! `ended`: the tool's entry tells its source), on two threads at once (two
+//! tasks, one on each worker), against a hand-written floor: a read-locked
+//! snapshot map whose entry is the call's watch, with two atomic counters
+//! per tool and one count of calls in flight.
 //!
 //! The source has `Accounting` as its policy (so the watch does its real
 //! work), 64 tools, and both threads call all of them in turn. The figure
@@ -11,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use rho_registry::{Accounting, Source, ToolRegistry};
@@ -50,7 +51,7 @@ impl Tool for Named {
 /// The floor's registry.
 struct FloorRegistry {
     tools: RwLock<Arc<HashMap<String, Arc<FloorEntry>>>>,
-    flights: [Mutex<HashMap<u64, Arc<FloorEntry>>>; 16],
+    in_flight: AtomicUsize,
 }
 
 struct FloorEntry {
@@ -75,29 +76,21 @@ impl FloorRegistry {
             .collect();
         Self {
             tools: RwLock::new(Arc::new(map)),
-            flights: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            in_flight: AtomicUsize::new(0),
         }
     }
 
-    fn call(&self, name: &str, task: u64) {
+    fn call(&self, name: &str) {
         let snapshot = self
             .tools
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let entry = snapshot.get(name).expect("registered").clone();
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
         entry.started.fetch_add(1, Ordering::Relaxed);
-        let shard = &self.flights[task as usize % 16];
-        shard
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(task, entry);
-        let flight = shard
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&task)
-            .expect("in flight");
-        flight.ended.fetch_add(1, Ordering::Relaxed);
+        entry.ended.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -148,7 +141,6 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
         .expect("a new source")
         .add_all(tools.iter().cloned())
         .expect("distinct names");
-    let watch = registry.watch();
     let floor = Arc::new(FloorRegistry::new(&tools));
     let names: Arc<Vec<String>> =
         Arc::new(tools.iter().map(|tool| tool.name().to_owned()).collect());
@@ -181,9 +173,8 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
 
     let per_thread = config.registry_calls;
     let rho_work: Arc<dyn Fn(usize) + Send + Sync> = {
-        let (registry, watch, names, calls, task_ids) = (
+        let (registry, names, calls, task_ids) = (
             registry.clone(),
-            watch.clone(),
             names.clone(),
             calls.clone(),
             task_ids.clone(),
@@ -201,20 +192,21 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
             for index in 0..per_thread {
                 let tool = index % TOOLS;
                 let resolved = registry.resolve(&names[tool]).expect("registered");
+                let watch = resolved.watch().expect("the source listens");
                 let task = task_ids[thread][index % TASK_IDS];
                 watch.started(&calls[tool], task);
                 end.task = task;
+                end.tool.clone_from(&names[tool]);
                 watch.ended(&end);
-                drop(resolved);
+                drop((watch, resolved));
             }
         })
     };
     let floor_work: Arc<dyn Fn(usize) + Send + Sync> = {
-        let (floor, names, task_ids) = (floor.clone(), names.clone(), task_ids.clone());
-        Arc::new(move |thread| {
+        let (floor, names) = (floor.clone(), names.clone());
+        Arc::new(move |_thread| {
             for index in 0..per_thread {
-                let task = task_ids[thread][index % TASK_IDS].as_u64();
-                floor.call(&names[index % TOOLS], task);
+                floor.call(&names[index % TOOLS]);
             }
         })
     };

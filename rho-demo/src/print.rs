@@ -60,6 +60,7 @@ impl Printer {
                 format!("{} {}", head("update"), update.partial)
             }
             TurnEvent::ToolExecutionEnd(end) => {
+                let end = &end.end;
                 let ran = end.ran.map_or_else(
                     || "never ran".to_owned(),
                     |ran| format!("ran {} ms", millis(ran)),
@@ -70,15 +71,13 @@ impl Printer {
                     end.outcome.as_str(),
                     millis(end.waited),
                     "-> ",
-                    describe_content(&end.result.content),
+                    describe_content(end.result.content()),
                 );
                 if let Some(details) = &end.result.details {
                     line.push_str(&format!("\n{:>22}details {details}", ""));
                 }
                 line
             }
-            // TurnEvent is non-exhaustive: later kinds are not shown here.
-            _ => return None,
         };
         Some(line)
     }
@@ -144,10 +143,13 @@ fn describe_content(content: &[Content]) -> String {
     let parts: Vec<String> = content
         .iter()
         .map(|part| match part {
-            Content::Text { text } => format!("{text:?}"),
-            Content::Image { mime_type, data } => {
-                format!("[{mime_type} image, {} bytes]", data.len())
+            Content::Text(text) => format!("{text:?}"),
+            Content::Image(image) => {
+                format!("[{} image, {} bytes]", image.mime_type, image.data.len())
             }
+            // The demo's tools answer with text and images only; any other
+            // part is named by its kind.
+            other => format!("[{}]", other.kind()),
         })
         .collect();
     parts.join(" + ")

@@ -4,7 +4,7 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
-use rho_tool_core::{Executor, Gate, Runner, Tool, ToolCall, Verdict, async_trait};
+use rho_tool_core::{Executor, Gate, Tool, ToolCall, Verdict, async_trait};
 use rho_turn::{KeepDetails, SessionEntry, Turn, TurnEvent, TurnRunner};
 use serde_json::json;
 
@@ -74,10 +74,9 @@ pub(crate) fn run_session<E: Executor>(
     printer: &mut Printer,
 ) {
     let (registry, accounting) = registry();
-    let runner = Runner::new(executor.clone())
+    let turns = TurnRunner::new(executor.clone(), registry)
         .with_gate(Arc::new(DemoGate { executor }))
-        .with_watch(registry.watch());
-    let turns = TurnRunner::new(runner, registry).with_keep_details(KeepDetails::MaxBytes(120));
+        .with_keep_details(KeepDetails::MaxBytes(120));
 
     // The screen: a subscriber on a thread of its own hands every event to
     // the printer as it happens.

@@ -185,8 +185,12 @@ use async_task::FallibleTask;
 use rho_tool_core::untrusted::call_contained;
 use rho_tool_core::{Executor, Joined, TaskHandle};
 
+mod names;
 mod pool;
 
+pub use names::{CallHandle, Runner};
+#[cfg(feature = "turn")]
+pub use names::{Turn, TurnRunner};
 pub use pool::SmolPool;
 
 /// rho's [`Executor`] on smol. Cheap to clone.

@@ -200,12 +200,9 @@ mod tests {
             r#"{"text": "a dot", "images": [{"mimeType": "image/png", "data": "AQID"}], "details": null}"#,
         );
         assert_eq!(
-            shot.content,
+            shot.content(),
             vec![
-                Content::Image {
-                    mime_type: "image/png".into(),
-                    data: vec![1, 2, 3]
-                },
+                Content::Image(rho_tool_core::Image::new("image/png", vec![1, 2, 3])),
                 Content::text("a dot"),
             ]
         );

@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 
 use rho_process::ProcessTool;
-use rho_tool_core::{CallEnd, Content, Executor, Outcome, Runner, ToolCall};
+use rho_tool_core::{CallEnd, Content, Executor, Image, Outcome, Runner, ToolCall};
 use support::{Scratch, on_tokio, sh};
 
 crate::on_both_executors!(a_valid_answer_with_text_details_and_an_image);
@@ -30,12 +30,9 @@ printf '{"text": "a 1x1 png", "details": {"args": %s}, "images": [{"mimeType": "
     let end = run(&runner, sh("shot", script, &scratch)).await;
     assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
     assert_eq!(
-        end.result.content,
+        end.result.content(),
         vec![
-            Content::Image {
-                mime_type: "image/png".into(),
-                data: b"\x89PNG\r\n\x1a\n".to_vec(),
-            },
+            Content::Image(Image::new("image/png", b"\x89PNG\r\n\x1a\n".to_vec())),
             Content::text("a 1x1 png"),
         ]
     );

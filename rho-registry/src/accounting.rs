@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
-use rho_tool_core::{Outcome, TaskId};
+use rho_tool_core::{CallEnd, Outcome, TaskId};
 
 use crate::health::{Counts, HealthTable, ToolHealth};
-use crate::policy::{Disabled, Ended, SourcePolicy};
+use crate::policy::{Disabled, SourcePolicy};
 use crate::quarantine::{Quarantine, QuarantineRule, Strikes};
 
 /// Counts, per tool, calls and how they ended, keeps the last error, and
@@ -37,7 +37,8 @@ use crate::quarantine::{Quarantine, QuarantineRule, Strikes};
 ///
 /// Crashes and timeouts count towards a quarantine ("strikes"); the tool's
 /// own error answers, gate denials, host aborts and a lost executor never
-/// do. The quarantine happens at exactly the limit-th strike; calls already
+/// do, and neither do calls refused before they ran (counted as `refused`).
+/// The quarantine happens at exactly the limit-th strike; calls already
 /// in flight then still end and are counted, but add no strikes. Re-enabling
 /// a tool starts its strikes afresh.
 pub struct Accounting {
@@ -173,17 +174,20 @@ impl SourcePolicy for Accounting {
         self.ledger(tool).counts.started();
     }
 
-    fn ended(&self, end: &Ended<'_>) {
-        let ledger = self.ledger(end.tool);
+    fn ended(&self, end: &CallEnd) {
+        let ledger = self.ledger(&end.tool);
         ledger.counts.ended(end.outcome);
         let strike = match end.outcome {
             // Crashes and timeouts count towards quarantine.
-            outcome if outcome.counts_against_tool() => Some(outcome),
+            Outcome::Crashed | Outcome::TimedOut => Some(end.outcome),
+            // The tool's own error and a lost executor are noted, not
+            // counted.
             Outcome::Failed | Outcome::ExecutorGone => None,
-            // Successes, denials, aborts: nothing more to note.
-            _ => return,
+            // Nothing more to note: the tool did its job, or was never
+            // asked to (a denial, a refusal), or the host stopped it.
+            Outcome::Succeeded | Outcome::Denied | Outcome::Aborted | Outcome::Refused => return,
         };
-        let text = end.describe();
+        let text = end.result.text();
         let mut state = ledger.state();
         if let Some(strike) = strike {
             if state.quarantine.is_none() {

@@ -103,12 +103,6 @@ impl Entry {
     pub(crate) fn name(&self) -> &str {
         &self.info.name
     }
-
-    /// The tool's timeout, or the default when reading it panics (the
-    /// runner then ends the call as crashed anyway).
-    pub(crate) fn timeout(&self) -> Duration {
-        call_contained(|| self.tool.timeout()).unwrap_or(rho_tool_core::DEFAULT_TIMEOUT)
-    }
 }
 
 impl fmt::Debug for Entry {

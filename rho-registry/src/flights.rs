@@ -1,128 +1,58 @@
-//! Calls in flight: which registered tool (and so which source) each
-//! running task belongs to.
+//! A registered tool as the watch of its own calls.
 //!
-//! The core's watch names a call's task when it starts and again when it
-//! ends. Between the two the tool may be removed, or its name given to a
-//! tool of another source, so the registry records at the start which entry
-//! the task runs and tells that entry's source at the end.
+//! A call started through the registry ([`Resolved::start`](crate::Resolved::start),
+//! [`ToolRegistry::start`](crate::ToolRegistry::start), a turn) is given
+//! its tool's entry as the call's own [`Watch`]: the core tells that entry
+//! when the call starts and how it ended, and the entry tells its source.
+//! So a source hears of exactly the calls of its own tools, also after the
+//! tool was removed or its name given to another source's tool, and
+//! whether or not the host gave the runner a watch of its own: nothing
+//! needs wiring, and nothing is attributed by name.
 //!
-//! Which entry a task runs is known exactly when the call was started
-//! through the registry ([`Resolved::start`](crate::Resolved::start),
-//! [`ToolRegistry::start`](crate::ToolRegistry::start)): the registry leaves
-//! the entry in a thread-local slot around the runner's `start`, and the
-//! watch's `started`, which the runner calls synchronously on that same
-//! thread, takes it from there. A call started with a tool the host looked
-//! up some other way is attributed by its name in the current snapshot.
+//! The registry only counts the calls in flight of sources that listen
+//! (those with a policy); a source without one is given no watch at all,
+//! so its calls cost nothing here.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rho_tool_core::TaskId;
+use rho_tool_core::{CallEnd, TaskId, ToolCall, Watch};
 
 use crate::entry::Entry;
 
-/// One call in flight.
-#[derive(Debug)]
-pub(crate) struct Flight {
-    pub(crate) entry: Entry,
-    pub(crate) timeout: Duration,
+/// How many calls of a registry's listening sources are in flight.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight(AtomicUsize);
+
+impl InFlight {
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
 }
 
-/// Independent locks, so that thousands of calls starting and ending at once
-/// rarely wait on each other.
-const SHARDS: usize = 16;
-
-/// The calls in flight, by task.
-pub(crate) struct Flights {
-    shards: [Mutex<HashMap<TaskId, Flight>>; SHARDS],
-}
-
-impl Default for Flights {
-    fn default() -> Self {
-        Self {
-            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+impl Entry {
+    /// The watch to give a call of this tool, if its source listens.
+    pub(crate) fn call_watch(self: &Arc<Self>) -> Option<Arc<dyn Watch>> {
+        if self.source.has_policy() {
+            Some(self.clone())
+        } else {
+            None
         }
     }
 }
 
-impl fmt::Debug for Flights {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Flights").field("len", &self.len()).finish()
-    }
-}
-
-impl Flights {
-    fn shard(&self, task: TaskId) -> MutexGuard<'_, HashMap<TaskId, Flight>> {
-        // `as usize` keeps the low bits, which is all the modulo needs.
-        let index = (task.as_u64() as usize) % SHARDS;
-        // Only map operations run under these locks.
-        self.shards[index]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+impl Watch for Entry {
+    fn started(&self, _call: &ToolCall, task: TaskId) {
+        if let Some(in_flight) = self.source.in_flight() {
+            in_flight.0.fetch_add(1, Ordering::AcqRel);
+        }
+        self.source.started(self.name(), task);
     }
 
-    pub(crate) fn insert(&self, task: TaskId, flight: Flight) {
-        self.shard(task).insert(task, flight);
-    }
-
-    pub(crate) fn remove(&self, task: TaskId) -> Option<Flight> {
-        self.shard(task).remove(&task)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        (0..SHARDS)
-            .map(|index| {
-                self.shards[index]
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .len()
-            })
-            .sum()
-    }
-}
-
-struct Pending {
-    registry: u64,
-    entry: Entry,
-}
-
-thread_local! {
-    /// The entry a registry is starting on this thread right now.
-    static PENDING: RefCell<Option<Pending>> = const { RefCell::new(None) };
-}
-
-/// Runs `start` (a runner's `start`) with `entry` left for the `started`
-/// hook of registry `registry` to take.
-pub(crate) fn starting<R>(registry: u64, entry: Entry, start: impl FnOnce() -> R) -> R {
-    struct Clear(Option<Pending>);
-    impl Drop for Clear {
-        fn drop(&mut self) {
-            let previous = self.0.take();
-            // `try_with`: this may run while the thread is being torn down.
-            let _ = PENDING.try_with(|slot| {
-                if let Ok(mut slot) = slot.try_borrow_mut() {
-                    *slot = previous;
-                }
-            });
+    fn ended(&self, end: &CallEnd) {
+        self.source.ended(end);
+        if let Some(in_flight) = self.source.in_flight() {
+            in_flight.0.fetch_sub(1, Ordering::AcqRel);
         }
     }
-    let previous = PENDING.with(|slot| slot.replace(Some(Pending { registry, entry })));
-    // Put back whatever was there before, even if `start` unwinds, and
-    // whether or not a watch took the entry.
-    let _clear = Clear(previous);
-    start()
-}
-
-/// The entry registry `registry` is starting on this thread, if any.
-pub(crate) fn take_pending(registry: u64) -> Option<Entry> {
-    PENDING.with(|slot| {
-        let mut slot = slot.try_borrow_mut().ok()?;
-        if slot.as_ref()?.registry != registry {
-            return None;
-        }
-        slot.take().map(|pending| pending.entry)
-    })
 }

@@ -30,6 +30,10 @@ pub struct ToolHealth {
     pub aborted: u64,
     /// Calls whose executor went away (never counted against the tool).
     pub executor_gone: u64,
+    /// Calls refused before they ran: arguments that do not fit the tool's
+    /// schema (never counted against the tool; a sign that the model
+    /// misreads it).
+    pub refused: u64,
     /// The counted failures (crashes and timeouts) that count towards a
     /// quarantine now.
     pub strikes: u32,
@@ -49,6 +53,7 @@ impl ToolHealth {
             + self.timed_out
             + self.aborted
             + self.executor_gone
+            + self.refused
     }
 
     /// Calls started and not yet ended.
@@ -74,6 +79,7 @@ pub(crate) struct Counts {
     timed_out: AtomicU64,
     aborted: AtomicU64,
     executor_gone: AtomicU64,
+    refused: AtomicU64,
 }
 
 impl Counts {
@@ -90,8 +96,7 @@ impl Counts {
             Outcome::TimedOut => &self.timed_out,
             Outcome::Aborted => &self.aborted,
             Outcome::ExecutorGone => &self.executor_gone,
-            // A class this version does not know: counted as a call only.
-            _ => return,
+            Outcome::Refused => &self.refused,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -109,6 +114,7 @@ impl Counts {
             timed_out: load(&self.timed_out),
             aborted: load(&self.aborted),
             executor_gone: load(&self.executor_gone),
+            refused: load(&self.refused),
             ..ToolHealth::default()
         }
     }
@@ -151,8 +157,8 @@ impl fmt::Display for HealthTable {
             .unwrap_or(4);
         writeln!(
             f,
-            "{:<width$}  {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}  state",
-            "tool", "calls", "ok", "failed", "crash", "t/out", "abort", "denied", "gone"
+            "{:<width$}  {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}  state",
+            "tool", "calls", "ok", "failed", "crash", "t/out", "abort", "denied", "gone", "refuse"
         )?;
         for row in &self.rows {
             let state = match &row.quarantine {
@@ -162,7 +168,7 @@ impl fmt::Display for HealthTable {
             };
             writeln!(
                 f,
-                "{:<width$}  {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}  {state}",
+                "{:<width$}  {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}  {state}",
                 row.tool,
                 row.calls,
                 row.succeeded,
@@ -172,6 +178,7 @@ impl fmt::Display for HealthTable {
                 row.aborted,
                 row.denied,
                 row.executor_gone,
+                row.refused,
             )?;
             if let Some(last) = &row.last_error {
                 writeln!(f, "{:<width$}  last error: {last}", "")?;

@@ -17,12 +17,15 @@
 //! - *What may the model call?* [`ToolRegistry::tools`] lists every enabled
 //!   tool's name, description and parameter schema, sorted by name so the
 //!   model's prompt stays stable from turn to turn.
-//! - *How did it go?* The registry is the runner's
-//!   [`Watch`](rho_tool_core::Watch): each source's [`SourcePolicy`] is told
-//!   each task of its own tools and how it ended. [`Accounting`] is the
-//!   ready-made policy: counts per tool, the last error, and a quarantine
-//!   that takes a tool which keeps crashing or hanging out of the model's
-//!   reach ([`QuarantineRule`]) until the host puts it back.
+//! - *How did it go?* Each source's [`SourcePolicy`] is told each call of
+//!   its own tools and how it ended ([`CallEnd`](rho_tool_core::CallEnd)):
+//!   a call started through the registry is given its tool's entry as the
+//!   call's own [`Watch`](rho_tool_core::Watch), on any runner, so there is
+//!   nothing to wire. [`Accounting`] is the ready-made policy: counts per
+//!   tool, the last error, and a quarantine that takes a tool which keeps
+//!   crashing or hanging out of the model's reach ([`QuarantineRule`])
+//!   until the host puts it back. Calls refused for their arguments reach
+//!   the source too, as refusals (never as strikes).
 //!
 //! # Why it is built this way
 //!
@@ -42,19 +45,18 @@
 //! tools it meant, so the host must decide.
 //!
 //! **Hooks in the loop are the source's risk, not the call's.** The core
-//! runs the watch in the loop, where a call starts and ends. The registry
-//! keeps its own part there to a sharded map insert and remove, and
-//! contains each policy's panics: a policy that panics changes nothing
-//! about the call's result. A policy cannot be preempted, so one that
-//! *blocks* would hold the loop: such a policy is wrapped in [`Queued`],
-//! which turns each hook into a channel send and runs the policy on a
-//! thread of its own. [`Accounting`] itself is lock-light (atomics, a
-//! per-tool lock only on failures), so it runs directly.
+//! runs a call's watch in the loop, where the call starts and ends. The
+//! registry's own part there is one atomic count of the calls in flight,
+//! and it contains each policy's panics: a policy that panics changes
+//! nothing about the call's result. A policy cannot be preempted, so one
+//! that *blocks* would hold the loop: such a policy is wrapped in
+//! [`Queued`], which turns each hook into a channel send and runs the
+//! policy on a thread of its own. [`Accounting`] itself is lock-light
+//! (atomics, a per-tool lock only on failures), so it runs directly.
 //!
 //! **A source learns how each call ended, and what the model read.** The
-//! core's `Watch::ended` passes the whole `CallEnd`; a source's policy gets
-//! it as [`Ended`] (class, task, and the result), so [`Accounting`]'s "last
-//! error" is the exact text the model got.
+//! policy gets the core's whole `CallEnd`, so [`Accounting`]'s "last error"
+//! is the exact text the model got.
 //!
 //! # Example
 //!
@@ -97,8 +99,7 @@
 //! agent.add(Arc::new(Flaky))?;
 //!
 //! let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-//! let runner = Runner::new(TokioExecutor::new(runtime.handle().clone())?)
-//!     .with_watch(registry.watch());
+//! let runner = Runner::new(TokioExecutor::new(runtime.handle().clone())?);
 //!
 //! runtime.block_on(async {
 //!     let call = |id: &str, name: &str| ToolCall::new(id, name, serde_json::json!({"text": "hi there"}));
@@ -160,7 +161,7 @@ pub use accounting::Accounting;
 pub use entry::ToolInfo;
 pub use error::RegistryError;
 pub use health::{HealthTable, ToolHealth};
-pub use policy::{Disabled, Ended, SourcePolicy};
+pub use policy::{Disabled, SourcePolicy};
 pub use quarantine::{Quarantine, QuarantineRule};
 pub use queued::{Drain, Queued};
 pub use registry::ToolRegistry;

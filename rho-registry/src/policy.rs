@@ -1,10 +1,8 @@
 //! What a source is told about its tools' calls, and how it disables a tool.
 
 use std::fmt;
-use std::time::Duration;
 
-use rho_tool_core::untrusted::{Exit, exit_text};
-use rho_tool_core::{Outcome, TaskId, ToolResult};
+use rho_tool_core::{CallEnd, TaskId};
 
 /// A source's side of the watch: told each task of the source's tools and
 /// how it ended, and asked whether a tool is disabled.
@@ -29,15 +27,19 @@ use rho_tool_core::{Outcome, TaskId, ToolResult};
 ///   about the call: the call runs, ends and reaches the model as if the
 ///   hook had returned. A panicking `disabled` counts as "not disabled".
 /// - Each task that was `started` is `ended` exactly once, even when the
-///   tool was removed from the registry in between.
+///   tool was removed from the registry in between. A call refused before
+///   it ran (its arguments do not fit the tool's schema) is `started` and
+///   `ended` too, as [`Outcome::Refused`](rho_tool_core::Outcome::Refused).
 pub trait SourcePolicy: Send + Sync {
     /// A call of `tool` is about to run in `task` (its gate has not run yet).
     fn started(&self, tool: &str, task: TaskId) {
         let _ = (tool, task);
     }
 
-    /// A call of one of the source's tools ended.
-    fn ended(&self, end: &Ended<'_>) {
+    /// A call of one of the source's tools ended: its outcome and the
+    /// whole result the model got (the text is what a "last error" column
+    /// should show).
+    fn ended(&self, end: &CallEnd) {
         let _ = end;
     }
 
@@ -47,66 +49,6 @@ pub trait SourcePolicy: Send + Sync {
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         let _ = tool;
         None
-    }
-}
-
-/// How one call of a source's tool ended, as its source is told.
-///
-/// The class of the end and, when the watch handed it over, the result the
-/// model got; [`describe`](Ended::describe) gives it in words.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct Ended<'a> {
-    /// The tool's name.
-    pub tool: &'a str,
-    /// The task the call ran in.
-    pub task: TaskId,
-    /// The class of the end.
-    pub outcome: Outcome,
-    /// The tool's timeout when the call started (for the timeout text).
-    pub timeout: Duration,
-    /// The result the model got, when the watch was given it.
-    pub result: Option<&'a ToolResult>,
-}
-
-impl<'a> Ended<'a> {
-    /// The end of `tool`'s call in `task`, with `outcome`.
-    pub fn new(tool: &'a str, task: TaskId, outcome: Outcome, timeout: Duration) -> Self {
-        Self {
-            tool,
-            task,
-            outcome,
-            timeout,
-            result: None,
-        }
-    }
-
-    /// The same end, with the result the model got.
-    pub fn with_result(mut self, result: &'a ToolResult) -> Self {
-        self.result = Some(result);
-        self
-    }
-
-    /// The end in words, for a health screen's "last error".
-    ///
-    /// The text the model got when the end carries the result; otherwise a
-    /// summary of the class (a timeout, an abort and a lost executor give
-    /// the model's text either way).
-    pub fn describe(&self) -> String {
-        let tool = self.tool;
-        if let Some(result) = self.result {
-            return result.text();
-        }
-        match self.outcome {
-            Outcome::Succeeded => format!("tool `{tool}` succeeded"),
-            Outcome::Failed => format!("tool `{tool}` answered with an error"),
-            Outcome::Denied => format!("tool `{tool}` was not run: the gate denied it"),
-            Outcome::Crashed => format!("tool `{tool}` crashed (it panicked)"),
-            Outcome::TimedOut => exit_text(tool, Exit::TimedOut(self.timeout)),
-            Outcome::Aborted => exit_text(tool, Exit::Aborted),
-            Outcome::ExecutorGone => exit_text(tool, Exit::ExecutorGone),
-            other => format!("tool `{tool}` ended: {other}"),
-        }
     }
 }
 

@@ -5,12 +5,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
-use std::time::Duration;
 
 use rho_tool_core::untrusted::call_contained;
-use rho_tool_core::{Outcome, TaskId, ToolResult};
+use rho_tool_core::{CallEnd, Content, TaskId, ToolResult};
 
-use crate::policy::{Disabled, Ended, SourcePolicy};
+use crate::policy::{Disabled, SourcePolicy};
 
 /// Wraps a policy whose [`started`](SourcePolicy::started) and
 /// [`ended`](SourcePolicy::ended) may be slow or block: the loop only puts
@@ -20,6 +19,11 @@ use crate::policy::{Disabled, Ended, SourcePolicy};
 /// [`disabled`](SourcePolicy::disabled) is a question the look-up needs
 /// answered at once, so it still goes to the inner policy directly: keep it
 /// quick, and do not hold a lock in the slow hooks that it needs.
+///
+/// The inner policy gets each end with the result's text only: images,
+/// other media and details stay with the loop, which would otherwise copy
+/// them (in the loop, where `Queued` exists to spare it work) for a policy
+/// that counts and keeps a last error.
 ///
 /// The inner policy hears of each end a little later than the loop does;
 /// with [`Accounting`](crate::Accounting) inside, a quarantine takes effect
@@ -53,17 +57,8 @@ pub struct Drain {
 
 #[derive(Debug)]
 enum Event {
-    Started {
-        tool: String,
-        task: TaskId,
-    },
-    Ended {
-        tool: String,
-        task: TaskId,
-        outcome: Outcome,
-        timeout: Duration,
-        result: Option<ToolResult>,
-    },
+    Started { tool: String, task: TaskId },
+    Ended(Box<CallEnd>),
 }
 
 impl Queued {
@@ -121,18 +116,31 @@ impl SourcePolicy for Queued {
         });
     }
 
-    fn ended(&self, end: &Ended<'_>) {
-        self.send(Event::Ended {
-            tool: end.tool.to_owned(),
-            task: end.task,
-            outcome: end.outcome,
-            timeout: end.timeout,
-            result: end.result.cloned(),
-        });
+    fn ended(&self, end: &CallEnd) {
+        self.send(Event::Ended(Box::new(text_only(end))));
     }
 
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         self.inner.disabled(tool)
+    }
+}
+
+/// A copy of `end` whose result keeps its text parts and nothing else.
+fn text_only(end: &CallEnd) -> CallEnd {
+    let texts = end
+        .result
+        .content()
+        .iter()
+        .filter_map(Content::as_text)
+        .map(Content::text);
+    CallEnd {
+        call_id: end.call_id.clone(),
+        tool: end.tool.clone(),
+        task: end.task,
+        outcome: end.outcome,
+        result: ToolResult::from_content(texts, end.result.is_error),
+        waited: end.waited,
+        ran: end.ran,
     }
 }
 
@@ -165,19 +173,7 @@ impl Drain {
         // A panic of the inner policy loses that one event, not the drain.
         let _ = call_contained(|| match &event {
             Event::Started { tool, task } => self.inner.started(tool, *task),
-            Event::Ended {
-                tool,
-                task,
-                outcome,
-                timeout,
-                result,
-            } => {
-                let mut ended = Ended::new(tool, *task, *outcome, *timeout);
-                if let Some(result) = result {
-                    ended = ended.with_result(result);
-                }
-                self.inner.ended(&ended);
-            }
+            Event::Ended(end) => self.inner.ended(end),
         });
         self.pending.fetch_sub(1, Ordering::AcqRel);
     }
@@ -196,5 +192,81 @@ impl fmt::Debug for Drain {
         f.debug_struct("Drain")
             .field("pending", &self.pending.load(Ordering::Acquire))
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use rho_tool_core::untrusted::Plain;
+    use rho_tool_core::{Image, Outcome};
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Keep(Mutex<Vec<CallEnd>>);
+
+    impl SourcePolicy for Keep {
+        fn ended(&self, end: &CallEnd) {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(end.clone());
+        }
+    }
+
+    /// The loop copies only the end's text for a queued policy: a megabyte
+    /// image and the details stay with the loop, and the rest of the end
+    /// arrives as it was.
+    #[test]
+    fn the_inner_policy_gets_the_ends_text_without_images_or_details() {
+        let keep = Arc::new(Keep::default());
+        let (queued, drain) = Queued::new(keep.clone());
+        let picture = Image::new("image/png", vec![7; 1 << 20]);
+        let result = ToolResult::from_content(
+            [
+                Content::text("a chart"),
+                Content::Image(picture),
+                Content::text("of sales"),
+            ],
+            true,
+        )
+        .with_details(Plain::from(serde_json::json!({ "rows": [1, 2, 3] })));
+        let end = CallEnd {
+            call_id: "call-1".to_owned(),
+            tool: "chart".to_owned(),
+            task: TaskId::NONE,
+            outcome: Outcome::Failed,
+            result,
+            waited: Duration::from_millis(3),
+            ran: Some(Duration::from_millis(5)),
+        };
+        queued.ended(&end);
+        assert_eq!(queued.pending(), 1);
+        assert_eq!(drain.drain(), 1);
+        let got = keep
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop()
+            .expect("the end arrived");
+        assert_eq!(
+            got.result.content(),
+            [Content::text("a chart"), Content::text("of sales")]
+        );
+        assert_eq!(got.result.details, None);
+        assert!(got.result.is_error);
+        assert_eq!(
+            (
+                got.call_id.as_str(),
+                got.tool.as_str(),
+                got.outcome,
+                got.waited,
+                got.ran
+            ),
+            ("call-1", "chart", Outcome::Failed, end.waited, end.ran)
+        );
     }
 }

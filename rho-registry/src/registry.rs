@@ -3,13 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use rho_tool_core::untrusted::drop_contained;
-use rho_tool_core::{CallEnd, CallHandle, Executor, Runner, TaskId, ToolCall, Watch};
+use rho_tool_core::{CallHandle, Executor, Runner, ToolCall};
 
 use crate::entry::{Entry, ToolInfo};
 use crate::error::RegistryError;
-use crate::flights::{self, Flight};
-use crate::policy::Ended;
 use crate::resolve::{Refusal, Resolved};
 use crate::snapshot::{Shared, Snapshot};
 use crate::source::{Source, SourceHandle};
@@ -23,9 +20,11 @@ use crate::suggest;
 /// never wait for a change in progress; sources change their tools through
 /// their [`SourceHandle`] at any time.
 ///
-/// The registry is also the runner's [`Watch`]: build the runner with
-/// [`Runner::with_watch`]`(registry.watch())` and each source's
-/// [`SourcePolicy`](crate::SourcePolicy) is told of the calls of its tools.
+/// Each source's [`SourcePolicy`](crate::SourcePolicy) is told of every
+/// call of its tools started through the registry
+/// ([`start`](ToolRegistry::start), [`Resolved::start`], a turn), on any
+/// runner: the registry gives each such call its tool's entry as the
+/// call's own watch, so there is nothing to wire.
 pub struct ToolRegistry {
     shared: Arc<Shared>,
 }
@@ -45,7 +44,7 @@ impl ToolRegistry {
     /// [`RegistryError::DuplicateSource`] when a source of that name is
     /// registered.
     pub fn add_source(&self, source: Source) -> Result<SourceHandle, RegistryError> {
-        let source = Arc::new(source);
+        let source = Arc::new(source.registered(self.shared.in_flight.clone()));
         self.shared.update(|snapshot| {
             if snapshot.sources.contains_key(source.name()) {
                 return Err(RegistryError::DuplicateSource {
@@ -113,7 +112,7 @@ impl ToolRegistry {
                 source_name: entry.source.name().to_owned(),
                 disabled,
             }),
-            None => Ok(Resolved::new(self.shared.id, entry.clone())),
+            None => Ok(Resolved::new(entry.clone())),
         }
     }
 
@@ -128,15 +127,10 @@ impl ToolRegistry {
         }
     }
 
-    /// The registry as the runner's watch: `Runner::with_watch(registry.watch())`.
-    pub fn watch(&self) -> Arc<dyn Watch> {
-        Arc::new(self.clone())
-    }
-
     /// How many calls of tools whose source has a policy are in flight (told
     /// `started`, not yet `ended`).
     pub fn in_flight(&self) -> usize {
-        self.shared.flights.len()
+        self.shared.in_flight.get()
     }
 }
 
@@ -144,46 +138,8 @@ fn enabled(snapshot: &Snapshot) -> impl Iterator<Item = &Entry> {
     snapshot
         .tools
         .values()
+        .map(Arc::as_ref)
         .filter(|entry| entry.source.disabled(entry.name()).is_none())
-}
-
-/// Routes each call to its tool's source.
-///
-/// Both hooks run in the loop and do a little bookkeeping (one short lock
-/// of one of sixteen shards) before calling the source's policy, whose
-/// panics are contained. A call started through the registry
-/// ([`ToolRegistry::start`], [`Resolved::start`]) is told to the source of
-/// the tool that runs, exactly; a call the host started with
-/// [`Runner::start`] directly is attributed by its name in the current
-/// registry, and ignored if no tool has that name.
-impl Watch for ToolRegistry {
-    fn started(&self, call: &ToolCall, task: TaskId) {
-        let entry = flights::take_pending(self.shared.id)
-            .or_else(|| self.shared.load().tools.get(&call.name).cloned());
-        let Some(entry) = entry else {
-            return;
-        };
-        if !entry.source.has_policy() {
-            return;
-        }
-        let timeout = entry.timeout();
-        let source = entry.source.clone();
-        let info = entry.info.clone();
-        self.shared.flights.insert(task, Flight { entry, timeout });
-        source.started(&info.name, task);
-    }
-
-    fn ended(&self, end: &CallEnd) {
-        let Some(flight) = self.shared.flights.remove(end.task) else {
-            return;
-        };
-        let ended = Ended::new(flight.entry.name(), end.task, end.outcome, flight.timeout)
-            .with_result(&end.result);
-        flight.entry.source.ended(&ended);
-        // Perhaps the last `Arc` of a removed tool: its `Drop` is the
-        // source's code.
-        let _ = drop_contained(flight);
-    }
 }
 
 impl Default for ToolRegistry {
@@ -206,7 +162,7 @@ impl fmt::Debug for ToolRegistry {
         f.debug_struct("ToolRegistry")
             .field("sources", &snapshot.sources.keys().collect::<Vec<_>>())
             .field("tools", &snapshot.tools.keys().collect::<Vec<_>>())
-            .field("in_flight", &self.shared.flights.len())
+            .field("in_flight", &self.in_flight())
             .finish()
     }
 }

@@ -4,10 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{CallHandle, Executor, Runner, Tool, ToolCall, ToolResult};
+use rho_tool_core::{CallHandle, Executor, Runner, Tool, ToolCall, ToolResult, Watch};
 
 use crate::entry::{Entry, ToolInfo};
-use crate::flights;
 use crate::policy::Disabled;
 
 /// A tool the registry found for a call, ready to start.
@@ -16,13 +15,12 @@ use crate::policy::Disabled;
 /// tool even if the source removes or swaps it meanwhile.
 #[derive(Debug, Clone)]
 pub struct Resolved {
-    registry: u64,
-    entry: Entry,
+    entry: Arc<Entry>,
 }
 
 impl Resolved {
-    pub(crate) fn new(registry: u64, entry: Entry) -> Self {
-        Self { registry, entry }
+    pub(crate) fn new(entry: Arc<Entry>) -> Self {
+        Self { entry }
     }
 
     /// The tool.
@@ -30,20 +28,43 @@ impl Resolved {
         &self.entry.tool
     }
 
-    /// What the model is told about it, and its source.
-    pub fn info(&self) -> &ToolInfo {
+    /// What the model is told about it, and its source. Shared with the
+    /// registry: the same `Arc` for as long as the tool stays registered
+    /// (a cache may key on it).
+    pub fn info(&self) -> &Arc<ToolInfo> {
         &self.entry.info
+    }
+
+    /// The watch a call of this tool is given: the tool's own entry, which
+    /// tells its source (`None` when the source has no policy, so there is
+    /// nobody to tell). For a host that starts the tool's calls itself with
+    /// [`Runner::start_watched`].
+    pub fn watch(&self) -> Option<Arc<dyn Watch>> {
+        self.entry.call_watch()
     }
 
     /// Starts `call` of the tool on `runner`.
     ///
-    /// The runner's watch should be the registry (see
-    /// [`ToolRegistry::watch`](crate::ToolRegistry::watch)): it then tells
-    /// this tool's source about the call, even if the name has moved to
+    /// The tool's source is told of the call (when it has a policy), on any
+    /// runner: this very tool's source, even if the name has moved to
     /// another source by the time the call starts.
     pub fn start<E: Executor>(self, runner: &Runner<E>, call: ToolCall) -> CallHandle<E> {
-        let tool = self.entry.tool.clone();
-        flights::starting(self.registry, self.entry, || runner.start(call, tool))
+        let watch = self.entry.call_watch();
+        runner.start_watched(call, self.entry.tool.clone(), watch)
+    }
+
+    /// A call of the tool refused with `result` before it ran (its
+    /// arguments do not fit its schema, say): it ends as
+    /// [`Outcome::Refused`](rho_tool_core::Outcome::Refused), and the tool's
+    /// source is told, so it learns that the model sends its tool bad
+    /// calls. A refusal never counts against the tool.
+    pub fn refuse<E: Executor>(
+        self,
+        runner: &Runner<E>,
+        call: ToolCall,
+        result: ToolResult,
+    ) -> CallHandle<E> {
+        runner.refuse_watched(call, result, self.entry.call_watch())
     }
 }
 
@@ -83,10 +104,7 @@ impl Refusal {
     /// The error result for the model, with details for host screens
     /// (`{"refused": "unknown_tool" | "disabled", ...}`).
     pub fn to_result(&self) -> ToolResult {
-        ToolResult {
-            details: Some(self.details()),
-            ..ToolResult::error(self.to_string())
-        }
+        ToolResult::error(self.to_string()).with_details(self.details())
     }
 
     /// An already-finished call of `call` ending with this refusal, so the
@@ -94,8 +112,8 @@ impl Refusal {
     ///
     /// It ends as [`Outcome::Refused`] with [`to_result`](Refusal::to_result),
     /// through [`Runner::refuse`]: not checked by the runner's gate (there
-    /// is nothing to approve) and not told to its watch (no source's tool
-    /// ran).
+    /// is nothing to approve). The runner's watch is told; no source is
+    /// (there is no such tool, or its source itself refused it).
     ///
     /// [`Outcome::Refused`]: rho_tool_core::Outcome::Refused
     pub fn start<E: Executor>(&self, runner: &Runner<E>, call: ToolCall) -> CallHandle<E> {

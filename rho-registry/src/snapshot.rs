@@ -9,20 +9,19 @@
 //! never visible before all of its metadata is.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rho_tool_core::untrusted::drop_contained;
 
 use crate::entry::Entry;
-use crate::flights::Flights;
+use crate::flights::InFlight;
 use crate::source::Source;
 
 /// One version of the registry.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Snapshot {
     /// Every tool by name; a `BTreeMap`, so listings come sorted by name.
-    pub(crate) tools: BTreeMap<String, Entry>,
+    pub(crate) tools: BTreeMap<String, Arc<Entry>>,
     /// Every source by name.
     pub(crate) sources: BTreeMap<String, Arc<Source>>,
 }
@@ -40,22 +39,18 @@ impl Snapshot {
 /// What every clone of a registry and every source handle share.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    /// Tells this registry's pending starts from another's (see
-    /// [`Flights`]).
-    pub(crate) id: u64,
     current: RwLock<Arc<Snapshot>>,
     writer: Mutex<()>,
-    pub(crate) flights: Flights,
+    /// The calls in flight of the sources that listen.
+    pub(crate) in_flight: Arc<InFlight>,
 }
 
 impl Shared {
     pub(crate) fn new() -> Self {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Self {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             current: RwLock::new(Arc::new(Snapshot::default())),
             writer: Mutex::new(()),
-            flights: Flights::default(),
+            in_flight: Arc::default(),
         }
     }
 

@@ -5,12 +5,13 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
-use rho_tool_core::Tool;
 use rho_tool_core::untrusted::call_contained;
+use rho_tool_core::{CallEnd, Tool};
 
 use crate::entry::Entry;
 use crate::error::RegistryError;
-use crate::policy::{Disabled, Ended, SourcePolicy};
+use crate::flights::InFlight;
+use crate::policy::{Disabled, SourcePolicy};
 use crate::snapshot::{Shared, Snapshot};
 
 /// A source of tools, as it is registered: its name, whether its tools'
@@ -30,6 +31,9 @@ pub struct Source {
     name: String,
     untrusted: bool,
     policy: Option<Arc<dyn SourcePolicy>>,
+    /// The count of calls in flight of the registry it is registered in;
+    /// set at registration.
+    in_flight: Option<Arc<InFlight>>,
 }
 
 impl Source {
@@ -39,6 +43,7 @@ impl Source {
             name: name.into(),
             untrusted: false,
             policy: None,
+            in_flight: None,
         }
     }
 
@@ -79,13 +84,23 @@ impl Source {
         call_contained(|| policy.disabled(tool)).ok().flatten()
     }
 
+    /// The same source, counting its calls in flight in `in_flight`.
+    pub(crate) fn registered(mut self, in_flight: Arc<InFlight>) -> Self {
+        self.in_flight = Some(in_flight);
+        self
+    }
+
+    pub(crate) fn in_flight(&self) -> Option<&InFlight> {
+        self.in_flight.as_deref()
+    }
+
     pub(crate) fn started(&self, tool: &str, task: rho_tool_core::TaskId) {
         if let Some(policy) = &self.policy {
             let _ = call_contained(|| policy.started(tool, task));
         }
     }
 
-    pub(crate) fn ended(&self, end: &Ended<'_>) {
+    pub(crate) fn ended(&self, end: &CallEnd) {
         if let Some(policy) = &self.policy {
             let _ = call_contained(|| policy.ended(end));
         }
@@ -174,7 +189,7 @@ impl SourceHandle {
     /// As [`add_all`](SourceHandle::add_all): another source's name is never
     /// taken over.
     pub fn replace(&self, tool: Arc<dyn Tool>) -> Result<bool, RegistryError> {
-        let entry = Entry::new(tool, &self.source)?;
+        let entry = Arc::new(Entry::new(tool, &self.source)?);
         self.change(|snapshot| {
             let swapped = self.owns(snapshot, entry.name());
             insert(snapshot, vec![entry], |held| {
@@ -253,10 +268,10 @@ impl SourceHandle {
     fn entries(
         &self,
         tools: impl IntoIterator<Item = Arc<dyn Tool>>,
-    ) -> Result<Vec<Entry>, RegistryError> {
+    ) -> Result<Vec<Arc<Entry>>, RegistryError> {
         tools
             .into_iter()
-            .map(|tool| Entry::new(tool, &self.source))
+            .map(|tool| Entry::new(tool, &self.source).map(Arc::new))
             .collect()
     }
 
@@ -280,7 +295,7 @@ impl SourceHandle {
 /// the old entry may go, and a name offered twice.
 fn insert(
     snapshot: &mut Snapshot,
-    entries: Vec<Entry>,
+    entries: Vec<Arc<Entry>>,
     may_swap: impl Fn(&Entry) -> bool,
 ) -> Result<(), RegistryError> {
     let mut offered = BTreeSet::new();

@@ -55,7 +55,7 @@ async fn ten_thousand_concurrent_calls_are_counted_exactly() {
         ("delta", Class::Ok),
     ];
 
-    let runner = runner(&registry);
+    let runner = runner();
     let mut injected: BTreeMap<(&str, Class), u64> = BTreeMap::new();
     let mut calls = Vec::with_capacity(CALLS);
     // Every call is started before any is awaited: all run at once.

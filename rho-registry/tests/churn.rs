@@ -108,7 +108,7 @@ async fn tools_come_and_go_under_load_without_losing_a_call() {
         })
     };
 
-    let runner = runner(&registry);
+    let runner = runner();
     let tally = Arc::new(Tally::default());
     let mut callers = Vec::new();
     for caller in 0..CALLERS {
@@ -249,7 +249,7 @@ async fn a_call_in_flight_finishes_with_its_tool_and_tells_its_source() {
             release: release.clone(),
         })
     };
-    let runner = runner(&registry);
+    let runner = runner();
     let call = |id: &str| ToolCall::new(id, "job", serde_json::json!({}));
 
     // v1 of `a` runs; then `a` swaps in v2, which runs too.

@@ -13,11 +13,9 @@ use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
 use rho_tool_core::{Outcome, Runner};
 use support::{Class, DenyMarked, QuietPanics, scripted, scripted_with_timeout};
 
-/// rho's runner on `pool`, with the tests' gate and the registry's watch.
-fn runner(pool: &SmolPool, registry: &ToolRegistry) -> Runner<SmolExecutor> {
-    Runner::new(pool.executor())
-        .with_gate(Arc::new(DenyMarked))
-        .with_watch(registry.watch())
+/// rho's runner on `pool`, with the tests' gate.
+fn runner(pool: &SmolPool) -> Runner<SmolExecutor> {
+    Runner::new(pool.executor()).with_gate(Arc::new(DenyMarked))
 }
 
 #[test]
@@ -35,7 +33,7 @@ fn ten_thousand_concurrent_calls_are_counted_exactly_on_smol() {
             scripted_with_timeout("gamma", Duration::from_millis(30)),
         ])
         .expect("new names");
-    let runner = runner(&pool, &registry);
+    let runner = runner(&pool);
     let mix = [
         ("alpha", Class::Ok),
         ("alpha", Class::Error),
@@ -105,7 +103,7 @@ fn quarantine_happens_at_exactly_the_nth_counted_failure_on_smol() {
         .expect("a new source")
         .add(scripted_with_timeout("flaky", Duration::from_millis(30)))
         .expect("a new name");
-    let runner = runner(&pool, &registry);
+    let runner = runner(&pool);
     let run = |class: Class| {
         let handle = registry.start(&runner, class.call("c", "flaky"));
         if class == Class::Abort {

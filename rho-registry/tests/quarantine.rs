@@ -32,7 +32,7 @@ fn listed(registry: &ToolRegistry) -> Vec<String> {
 async fn quarantine_happens_at_exactly_the_nth_counted_failure() {
     let _quiet = QuietPanics::new();
     let (registry, accounting, _agent) = setup(QuarantineRule::after(3));
-    let runner = runner(&registry);
+    let runner = runner();
 
     // Two strikes among calls that never count.
     let before_the_limit = [
@@ -140,7 +140,7 @@ async fn quarantine_happens_at_exactly_the_nth_counted_failure() {
 async fn denied_and_aborted_calls_never_count() {
     let _quiet = QuietPanics::new();
     let (registry, accounting, _agent) = setup(QuarantineRule::after(1));
-    let runner = runner(&registry);
+    let runner = runner();
 
     let mut calls = Vec::new();
     for i in 0..200 {
@@ -180,7 +180,7 @@ async fn denied_and_aborted_calls_never_count() {
 async fn failures_already_in_flight_do_not_move_the_quarantine() {
     let _quiet = QuietPanics::new();
     let (registry, accounting, _agent) = setup(QuarantineRule::after(5));
-    let runner = runner(&registry);
+    let runner = runner();
 
     // All 40 are resolved before any is started, so none can be refused by
     // a quarantine that earlier ones trigger: all of them run.
@@ -219,7 +219,7 @@ async fn failures_outside_the_window_do_not_add_up() {
     let _quiet = QuietPanics::new();
     let window = Duration::from_millis(100);
     let (registry, accounting, _agent) = setup(QuarantineRule::after(2).within(window));
-    let runner = runner(&registry);
+    let runner = runner();
 
     for _ in 0..4 {
         run(&registry, &runner, Class::Panic, "flaky").await;
@@ -244,7 +244,7 @@ async fn a_policy_can_serve_several_sources() {
             .add(scripted(tool))
             .expect("a new name");
     }
-    let runner = runner(&registry);
+    let runner = runner();
     run(&registry, &runner, Class::Panic, "second").await;
     assert_eq!(listed(&registry), ["first"]);
     let rows: Vec<(String, u64, bool)> = accounting

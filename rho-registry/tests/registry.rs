@@ -114,7 +114,7 @@ async fn an_unknown_name_gets_the_nearest_names() {
         .expect("new")
         .add_all(["read_file", "write_file", "list_dir", "grep"].map(scripted))
         .expect("new names");
-    let runner = runner(&registry);
+    let runner = runner();
 
     let end = run(&registry, &runner, Class::Ok, "ReadFile").await;
     assert_eq!(end.outcome, Outcome::Refused);
@@ -158,7 +158,7 @@ async fn a_removed_tool_or_source_gets_no_such_tool() {
     agent
         .add_all([scripted("scrape"), scripted("summarise")])
         .expect("new names");
-    let runner = runner(&registry);
+    let runner = runner();
     assert_eq!(
         run(&registry, &runner, Class::Ok, "scrape").await.outcome,
         Outcome::Succeeded
@@ -257,9 +257,7 @@ async fn the_gate_sees_what_the_source_says_about_trust() {
     assert_eq!(resolved.tool().timeout(), Duration::from_secs(7));
 
     let executor = rho_exec_tokio::TokioExecutor::current().expect("a timer");
-    let runner = rho_tool_core::Runner::new(executor)
-        .with_gate(Arc::new(TrustedOnly))
-        .with_watch(registry.watch());
+    let runner = rho_tool_core::Runner::new(executor).with_gate(Arc::new(TrustedOnly));
     let mine = registry.start(&runner, Class::Ok.call("1", "mine")).await;
     assert_eq!(mine.outcome, Outcome::Denied);
     let yours = registry.start(&runner, Class::Ok.call("2", "yours")).await;

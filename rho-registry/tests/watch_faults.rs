@@ -8,7 +8,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rho_registry::{
-    Accounting, Disabled, Ended, QuarantineRule, Queued, Source, SourcePolicy, ToolRegistry,
+    Accounting, Disabled, QuarantineRule, Queued, Source, SourcePolicy, ToolRegistry,
 };
 use rho_tool_core::{CallEnd, TaskId};
 use support::{Class, QuietPanics, launch, runner, scripted, scripted_with_timeout};
@@ -49,7 +49,7 @@ fn registry_with(policy: Arc<dyn SourcePolicy>) -> ToolRegistry {
 /// with no policy at all, and that none waited: a timeout ends soon after
 /// its limit, everything else well within [`GENEROUS`].
 async fn run_mixed_calls(registry: &ToolRegistry) -> Vec<CallEnd> {
-    let runner = runner(registry);
+    let runner = runner();
     let started = Instant::now();
     let calls: Vec<_> = mixed_calls()
         .into_iter()
@@ -103,7 +103,7 @@ impl SourcePolicy for Panicky {
         panic!("started({tool}) panics");
     }
 
-    fn ended(&self, end: &Ended<'_>) {
+    fn ended(&self, end: &CallEnd) {
         self.ended.fetch_add(1, Ordering::SeqCst);
         panic!("ended({}) panics", end.tool);
     }
@@ -167,7 +167,7 @@ impl SourcePolicy for Blocking {
         self.accounting.started(tool, task);
     }
 
-    fn ended(&self, end: &Ended<'_>) {
+    fn ended(&self, end: &CallEnd) {
         self.wait();
         self.accounting.ended(end);
     }

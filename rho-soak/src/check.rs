@@ -26,6 +26,7 @@ pub(crate) struct Tally {
     pub(crate) timed_out: u64,
     pub(crate) aborted: u64,
     pub(crate) executor_gone: u64,
+    pub(crate) refused: u64,
 }
 
 impl Tally {
@@ -39,9 +40,7 @@ impl Tally {
             Outcome::TimedOut => self.timed_out += 1,
             Outcome::Aborted => self.aborted += 1,
             Outcome::ExecutorGone => self.executor_gone += 1,
-            // Refused calls never reach a source; a class this version
-            // does not know is counted as a call only.
-            _ => {}
+            Outcome::Refused => self.refused += 1,
         }
     }
 
@@ -54,6 +53,7 @@ impl Tally {
         self.timed_out += other.timed_out;
         self.aborted += other.aborted;
         self.executor_gone += other.executor_gone;
+        self.refused += other.refused;
     }
 
     /// The same counts, read from a source's accounting.
@@ -67,6 +67,7 @@ impl Tally {
             timed_out: health.timed_out,
             aborted: health.aborted,
             executor_gone: health.executor_gone,
+            refused: health.refused,
         }
     }
 }
@@ -75,7 +76,8 @@ impl fmt::Display for Tally {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "calls {}, ok {}, failed {}, denied {}, crashed {}, timed out {}, aborted {}, gone {}",
+            "calls {}, ok {}, failed {}, denied {}, crashed {}, timed out {}, aborted {}, gone {}, \
+             refused {}",
             self.calls,
             self.succeeded,
             self.failed,
@@ -83,7 +85,8 @@ impl fmt::Display for Tally {
             self.crashed,
             self.timed_out,
             self.aborted,
-            self.executor_gone
+            self.executor_gone,
+            self.refused
         )
     }
 }

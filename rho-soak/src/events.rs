@@ -134,7 +134,7 @@ impl EventCheck {
                 if seen.ends[index].is_some() {
                     seen.extra_ends += 1;
                 } else {
-                    seen.ends[index] = Some(end.outcome);
+                    seen.ends[index] = Some(end.outcome());
                 }
                 state.settle(turn);
             }

@@ -150,8 +150,8 @@ pub(crate) struct CallPlan {
     pub(crate) forever: bool,
     /// When the host aborts this call alone, from the turn's start.
     pub(crate) abort_at: Option<Duration>,
-    /// The source of the tool counts this call (it was resolved, valid and
-    /// not a duplicate).
+    /// The source of the tool counts this call (its tool was resolved; a
+    /// call refused for its arguments or its id is counted as refused).
     pub(crate) counted: bool,
 }
 
@@ -718,6 +718,12 @@ impl Planner {
         arguments: Value,
         refusal: Refusal,
     ) -> CallPlan {
+        // A refused call of a registered tool reaches its source as a
+        // refusal; a call of a tool that is not there reaches none.
+        let counted = match refusal {
+            Refusal::InvalidArguments | Refusal::NotAnObject | Refusal::Duplicate => true,
+            Refusal::Unknown | Refusal::Removed => false,
+        };
         CallPlan {
             id,
             tool,
@@ -727,7 +733,7 @@ impl Planner {
             refusal: Some(refusal),
             forever: false,
             abort_at: None,
-            counted: false,
+            counted,
         }
     }
 }

@@ -56,10 +56,11 @@ fn arguments_of_every_json_type_but_an_object_are_refused() {
         );
     }
     assert_eq!(runs.load(Ordering::SeqCst), 0, "no tool ran");
+    let health = bench.health("echo");
     assert_eq!(
-        bench.health("echo").calls,
-        0,
-        "refused calls reach no source"
+        (health.calls, health.refused, health.strikes),
+        (8, 8, 0),
+        "each refusal reaches the tool's source as a refusal, never as a strike"
     );
     bench.assert_nothing_left();
 }
@@ -139,7 +140,17 @@ fn schema_violations_are_refused_naming_each_path() {
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1, "only the valid call ran");
     let health = bench.health("read_file");
-    assert_eq!((health.calls, health.succeeded), (1, 1));
+    // The source hears of the refused calls too (the model misreads its
+    // tool), as refusals.
+    assert_eq!(
+        (
+            health.calls,
+            health.succeeded,
+            health.refused,
+            health.strikes
+        ),
+        (7, 1, 6, 0)
+    );
     bench.assert_nothing_left();
 }
 
@@ -456,7 +467,8 @@ fn two_calls_with_the_same_id_in_one_turn() {
         duplicate.text()
     );
     assert_eq!(runs.load(Ordering::SeqCst), 2, "the duplicate never ran");
-    assert_eq!(bench.health("echo").calls, 2);
+    let health = bench.health("echo");
+    assert_eq!((health.calls, health.succeeded, health.refused), (3, 2, 1));
     bench.assert_nothing_left();
 }
 
@@ -579,8 +591,8 @@ fn a_tool_that_reports_after_being_killed_is_ignored() {
             _ => None,
         })
         .expect("an end event");
-    assert_eq!(end.outcome, Outcome::TimedOut);
-    assert_eq!(end.result.text(), timeout, "the result is unchanged");
+    assert_eq!(end.outcome(), Outcome::TimedOut);
+    assert_eq!(end.result().text(), timeout, "the result is unchanged");
     let health = bench.health("stubborn");
     assert_eq!((health.calls, health.timed_out), (1, 1));
 }

@@ -35,10 +35,18 @@ impl ToolCall {
 ///
 /// rho gives it out itself rather than asking the executor, so it means the
 /// same on every runtime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Serialises as its number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct TaskId(u64);
 
 impl TaskId {
+    /// The id of no task: a call that ended before any task was spawned
+    /// for it (a turn's call aborted while it waited for its place). Every
+    /// real task's id is another.
+    pub const NONE: TaskId = TaskId(0);
+
     pub(crate) fn next() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Self(NEXT.fetch_add(1, Ordering::Relaxed))

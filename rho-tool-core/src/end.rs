@@ -3,12 +3,18 @@
 use std::fmt;
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::call::TaskId;
 use crate::result::ToolResult;
 
 /// The class of a call's end.
+///
+/// Exhaustive on purpose: what counts against a tool, what a screen shows
+/// and what a model is told all depend on the class, so a host's `match`
+/// should cover every one, and a new class is a change of the contract that
+/// the compiler should point out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Outcome {
     /// The tool answered successfully.
     Succeeded,
@@ -50,7 +56,15 @@ impl Outcome {
     /// Whether the end counts against the tool (a crash or a timeout), the
     /// way a source's accounting should count it.
     pub fn counts_against_tool(self) -> bool {
-        matches!(self, Outcome::Crashed | Outcome::TimedOut)
+        match self {
+            Outcome::Crashed | Outcome::TimedOut => true,
+            Outcome::Succeeded
+            | Outcome::Failed
+            | Outcome::Denied
+            | Outcome::Aborted
+            | Outcome::ExecutorGone
+            | Outcome::Refused => false,
+        }
     }
 }
 
@@ -67,6 +81,18 @@ impl fmt::Display for Outcome {
     }
 }
 
+/// The gate did not answer a call at once: it is waiting for approval
+/// (a person is being asked, say). No clock runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwaitingApproval {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The task running the call.
+    pub task: TaskId,
+}
+
 /// The loop was told that a call's gate allowed it: its clock started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Running {
@@ -80,8 +106,17 @@ pub struct Running {
     pub waited: Duration,
 }
 
-/// A finished call: its result and how it got there.
-#[derive(Debug, Clone, PartialEq)]
+/// How a call ended: the one record of it, as the loop gets it.
+///
+/// The same record reaches everyone who hears of the end: the loop that
+/// awaited the call, the runner's and the call's [`Watch`](crate::Watch)
+/// (so a registry's sources), and, in a turn, the subscribers of its end
+/// event. It holds the whole result; what a session keeps of it (under an
+/// output cap and a keep-details policy) is the host's own copy.
+///
+/// Serialises to JSON with the outcome as text and times in milliseconds
+/// (`waited_ms`, `ran_ms`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallEnd {
     /// The call's id.
     pub call_id: String,
@@ -95,9 +130,11 @@ pub struct CallEnd {
     pub result: ToolResult,
     /// How long the call waited for its gate (until it ended, if the gate
     /// never allowed it).
+    #[serde(rename = "waited_ms", serialize_with = "crate::millis::duration")]
     pub waited: Duration,
     /// How long the tool ran after the gate allowed it; `None` if it never
     /// started.
+    #[serde(rename = "ran_ms", serialize_with = "crate::millis::optional")]
     pub ran: Option<Duration>,
 }
 
@@ -115,14 +152,16 @@ pub struct Update {
 }
 
 /// What a call reports to the loop, in this order: at most one
-/// `AwaitingGate`, at most one `Running`, any number of `Update`s, then
+/// `AwaitingApproval`, at most one `Running`, any number of `Update`s, then
 /// exactly one `Ended`.
+///
+/// Exhaustive on purpose, like [`Outcome`]: a loop that reads events one by
+/// one should handle each.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum CallEvent {
-    /// The gate did not answer at once: it is waiting (for a person,
-    /// say). Carries the call's id. No clock runs.
-    AwaitingGate(String),
+    /// The gate did not answer at once: it is waiting for approval. No
+    /// clock runs.
+    AwaitingApproval(AwaitingApproval),
     /// The gate allowed the call and its clock started.
     Running(Running),
     /// The running tool reported a partial result.

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use rho_untrusted::{Exit, call_contained, exit_text, panic_text_at};
 
 use crate::call::TaskId;
-use crate::end::{CallEnd, CallEvent, Outcome, Running, Update};
+use crate::end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Running, Update};
 use crate::executor::{Executor, Joined, TaskHandle};
-use crate::notice::Notice;
+use crate::notice::{Notice, Seen};
 use crate::result::ToolResult;
 use crate::runner::{TaskEnd, TaskOut};
 
@@ -39,19 +39,63 @@ pub struct CallHandle<E: Executor> {
     executor: E,
     task: E::Handle<TaskOut>,
     /// The call's shared state, which also holds its id, the tool's name,
-    /// the task id and the runner's watch.
+    /// the task id and the watches.
     notice: Arc<Notice>,
     timeout: Duration,
     started: Instant,
-    running_since: Option<Instant>,
-    running_reported: bool,
-    gate_wait_reported: bool,
-    ended: bool,
-    deadline: Option<E::Sleep>,
-    /// The task's end, seen while an earlier event still had to be
-    /// reported (only when events are read one by one). Boxed: it is rare,
-    /// and the handle is part of every call in flight.
-    joined: Option<Box<Joined<TaskOut>>>,
+    stage: Stage<E::Sleep>,
+}
+
+/// Where a call is, as the loop has seen and reported it.
+///
+/// A call moves forward only: `Gating`, perhaps `AwaitingApproval`, then
+/// `Allowed` and `Running` once the gate allowed, perhaps `Draining`, then
+/// `Ended`. Read for its end only (the handle awaited as a future), a call
+/// reports nothing on the way and skips the stages that exist to report
+/// something (`AwaitingApproval`, `Allowed`, `Draining`).
+enum Stage<S> {
+    /// The gate has not allowed the call: no clock runs.
+    Gating,
+    /// The gate is waiting, and the loop has reported so.
+    AwaitingApproval,
+    /// The gate allowed the call at `since`, and the loop has not reported
+    /// it yet; the clock counts from `since`.
+    Allowed { since: Instant },
+    /// The loop reported that the call runs; the clock counts from `since`.
+    /// The deadline's timer is made when the clock is first checked with
+    /// the task still running (a task that already ended needs none).
+    Running { since: Instant, deadline: Option<S> },
+    /// The task ended; partial results it queued before are reported
+    /// before its end. Boxed: it is rare, and a handle is part of every
+    /// call in flight.
+    Draining {
+        since: Option<Instant>,
+        joined: Box<Joined<TaskOut>>,
+    },
+    /// The loop has the call's end.
+    Ended,
+}
+
+impl<S> Stage<S> {
+    /// When the gate allowed the call, if it has (as the loop saw it).
+    fn since(&self) -> Option<Instant> {
+        match self {
+            Stage::Allowed { since } | Stage::Running { since, .. } => Some(*since),
+            Stage::Draining { since, .. } => *since,
+            Stage::Gating | Stage::AwaitingApproval | Stage::Ended => None,
+        }
+    }
+}
+
+/// Who reads a call: the loop taking its events one by one, or the loop
+/// awaiting its end only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    /// Every event is built and reported, partial results included.
+    Events,
+    /// Only the end: progress is noted but not built, and partial results
+    /// are not queued, so nothing is cloned or kept for events nobody reads.
+    EndOnly,
 }
 
 impl<E: Executor> CallHandle<E> {
@@ -67,12 +111,7 @@ impl<E: Executor> CallHandle<E> {
             notice,
             timeout,
             started: Instant::now(),
-            running_since: None,
-            running_reported: false,
-            gate_wait_reported: false,
-            deadline: None,
-            joined: None,
-            ended: false,
+            stage: Stage::Gating,
         }
     }
 
@@ -98,7 +137,7 @@ impl<E: Executor> CallHandle<E> {
 
     /// Whether the loop has seen the running notice (the clock runs).
     pub fn is_running(&self) -> bool {
-        self.running_since.is_some()
+        self.stage.since().is_some()
     }
 
     /// Aborts the call: the next poll kills the task and ends the call with
@@ -116,8 +155,8 @@ impl<E: Executor> CallHandle<E> {
     }
 
     /// The next thing the call reports, in this order: at most one
-    /// [`CallEvent::AwaitingGate`], at most one [`CallEvent::Running`], any
-    /// number of [`CallEvent::Update`]s, then exactly one
+    /// [`CallEvent::AwaitingApproval`], at most one [`CallEvent::Running`],
+    /// any number of [`CallEvent::Update`]s, then exactly one
     /// [`CallEvent::Ended`]; `None` after that.
     pub async fn next_event(&mut self) -> Option<CallEvent> {
         std::future::poll_fn(|cx| self.poll_event(cx)).await
@@ -125,96 +164,141 @@ impl<E: Executor> CallHandle<E> {
 
     /// Polls for the next event; see [`next_event`](CallHandle::next_event).
     pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<CallEvent>> {
-        self.poll_step(cx, true)
+        self.poll_step(cx, Reader::Events)
     }
 
-    /// One step of the call. With `progress` false (awaiting the handle for
-    /// its end only) the progress events are noted but not built, and
-    /// partial results are dropped: no strings are cloned and nothing is
-    /// queued for events nobody reads.
-    fn poll_step(&mut self, cx: &mut Context<'_>, progress: bool) -> Poll<Option<CallEvent>> {
-        if self.ended {
-            return Poll::Ready(None);
-        }
-        let joined = match self.joined.take() {
-            Some(joined) => Some(*joined),
-            None => match Pin::new(&mut self.task).poll(cx) {
-                Poll::Ready(joined) => Some(joined),
-                Poll::Pending => None,
-            },
-        };
-        let seen = self.notice.look(cx.waker());
-        if seen.gate_waiting && !self.gate_wait_reported {
-            self.gate_wait_reported = true;
-            if progress {
-                self.joined = joined.map(Box::new);
-                return Poll::Ready(Some(CallEvent::AwaitingGate(
-                    self.notice.call_id().to_owned(),
-                )));
-            }
-        }
-        if self.running_since.is_none() {
-            if let Some(at) = seen.running_at {
-                self.running_since = Some(at);
-                if joined.is_none() {
-                    // The clock counts from the notice itself, not from the
-                    // moment this loop got round to looking.
-                    let left = self.timeout.saturating_sub(at.elapsed());
-                    self.deadline = Some(self.executor.sleep(left));
+    /// One step of the call for `reader`: the next event, or pending.
+    fn poll_step(&mut self, cx: &mut Context<'_>, reader: Reader) -> Poll<Option<CallEvent>> {
+        match std::mem::replace(&mut self.stage, Stage::Ended) {
+            Stage::Ended => return Poll::Ready(None),
+            Stage::Draining { since, joined } => {
+                if let Some(event) = self.take_update() {
+                    self.stage = Stage::Draining { since, joined };
+                    return Poll::Ready(Some(event));
                 }
-            }
-        }
-        // A call that ran reports Running before anything else of its run,
-        // even when it finished before the loop first looked.
-        if let Some(since) = self.running_since {
-            if !self.running_reported && progress {
-                self.running_reported = true;
-                self.joined = joined.map(Box::new);
-                return Poll::Ready(Some(CallEvent::Running(Running {
-                    call_id: self.notice.call_id().to_owned(),
-                    tool: self.notice.tool().to_owned(),
-                    task: self.notice.task,
-                    waited: since.saturating_duration_since(self.started),
-                })));
-            }
-        }
-        if joined.is_none() {
-            // The host and the clock come before partial results: a tool
-            // that reports without pause must not outrun its deadline.
-            if seen.abort {
-                self.task.kill();
-                let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
+                let end = self.finish_joined_since(*joined, since);
                 return Poll::Ready(Some(CallEvent::Ended(end)));
             }
-            if let Some(deadline) = &mut self.deadline {
-                if Pin::new(deadline).poll(cx).is_ready() {
-                    self.task.kill();
-                    let end = self.finish_exit(Outcome::TimedOut, Exit::TimedOut(self.timeout));
-                    return Poll::Ready(Some(CallEvent::Ended(end)));
+            other => self.stage = other,
+        }
+        let seen = self.notice.look(cx.waker());
+        if let Some(event) = self.advance(&seen, reader) {
+            return Poll::Ready(Some(event));
+        }
+        if let Poll::Ready(joined) = Pin::new(&mut self.task).poll(cx) {
+            if reader == Reader::Events && seen.has_update {
+                // Partial results the task queued before it ended come
+                // first.
+                if let Some(event) = self.take_update() {
+                    self.stage = Stage::Draining {
+                        since: self.stage.since(),
+                        joined: Box::new(joined),
+                    };
+                    return Poll::Ready(Some(event));
                 }
             }
+            return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined))));
+        }
+        // The host and the clock come before partial results: a tool that
+        // reports without pause must not outrun its deadline.
+        if seen.abort {
+            self.task.kill();
+            let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
+            return Poll::Ready(Some(CallEvent::Ended(end)));
+        }
+        if self.deadline_passed(cx) {
+            self.task.kill();
+            let end = self.finish_exit(Outcome::TimedOut, Exit::TimedOut(self.timeout));
+            return Poll::Ready(Some(CallEvent::Ended(end)));
         }
         if seen.has_update {
-            if !progress {
-                // Awaited for its end only: nobody will read partial
-                // results, so stop queueing them (up to 256 per call).
-                self.notice.close();
-            } else if let Some((partial, dropped_before)) = self.notice.take_update() {
-                self.joined = joined.map(Box::new);
-                return Poll::Ready(Some(CallEvent::Update(Update {
-                    call_id: self.notice.call_id().to_owned(),
-                    partial,
-                    dropped_before,
-                })));
+            match reader {
+                // Nobody will read partial results: stop queueing them (up
+                // to 256 per call).
+                Reader::EndOnly => self.notice.close(),
+                Reader::Events => {
+                    if let Some(event) = self.take_update() {
+                        return Poll::Ready(Some(event));
+                    }
+                }
             }
-        }
-        if let Some(joined) = joined {
-            return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined))));
         }
         Poll::Pending
     }
 
+    /// Moves through the gate's stages as `seen` says; returns the event to
+    /// report, if one is due. A call that ran reports `Running` before
+    /// anything else of its run, even when it finished before the loop
+    /// first looked.
+    fn advance(&mut self, seen: &Seen, reader: Reader) -> Option<CallEvent> {
+        if let Stage::Gating = self.stage {
+            if seen.gate_waiting && reader == Reader::Events {
+                // Reported first, once, even when the gate has allowed by
+                // now: the running notice follows at the next step.
+                self.stage = Stage::AwaitingApproval;
+                return Some(CallEvent::AwaitingApproval(AwaitingApproval {
+                    call_id: self.notice.call_id().to_owned(),
+                    tool: self.notice.tool().to_owned(),
+                    task: self.notice.task,
+                }));
+            }
+        }
+        if let (Stage::Gating | Stage::AwaitingApproval, Some(since)) =
+            (&self.stage, seen.running_at)
+        {
+            self.stage = match reader {
+                Reader::Events => Stage::Allowed { since },
+                Reader::EndOnly => Stage::Running {
+                    since,
+                    deadline: None,
+                },
+            };
+        }
+        if let Stage::Allowed { since } = self.stage {
+            self.stage = Stage::Running {
+                since,
+                deadline: None,
+            };
+            return Some(CallEvent::Running(Running {
+                call_id: self.notice.call_id().to_owned(),
+                tool: self.notice.tool().to_owned(),
+                task: self.notice.task,
+                waited: since.saturating_duration_since(self.started),
+            }));
+        }
+        None
+    }
+
+    fn take_update(&self) -> Option<CallEvent> {
+        let (partial, dropped_before) = self.notice.take_update()?;
+        Some(CallEvent::Update(Update {
+            call_id: self.notice.call_id().to_owned(),
+            partial,
+            dropped_before,
+        }))
+    }
+
+    /// Whether the clock ran out, checked while the task is still running.
+    /// The deadline's timer is made at the first check, for what is left of
+    /// the timeout counted from the notice itself (not from the moment this
+    /// loop got round to looking).
+    fn deadline_passed(&mut self, cx: &mut Context<'_>) -> bool {
+        let Stage::Running { since, deadline } = &mut self.stage else {
+            return false;
+        };
+        let timer = deadline.get_or_insert_with(|| {
+            let left = self.timeout.saturating_sub(since.elapsed());
+            self.executor.sleep(left)
+        });
+        Pin::new(timer).poll(cx).is_ready()
+    }
+
     fn finish_joined(&mut self, joined: Joined<TaskOut>) -> CallEnd {
+        let since = self.stage.since();
+        self.finish_joined_since(joined, since)
+    }
+
+    fn finish_joined_since(&mut self, joined: Joined<TaskOut>, since: Option<Instant>) -> CallEnd {
         let TaskOut {
             call_id,
             call_name,
@@ -224,12 +308,23 @@ impl<E: Executor> CallHandle<E> {
             // Only this handle can kill the task, and it stops polling it
             // when it does; a third-party executor that kills on its own is
             // treated as an abort.
-            Joined::Killed => return self.finish_exit(Outcome::Aborted, Exit::Aborted),
-            Joined::Crashed => return self.finish_exit(Outcome::Crashed, Exit::Crashed),
-            Joined::Lost => return self.finish_exit(Outcome::ExecutorGone, Exit::ExecutorGone),
+            Joined::Killed => {
+                return self.finish(Outcome::Aborted, exit(self, Exit::Aborted), None, since);
+            }
+            Joined::Crashed => {
+                return self.finish(Outcome::Crashed, exit(self, Exit::Crashed), None, since);
+            }
+            Joined::Lost => {
+                return self.finish(
+                    Outcome::ExecutorGone,
+                    exit(self, Exit::ExecutorGone),
+                    None,
+                    since,
+                );
+            }
         };
         let (outcome, result) = self.judge(end);
-        self.finish_named(outcome, result, Some((call_id, call_name)))
+        self.finish(outcome, result, Some((call_id, call_name)), since)
     }
 
     /// The outcome and result of a task that ended on its own.
@@ -271,9 +366,12 @@ impl<E: Executor> CallHandle<E> {
         }
     }
 
-    fn finish_exit(&mut self, outcome: Outcome, exit: Exit) -> CallEnd {
-        let result = ToolResult::error(exit_text(self.notice.tool(), exit));
-        self.finish_named(outcome, result, None)
+    /// Ends the call the loop's way (an abort, a timeout): the task's own
+    /// end, if it comes, is never read.
+    fn finish_exit(&mut self, outcome: Outcome, why: Exit) -> CallEnd {
+        let since = self.stage.since();
+        let result = exit(self, why);
+        self.finish(outcome, result, None, since)
     }
 
     /// Ends the call. `names` are the call's id and name as the task handed
@@ -281,11 +379,12 @@ impl<E: Executor> CallHandle<E> {
     /// for the id; for the name whenever the call named the tool that ran),
     /// copied from the notice otherwise, so the handle keeps its own for
     /// its accessors either way.
-    fn finish_named(
+    fn finish(
         &mut self,
         outcome: Outcome,
         result: ToolResult,
         names: Option<(String, String)>,
+        since: Option<Instant>,
     ) -> CallEnd {
         let (call_id, tool) = match names {
             // The id is the task's own copy of the one the notice was made
@@ -296,16 +395,15 @@ impl<E: Executor> CallHandle<E> {
                 self.notice.tool().to_owned(),
             ),
         };
-        self.ended = true;
+        self.stage = Stage::Ended;
         // Only a live tool context (or an abort handle) could still report
         // through the notice; when this handle holds the last pointer to
         // it there is nobody left to close it against.
         if Arc::strong_count(&self.notice) > 1 {
             self.notice.close();
         }
-        self.deadline = None;
         let now = Instant::now();
-        let (waited, ran) = match self.running_since {
+        let (waited, ran) = match since {
             Some(since) => (
                 since.saturating_duration_since(self.started),
                 Some(now.saturating_duration_since(since)),
@@ -321,15 +419,17 @@ impl<E: Executor> CallHandle<E> {
             waited,
             ran,
         };
-        self.tell_watch(&end);
+        for watch in self.notice.watches() {
+            let _ = call_contained(|| watch.ended(&end));
+        }
         end
     }
+}
 
-    fn tell_watch(&self, end: &CallEnd) {
-        if let Some(watch) = &self.notice.parts.watch {
-            let _ = call_contained(|| watch.ended(end));
-        }
-    }
+/// The error result of an end the loop decided (`exit_text`, which runs no
+/// code of the reason).
+fn exit<E: Executor>(handle: &CallHandle<E>, why: Exit) -> ToolResult {
+    ToolResult::error(exit_text(handle.notice.tool(), why))
 }
 
 /// `given` when it says the same as `ours`, a copy of `ours` otherwise.
@@ -352,7 +452,7 @@ impl<E: Executor> Future for CallHandle<E> {
     /// pending: a call never ends twice.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallEnd> {
         let this = self.get_mut();
-        match this.poll_step(cx, false) {
+        match this.poll_step(cx, Reader::EndOnly) {
             Poll::Ready(Some(CallEvent::Ended(end))) => Poll::Ready(end),
             // Without progress events the only event is the end.
             Poll::Ready(Some(_) | None) | Poll::Pending => Poll::Pending,
@@ -362,10 +462,10 @@ impl<E: Executor> Future for CallHandle<E> {
 
 impl<E: Executor> Drop for CallHandle<E> {
     fn drop(&mut self) {
-        if !self.ended {
+        if !matches!(self.stage, Stage::Ended) {
             self.notice.close();
             self.task.kill();
-            if self.notice.parts.watch.is_some() {
+            if self.notice.is_watched() {
                 let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
                 drop(end);
             }
@@ -380,8 +480,8 @@ impl<E: Executor> fmt::Debug for CallHandle<E> {
             .field("tool", &self.notice.tool())
             .field("task", &self.notice.task)
             .field("timeout", &self.timeout)
-            .field("running", &self.running_since.is_some())
-            .field("ended", &self.ended)
+            .field("running", &self.is_running())
+            .field("ended", &matches!(self.stage, Stage::Ended))
             .finish_non_exhaustive()
     }
 }

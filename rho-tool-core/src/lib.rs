@@ -70,10 +70,12 @@
 
 mod call;
 mod contain;
+mod content;
 mod end;
 mod executor;
 mod gate;
 mod handle;
+pub mod millis;
 mod notice;
 mod output;
 mod result;
@@ -82,12 +84,13 @@ mod tool;
 mod watch;
 
 pub use call::{TaskId, ToolCall};
-pub use end::{CallEnd, CallEvent, Outcome, Running, Update};
+pub use content::{Audio, Content, EmbeddedResource, ResourceContents, ResourceLink};
+pub use end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Running, Update};
 pub use executor::{Executor, Joined, TaskHandle};
 pub use gate::{AllowAll, Gate, Verdict};
 pub use handle::{AbortHandle, CallHandle};
 pub use output::{AnswerError, Image, ToolOutput};
-pub use result::{Content, ToolResult};
+pub use result::ToolResult;
 pub use runner::{Runner, start};
 pub use tool::{DEFAULT_TIMEOUT, Tool, ToolContext};
 pub use watch::Watch;

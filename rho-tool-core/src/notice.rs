@@ -2,9 +2,8 @@
 //!
 //! One allocation per call, which the task, the loop's handle and the tool's
 //! context each point to: the call's id, the tool's name and the task id,
-//! the runner's parts (gate, watch, limits, timer) and a small mutex rather
-//! than channels. Through the
-//! mutex the task says "the gate is waiting" and "running" once each and
+//! the runner's parts (gate, watch, limits, timer), the call's own watch,
+//! and a small mutex rather than channels. Through the mutex the task says "the gate is waiting" and "running" once each and
 //! queues partial results; the host may say "abort" once; the loop reads it
 //! all and leaves its waker. Only plain data is ever stored here: partial
 //! results are made plain in the task before they are queued.
@@ -22,6 +21,7 @@ use rho_untrusted::Plain;
 
 use crate::call::TaskId;
 use crate::runner::Parts;
+use crate::watch::Watch;
 
 /// How many partial results wait for the loop before the oldest is dropped.
 /// A loop that polls its calls keeps this near empty; the bound only stops
@@ -35,6 +35,8 @@ pub(crate) struct Notice {
     pub(crate) task: TaskId,
     /// The runner's gate, watch, limits and timer.
     pub(crate) parts: Arc<Parts>,
+    /// The call's own watch (its tool's source, say), beside the runner's.
+    pub(crate) watch: Option<Arc<dyn Watch>>,
     state: Mutex<State>,
 }
 
@@ -112,13 +114,33 @@ pub(crate) struct Seen {
 }
 
 impl Notice {
-    pub(crate) fn new(task: TaskId, parts: Arc<Parts>, names: Names) -> Self {
+    pub(crate) fn new(
+        task: TaskId,
+        parts: Arc<Parts>,
+        names: Names,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Self {
         Self {
             names,
             task,
             parts,
+            watch,
             state: Mutex::default(),
         }
+    }
+
+    /// The watches told of this call: the runner's, then the call's own.
+    pub(crate) fn watches(&self) -> impl Iterator<Item = &dyn Watch> {
+        self.parts
+            .watch
+            .as_deref()
+            .into_iter()
+            .chain(self.watch.as_deref())
+    }
+
+    /// Whether anyone is told of this call's end.
+    pub(crate) fn is_watched(&self) -> bool {
+        self.parts.watch.is_some() || self.watch.is_some()
     }
 
     /// The call's id, as the tool's context and the loop's handle read it.

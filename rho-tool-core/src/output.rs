@@ -6,7 +6,8 @@ use rho_untrusted::plain::Foreign;
 use rho_untrusted::{Limits, Plain, PlainError};
 use serde::Serialize;
 
-use crate::result::{Content, ToolResult};
+use crate::content::Content;
+use crate::result::ToolResult;
 
 /// An image in an answer: its mime type and raw bytes.
 #[derive(Clone, PartialEq, Eq)]
@@ -159,28 +160,22 @@ impl ToolOutput {
                 Some(foreign.into_plain(limits).map_err(AnswerError::Details)?)
             }
         };
-        let (content, is_error) = match self.answer {
-            Answer::Text(text) => (vec![Content::text(text)], false),
-            Answer::Error(text) | Answer::Crashed(text) => (vec![Content::text(text)], true),
+        let mut result = match self.answer {
+            Answer::Text(text) => ToolResult::success(text),
+            Answer::Error(text) | Answer::Crashed(text) => ToolResult::error(text),
             Answer::Images { images, text } => {
                 let mut content = Vec::with_capacity(images.len() + 1);
                 for (index, image) in images.into_iter().enumerate() {
                     check_image(&image)
                         .map_err(|reason| AnswerError::InvalidImage { index, reason })?;
-                    content.push(Content::Image {
-                        mime_type: image.mime_type,
-                        data: image.data,
-                    });
+                    content.push(Content::Image(image));
                 }
                 content.push(Content::text(text));
-                (content, false)
+                ToolResult::from_content(content, false)
             }
         };
-        Ok(ToolResult {
-            content,
-            details,
-            is_error,
-        })
+        result.details = details;
+        Ok(result)
     }
 }
 

@@ -122,18 +122,32 @@ impl<E: Executor> Runner<E> {
         &self.executor
     }
 
-    /// A call that ends at once, refused with `result`, without a gate, a
-    /// tool or a watch: for an unknown or disabled tool, or arguments that
-    /// do not fit the tool's schema. It ends with [`Outcome::Refused`](crate::Outcome::Refused)
+    /// A call that ends at once, refused with `result`, without a gate or
+    /// a tool: for an unknown or disabled tool, or arguments that do not
+    /// fit the tool's schema. It ends with [`Outcome::Refused`](crate::Outcome::Refused)
     /// through the same [`CallHandle`] as every other call, so a host's
-    /// loop treats all calls alike.
+    /// loop treats all calls alike. The runner's watch is told of it like
+    /// any call (a refusal is not a crash: it never counts against a tool).
     pub fn refuse(&self, call: ToolCall, result: ToolResult) -> CallHandle<E> {
-        // Not this runner's parts: a refused call tells no watch.
-        let parts = Arc::new(Parts {
-            watch: None,
-            ..Parts::clone(&self.parts)
-        });
-        let notice = Notice::new(TaskId::next(), parts, Names::new(&call.id, &call.name));
+        self.refuse_watched(call, result, None)
+    }
+
+    /// [`refuse`](Runner::refuse), also telling `watch` (the refused
+    /// tool's source, say) of the call.
+    pub fn refuse_watched(
+        &self,
+        call: ToolCall,
+        result: ToolResult,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> CallHandle<E> {
+        let task = TaskId::next();
+        let notice = Notice::new(
+            task,
+            self.parts.clone(),
+            Names::new(&call.id, &call.name),
+            watch,
+        );
+        tell_started(&notice, &call);
         let handle = self.executor.spawn(std::future::ready(TaskOut {
             call_id: call.id,
             call_name: call.name,
@@ -149,20 +163,31 @@ impl<E: Executor> Runner<E> {
 
     /// Starts `call` of `tool` as one task; await the handle for its end.
     ///
-    /// Returns at once: the gate and the tool run in the task. The watch is
-    /// told the task before it is spawned. The tool's metadata
+    /// Returns at once: the gate and the tool run in the task. The runner's
+    /// watch is told the task before it is spawned. The tool's metadata
     /// ([`Tool::name`], [`Tool::timeout`]) is read here, in the loop; if
     /// reading it panics, the call ends as crashed without running.
     pub fn start(&self, call: ToolCall, tool: Arc<dyn Tool>) -> CallHandle<E> {
+        self.start_watched(call, tool, None)
+    }
+
+    /// [`start`](Runner::start), also telling `watch` of the call: the
+    /// call's own watch, beside the runner's. A registry passes its tool's
+    /// source here, so the source hears of every call of its tools however
+    /// the runner was built.
+    pub fn start_watched(
+        &self,
+        call: ToolCall,
+        tool: Arc<dyn Tool>,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> CallHandle<E> {
         let task = TaskId::next();
         let metadata = call_contained(|| (Names::new(&call.id, tool.name()), tool.timeout()));
-        if let Some(watch) = &self.parts.watch {
-            let _ = call_contained(|| watch.started(&call, task));
-        }
         let parts = self.parts.clone();
         let (notice, timeout, handle) = match metadata {
             Ok((names, timeout)) => {
-                let notice = Arc::new(Notice::new(task, parts, names));
+                let notice = Arc::new(Notice::new(task, parts, names, watch));
+                tell_started(&notice, &call);
                 let body = run_call(call, tool, notice.clone());
                 (notice, timeout, self.executor.spawn(body))
             }
@@ -170,6 +195,8 @@ impl<E: Executor> Runner<E> {
                 // Still a task, so the end reaches the loop the one way all
                 // ends do.
                 let names = Names::new(&call.id, &call.name);
+                let notice = Arc::new(Notice::new(task, parts, names, watch));
+                tell_started(&notice, &call);
                 let end = TaskOut {
                     call_id: call.id,
                     call_name: call.name,
@@ -179,11 +206,24 @@ impl<E: Executor> Runner<E> {
                     },
                 };
                 let handle = self.executor.spawn(std::future::ready(end));
-                let notice = Arc::new(Notice::new(task, parts, names));
                 (notice, std::time::Duration::ZERO, handle)
             }
         };
         CallHandle::new(self.executor.clone(), handle, notice, timeout)
+    }
+}
+
+impl<E: Executor> From<E> for Runner<E> {
+    /// A runner on the executor, as [`Runner::new`] makes it.
+    fn from(executor: E) -> Self {
+        Self::new(executor)
+    }
+}
+
+/// Tells the call's watches that it is about to run in its task.
+fn tell_started(notice: &Notice, call: &ToolCall) {
+    for watch in notice.watches() {
+        let _ = call_contained(|| watch.started(call, notice.task));
     }
 }
 
@@ -369,7 +409,12 @@ mod tests {
             timer: Arc::new(NoTimer),
         });
         let call = ToolCall::new("call-1", "idle", serde_json::Value::Null);
-        let notice = Notice::new(TaskId::next(), parts, Names::new(&call.id, &call.name));
+        let notice = Notice::new(
+            TaskId::next(),
+            parts,
+            Names::new(&call.id, &call.name),
+            None,
+        );
         let body = run_call(call, Arc::new(Idle), Arc::new(notice));
         let size = std::mem::size_of_val(&body);
         assert!(size <= 152, "the task state grew to {size} bytes");

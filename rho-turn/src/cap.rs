@@ -42,21 +42,25 @@ impl OutputCap {
 
     /// `result` with each text part under the cap, and how many bytes were
     /// cut in all. The details are kept as they are.
-    pub fn apply(&self, result: ToolResult) -> (ToolResult, usize) {
+    pub fn apply(&self, mut result: ToolResult) -> (ToolResult, usize) {
+        let cut = self.apply_in_place(&mut result);
+        (result, cut)
+    }
+
+    /// Cuts each text part of `result` under the cap, in place; returns how
+    /// many bytes were cut in all. Other parts and the details are kept.
+    pub fn apply_in_place(&self, result: &mut ToolResult) -> usize {
         let mut total = 0;
-        let content = result
-            .content
-            .into_iter()
-            .map(|part| match part {
-                Content::Text { text } if text.len() > self.max_bytes => {
-                    let (text, cut) = self.cut(&text);
+        for part in result.content_mut() {
+            if let Content::Text(text) = part {
+                if text.len() > self.max_bytes {
+                    let (kept, cut) = self.cut(text);
+                    *text = kept;
                     total += cut;
-                    Content::Text { text }
                 }
-                other => other,
-            })
-            .collect();
-        (ToolResult { content, ..result }, total)
+            }
+        }
+        total
     }
 }
 

@@ -5,11 +5,18 @@ use std::time::Duration;
 use rho_tool_core::{Outcome, ToolResult};
 use serde::Serialize;
 
-use crate::event::{maybe_millis, millis};
-
 /// One call of a turn as the session keeps it: the result the model reads
 /// (its text under the output cap, if any) with the details the host's
 /// [`KeepDetails`](crate::KeepDetails) policy kept.
+///
+/// # Why this is not the call's [`CallEnd`](rho_tool_core::CallEnd)
+///
+/// The `CallEnd` is the whole end, as the loop, the tool's source and the
+/// subscribers get it (in [`ExecutionEnd`](crate::ExecutionEnd)). The
+/// session keeps less, under the host's policies, and says how much it cut;
+/// it has no task id, which means nothing once the process is gone. Two
+/// records, because the session's copy is made from the whole one and the
+/// whole one must still exist for the screens.
 ///
 /// A turn returns one per call, in the order the model issued the calls.
 /// It serialises to JSON with the outcome as text and times in
@@ -27,10 +34,13 @@ pub struct SessionEntry {
     /// How many bytes of text the output cap cut (0 when nothing was).
     pub cut_bytes: usize,
     /// How long the call waited for its gate.
-    #[serde(rename = "waited_ms", serialize_with = "millis")]
+    #[serde(
+        rename = "waited_ms",
+        serialize_with = "rho_tool_core::millis::duration"
+    )]
     pub waited: Duration,
     /// How long the tool ran; `None` if it never started.
-    #[serde(rename = "ran_ms", serialize_with = "maybe_millis")]
+    #[serde(rename = "ran_ms", serialize_with = "rho_tool_core::millis::optional")]
     pub ran: Option<Duration>,
 }
 

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{Outcome, TaskId, ToolResult};
-use serde::{Serialize, Serializer};
+use rho_tool_core::{CallEnd, Outcome, TaskId, ToolResult};
+use serde::Serialize;
 
 /// The id of one turn, unique in the process; every event carries it, so
 /// subscribers of an [`EventBus`](crate::EventBus) shared by several turns
@@ -50,15 +50,18 @@ impl fmt::Display for TurnId {
 /// `tool_execution_awaiting_approval`, at most one `tool_execution_running`,
 /// any number of `tool_execution_update`s, then one `tool_execution_end`.
 /// Events of different calls interleave as things happen.
+///
+/// Exhaustive on purpose, like the core's
+/// [`CallEvent`](rho_tool_core::CallEvent): a screen that handles each
+/// event should be told by the compiler when one is added.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum TurnEvent {
     /// `tool_execution_start`: the call is about to be checked and gated.
     ToolExecutionStart(ExecutionStart),
     /// `tool_execution_awaiting_approval`: the gate did not answer at once
     /// (someone is being asked); no clock runs.
-    ToolExecutionAwaitingApproval(AwaitingApproval),
+    ToolExecutionAwaitingApproval(ExecutionAwaitingApproval),
     /// `tool_execution_running`: the gate allowed; the tool's clock started.
     ToolExecutionRunning(ExecutionRunning),
     /// `tool_execution_update`: a partial result the running tool reported.
@@ -81,22 +84,47 @@ impl TurnEvent {
 
     /// The turn the call belongs to.
     pub fn turn(&self) -> TurnId {
-        self.call().turn
+        match self {
+            TurnEvent::ToolExecutionEnd(end) => end.turn,
+            TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
+            | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
+            | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
+            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => call.turn,
+        }
     }
 
     /// The call's position in the model's message, from 0.
     pub fn index(&self) -> usize {
-        self.call().index
+        match self {
+            TurnEvent::ToolExecutionEnd(end) => end.index,
+            TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
+            | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
+            | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
+            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => call.index,
+        }
     }
 
     /// The id the model gave the call.
     pub fn call_id(&self) -> &str {
-        &self.call().call_id
+        match self {
+            TurnEvent::ToolExecutionEnd(end) => &end.end.call_id,
+            TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
+            | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
+            | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
+            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => &call.call_id,
+        }
     }
 
-    /// The tool's name, as the model called it.
+    /// The tool's name (as the model called it; at the end, as the tool
+    /// that ran calls itself, which is the same for every registered tool).
     pub fn tool(&self) -> &str {
-        &self.call().tool
+        match self {
+            TurnEvent::ToolExecutionEnd(end) => &end.end.tool,
+            TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
+            | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
+            | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
+            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => &call.tool,
+        }
     }
 
     /// Whether a subscriber that falls behind may lose this event: only
@@ -104,16 +132,6 @@ impl TurnEvent {
     /// never are.
     pub fn is_droppable(&self) -> bool {
         matches!(self, TurnEvent::ToolExecutionUpdate(_))
-    }
-
-    fn call(&self) -> &CallRef {
-        match self {
-            TurnEvent::ToolExecutionStart(e) => &e.call,
-            TurnEvent::ToolExecutionAwaitingApproval(e) => &e.call,
-            TurnEvent::ToolExecutionRunning(e) => &e.call,
-            TurnEvent::ToolExecutionUpdate(e) => &e.call,
-            TurnEvent::ToolExecutionEnd(e) => &e.call,
-        }
     }
 }
 
@@ -147,7 +165,7 @@ pub struct ExecutionStart {
 
 /// `tool_execution_awaiting_approval`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AwaitingApproval {
+pub struct ExecutionAwaitingApproval {
     /// The call.
     #[serde(flatten)]
     pub call: CallRef,
@@ -160,10 +178,12 @@ pub struct ExecutionRunning {
     #[serde(flatten)]
     pub call: CallRef,
     /// The task running it.
-    #[serde(serialize_with = "task_id")]
     pub task: TaskId,
     /// How long the call waited for its gate (`waited_ms` in JSON).
-    #[serde(rename = "waited_ms", serialize_with = "millis")]
+    #[serde(
+        rename = "waited_ms",
+        serialize_with = "rho_tool_core::millis::duration"
+    )]
     pub waited: Duration,
 }
 
@@ -180,46 +200,37 @@ pub struct ExecutionUpdate {
     pub dropped_before: u64,
 }
 
-/// `tool_execution_end`: the whole result, whatever the session keeps.
+/// `tool_execution_end`: the call's [`CallEnd`], whole, and where the
+/// call sits in its turn.
+///
+/// The end is the core's one record of how a call ended (the same the
+/// loop and the tool's source get): all its text (no output cap) and its
+/// details (no keep-details policy). In JSON its fields sit at the top
+/// level beside `turn` and `index`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExecutionEnd {
-    /// The call.
+    /// The turn.
+    pub turn: TurnId,
+    /// The call's position in the model's message, from 0.
+    pub index: usize,
+    /// How the call ended.
     #[serde(flatten)]
-    pub call: CallRef,
-    /// The class of the end (`"succeeded"`, `"aborted"`, ... in JSON).
-    pub outcome: Outcome,
-    /// The whole result: all its text (no output cap) and its details
-    /// (no keep-details policy).
-    pub result: ToolResult,
-    /// How long the call waited for its gate (`waited_ms` in JSON).
-    #[serde(rename = "waited_ms", serialize_with = "millis")]
-    pub waited: Duration,
-    /// How long the tool ran; `None` if it never started (`ran_ms`).
-    #[serde(rename = "ran_ms", serialize_with = "maybe_millis")]
-    pub ran: Option<Duration>,
+    pub end: CallEnd,
 }
 
 impl ExecutionEnd {
+    /// The class of the end.
+    pub fn outcome(&self) -> Outcome {
+        self.end.outcome
+    }
+
+    /// The whole result.
+    pub fn result(&self) -> &ToolResult {
+        &self.end.result
+    }
+
     /// The result's details, whole.
     pub fn details(&self) -> Option<&Plain> {
-        self.result.details.as_ref()
+        self.end.result.details.as_ref()
     }
-}
-
-pub(crate) fn millis<S: Serializer>(d: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_f64(d.as_secs_f64() * 1000.0)
-}
-
-pub(crate) fn maybe_millis<S: Serializer>(
-    d: &Option<Duration>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => millis(d, serializer),
-        None => serializer.serialize_none(),
-    }
-}
-
-fn task_id<S: Serializer>(task: &TaskId, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_u64(task.as_u64())
 }

@@ -56,7 +56,7 @@
 //! use std::sync::Arc;
 //! use rho_exec_tokio::TokioExecutor;
 //! use rho_registry::{Source, ToolRegistry};
-//! use rho_tool_core::{Outcome, Runner, ToolCall, ToolContext, ToolOutput, async_trait};
+//! use rho_tool_core::{Outcome, ToolCall, ToolContext, ToolOutput, async_trait};
 //! use rho_turn::{TurnEvent, TurnRunner, Typed, TypedTool};
 //! use serde_json::json;
 //!
@@ -79,15 +79,13 @@
 //! registry.add_source(Source::trusted("builtin"))?.add(Typed::new(Add).into_arc())?;
 //!
 //! let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-//! let runner = Runner::new(TokioExecutor::new(runtime.handle().clone())?)
-//!     .with_watch(registry.watch());
-//! let turns = TurnRunner::new(runner, registry);
+//! let turns = TurnRunner::new(TokioExecutor::new(runtime.handle().clone())?, registry);
 //!
 //! // A screen: told of every end as it happens, on a thread of its own.
 //! let (tx, ends) = std::sync::mpsc::channel();
 //! turns.events().subscribe(move |event: &TurnEvent| {
 //!     if let TurnEvent::ToolExecutionEnd(end) = event {
-//!         let _ = tx.send((end.call.call_id.clone(), end.outcome));
+//!         let _ = tx.send((end.end.call_id.clone(), end.end.outcome));
 //!     }
 //! })?;
 //!
@@ -140,8 +138,8 @@ pub use cap::OutputCap;
 pub use depth::MAX_ARGUMENT_DEPTH;
 pub use entry::SessionEntry;
 pub use event::{
-    AwaitingApproval, CallRef, ExecutionEnd, ExecutionRunning, ExecutionStart, ExecutionUpdate,
-    TurnEvent, TurnId,
+    CallRef, ExecutionAwaitingApproval, ExecutionEnd, ExecutionRunning, ExecutionStart,
+    ExecutionUpdate, TurnEvent, TurnId,
 };
 pub use keep::{KeepDetails, KeepFn, json_size};
 pub use runner::TurnRunner;

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use rho_registry::ToolRegistry;
-use rho_tool_core::{Executor, Runner, ToolCall};
+use rho_tool_core::{Executor, Gate, Runner, ToolCall};
 
 use crate::bus::EventBus;
 use crate::cap::OutputCap;
@@ -17,18 +17,18 @@ use crate::validate::SchemaCache;
 /// and the host's policies. Cheap to clone; clones share the event bus and
 /// the schema cache.
 ///
-/// Build the [`Runner`] with the registry as its watch
-/// (`Runner::new(executor).with_watch(registry.watch())`, plus the host's
-/// gate): each source is then told of its tools' calls and can count them.
+/// One step wires it: give it an executor (or a [`Runner`] you built) and
+/// the registry. Every call of a turn is resolved in that registry and
+/// started through it, so each source is told of its own tools' calls
+/// (and can count them, and quarantine a tool) with nothing more to wire.
 ///
 /// ```
-/// # fn demo<E: rho_tool_core::Executor>(executor: E) {
+/// # fn demo<E: rho_tool_core::Executor>(executor: E, gate: std::sync::Arc<dyn rho_tool_core::Gate>) {
 /// use rho_registry::ToolRegistry;
-/// use rho_tool_core::Runner;
 /// use rho_turn::{KeepDetails, OutputCap, TurnRunner};
 ///
-/// let registry = ToolRegistry::new();
-/// let turns = TurnRunner::new(Runner::new(executor).with_watch(registry.watch()), registry)
+/// let turns = TurnRunner::new(executor, ToolRegistry::new())
+///     .with_gate(gate)
 ///     .with_max_concurrent(8)
 ///     .with_keep_details(KeepDetails::MaxBytes(4096))
 ///     .with_output_cap(OutputCap::bytes(30_000));
@@ -63,13 +63,14 @@ impl<E: Executor> Config<E> {
 }
 
 impl<E: Executor> TurnRunner<E> {
-    /// Turns whose calls `runner` starts and `registry` resolves; a new
+    /// Turns whose calls `runner` starts (an executor, or a [`Runner`] with
+    /// the host's gate and limits) and `registry` resolves; a new
     /// [`EventBus`], every detail kept, no output cap, no bound on
     /// concurrent calls, arguments validated.
-    pub fn new(runner: Runner<E>, registry: ToolRegistry) -> Self {
+    pub fn new(runner: impl Into<Runner<E>>, registry: ToolRegistry) -> Self {
         Self {
             config: Arc::new(Config {
-                runner,
+                runner: runner.into(),
                 registry,
                 events: EventBus::new(),
                 keep: KeepDetails::All,
@@ -85,6 +86,12 @@ impl<E: Executor> TurnRunner<E> {
     fn change(mut self, change: impl FnOnce(&mut Config<E>)) -> Self {
         change(Arc::make_mut(&mut self.config));
         self
+    }
+
+    /// Checks every call with `gate` before its tool runs (default: allow
+    /// all); see [`Runner::with_gate`].
+    pub fn with_gate(self, gate: Arc<dyn Gate>) -> Self {
+        self.change(|config| config.runner = config.runner.clone().with_gate(gate))
     }
 
     /// Publishes events on `events` (to share one bus between several

@@ -9,7 +9,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use rho_tool_core::untrusted::{Exit, Plain, exit_text};
-use rho_tool_core::{CallEvent, CallHandle, Executor, Outcome, ToolCall, ToolResult};
+use rho_tool_core::{
+    CallEnd, CallEvent, CallHandle, Executor, Outcome, TaskId, ToolCall, ToolResult,
+};
 use tracing::Span;
 
 use crate::abort::{Control, TurnAbort};
@@ -51,25 +53,46 @@ const EVENTS_PER_POLL: usize = 64;
 pub struct Turn<E: Executor> {
     id: TurnId,
     config: Arc<Config<E>>,
+    /// One slot per call, in the model's order; each ends holding the
+    /// call's session entry.
     slots: Vec<Slot<E>>,
     /// Calls not started yet, in the model's order.
     waiting: VecDeque<usize>,
-    /// For each call, the index of an earlier call with the same id.
-    duplicate_of: Vec<Option<usize>>,
-    /// Calls whose arguments nested too deep (and were taken apart).
-    too_deep: Vec<bool>,
     in_flight: usize,
+    /// Slots not yet `Ended`.
     left: usize,
-    entries: Vec<Option<SessionEntry>>,
     ready: Arc<ReadySet>,
     control: Arc<Control>,
     finished: bool,
 }
 
+/// One call of the turn, from the model's message to its session entry.
 enum Slot<E: Executor> {
-    Waiting(ToolCall),
+    /// Not started: waiting for a free place under the concurrency bound.
+    Waiting(Waiting),
+    /// Started: its handle is polled by the turn.
     Started(Box<Started<E>>),
-    Ended,
+    /// Ended: what the session keeps of it.
+    Ended(SessionEntry),
+    /// Taken out for a moment while the slot moves from one state to the
+    /// next; never seen between two steps of the turn.
+    Vacant,
+}
+
+struct Waiting {
+    call: ToolCall,
+    /// Why the call is refused without asking anyone, if it is.
+    fault: Option<Fault>,
+}
+
+/// A mistake of the model's message that refuses a call before its tool
+/// is even looked at.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// The call's id is the id of the earlier call at this index.
+    DuplicateOf(usize),
+    /// The arguments nest deeper than the limit (and were taken apart).
+    TooDeep,
 }
 
 struct Started<E: Executor> {
@@ -79,47 +102,68 @@ struct Started<E: Executor> {
     call: CallRef,
 }
 
+impl<E: Executor> Slot<E> {
+    /// The session entry of the slot. Every slot yields one, so the entries
+    /// are always one per call, in order: an `Ended` slot its own, and
+    /// (should the turn ever be asked for its entries early) any other slot
+    /// an aborted call's.
+    fn into_entry(self, index: usize) -> SessionEntry {
+        let (call_id, tool) = match self {
+            Slot::Ended(entry) => return entry,
+            Slot::Waiting(Waiting { call, .. }) => (call.id, call.name),
+            Slot::Started(started) => (started.call.call_id, started.call.tool),
+            Slot::Vacant => (String::new(), format!("call {index}")),
+        };
+        SessionEntry {
+            result: ToolResult::error(exit_text(&tool, Exit::Aborted)),
+            call_id,
+            tool,
+            outcome: Outcome::Aborted,
+            cut_bytes: 0,
+            waited: Duration::ZERO,
+            ran: None,
+        }
+    }
+}
+
 impl<E: Executor> Turn<E> {
-    pub(crate) fn new(config: Arc<Config<E>>, mut calls: Vec<ToolCall>) -> Self {
+    pub(crate) fn new(config: Arc<Config<E>>, calls: Vec<ToolCall>) -> Self {
         let count = calls.len();
         let ids: Arc<[String]> = calls.iter().map(|call| call.id.clone()).collect();
         let mut first: HashMap<&str, usize> = HashMap::new();
-        let duplicate_of = ids
-            .iter()
+        let slots = calls
+            .into_iter()
             .enumerate()
-            .map(|(index, id)| match first.get(id.as_str()) {
-                Some(&earlier) => Some(earlier),
-                None => {
-                    first.insert(id, index);
-                    None
-                }
-            })
-            .collect();
-        // Arguments nested too deep are taken apart now, before anything
-        // (an event, the validator, a drop) can recurse through them.
-        let too_deep: Vec<bool> = calls
-            .iter_mut()
-            .map(|call| {
-                let deep = depth::nests_deeper_than(&call.arguments, depth::MAX_ARGUMENT_DEPTH);
-                if deep {
+            .map(|(index, mut call)| {
+                let fault = if depth::nests_deeper_than(&call.arguments, depth::MAX_ARGUMENT_DEPTH)
+                {
+                    // Taken apart now, before anything (an event, the
+                    // validator, a drop) can recurse through them.
                     let arguments = std::mem::replace(&mut call.arguments, depth::placeholder());
                     depth::dismantle(arguments);
-                }
-                deep
+                    Some(Fault::TooDeep)
+                } else {
+                    None
+                };
+                let fault = match first.get(ids[index].as_str()) {
+                    Some(&earlier) => Some(Fault::DuplicateOf(earlier)),
+                    None => {
+                        first.insert(&ids[index], index);
+                        fault
+                    }
+                };
+                Slot::Waiting(Waiting { call, fault })
             })
             .collect();
         let ready = ReadySet::new(count);
         Self {
             id: TurnId::next(),
             config,
-            slots: calls.into_iter().map(Slot::Waiting).collect(),
+            slots,
             waiting: (0..count).collect(),
-            duplicate_of,
-            too_deep,
             in_flight: 0,
             left: count,
-            entries: vec![None; count],
-            control: Control::new(ids, ready.clone()),
+            control: Control::new(ids.clone(), ready.clone()),
             ready,
             finished: false,
         }
@@ -166,7 +210,9 @@ impl<E: Executor> Turn<E> {
     }
 
     fn start(&mut self, index: usize) {
-        let Slot::Waiting(call) = std::mem::replace(&mut self.slots[index], Slot::Ended) else {
+        let Slot::Waiting(Waiting { call, fault }) =
+            std::mem::replace(&mut self.slots[index], Slot::Vacant)
+        else {
             return;
         };
         if self.control.aborted_before_start(index) {
@@ -187,28 +233,25 @@ impl<E: Executor> Turn<E> {
         let handle = {
             let _entered = span.enter();
             let runner = &config.runner;
-            match (self.duplicate_of[index], resolved) {
-                _ if self.too_deep[index] => {
-                    let result = report::too_deep_result(&call.name);
-                    runner.refuse(call, result)
-                }
-                (Some(earlier), _) => {
-                    let result = report::duplicate_result(&call.id, earlier);
-                    runner.refuse(call, result)
-                }
-                (None, Err(refusal)) => refusal.start(runner, call),
-                (None, Ok(resolved)) => {
-                    let info = resolved.info();
+            let faulty = fault.map(|fault| match fault {
+                Fault::TooDeep => report::too_deep_result(&call.name),
+                Fault::DuplicateOf(earlier) => report::duplicate_result(&call.id, earlier),
+            });
+            match (resolved, faulty) {
+                // The model's mistakes in a call of a real tool are told
+                // to its source, as refusals.
+                (Ok(resolved), Some(result)) => resolved.refuse(runner, call, result),
+                (Err(_), Some(result)) => runner.refuse(call, result),
+                (Err(refusal), None) => refusal.start(runner, call),
+                (Ok(resolved), None) => {
                     let checked = if config.validate {
-                        config
-                            .schemas
-                            .check(&info.name, &info.parameters, &call.arguments)
+                        config.schemas.check_tool(resolved.info(), &call.arguments)
                     } else {
                         Ok(())
                     };
                     match checked {
                         Ok(()) => resolved.start(runner, call),
-                        Err(error) => runner.refuse(call, error.to_result()),
+                        Err(error) => resolved.refuse(runner, call, error.to_result()),
                     }
                 }
             }
@@ -234,18 +277,24 @@ impl<E: Executor> Turn<E> {
         self.config
             .events
             .publish(TurnEvent::ToolExecutionStart(ExecutionStart {
-                call: reference.clone(),
+                call: reference,
                 arguments: call.arguments,
                 untrusted,
             }));
         let end = ExecutionEnd {
-            result: ToolResult::error(exit_text(&call.name, Exit::Aborted)),
-            call: reference,
-            outcome: Outcome::Aborted,
-            waited: Duration::ZERO,
-            ran: None,
+            turn: self.id,
+            index,
+            end: CallEnd {
+                result: ToolResult::error(exit_text(&call.name, Exit::Aborted)),
+                call_id: call.id,
+                tool: call.name,
+                task: TaskId::NONE,
+                outcome: Outcome::Aborted,
+                waited: Duration::ZERO,
+                ran: None,
+            },
         };
-        self.record_end(index, end);
+        self.record_end(end);
     }
 
     /// Takes every event call `index` has for now.
@@ -280,17 +329,17 @@ impl<E: Executor> Turn<E> {
         };
         drop(_entered);
         if let Some(end) = ended {
-            self.slots[index] = Slot::Ended;
             self.in_flight -= 1;
-            self.record_end(index, end);
+            self.record_end(end);
         }
     }
 
-    /// The session entry of an ended call; then its end event.
-    fn record_end(&mut self, index: usize, end: ExecutionEnd) {
-        let cap = self.config.cap_for(&end.call.tool);
+    /// Ends a call's slot with its session entry; then its end event.
+    fn record_end(&mut self, end: ExecutionEnd) {
+        let cap = self.config.cap_for(&end.end.tool);
         let kept: Option<Plain> = self.config.keep.keep(&end);
-        self.entries[index] = Some(report::entry(&end, kept, cap));
+        let index = end.index;
+        self.slots[index] = Slot::Ended(report::entry(&end, kept, cap));
         self.control.ended(index);
         self.left -= 1;
         self.config.events.publish(TurnEvent::ToolExecutionEnd(end));
@@ -304,7 +353,9 @@ impl<E: Executor> Turn<E> {
                 self.waiting.push_back(index);
                 continue;
             }
-            if let Slot::Waiting(call) = std::mem::replace(&mut self.slots[index], Slot::Ended) {
+            if let Slot::Waiting(Waiting { call, .. }) =
+                std::mem::replace(&mut self.slots[index], Slot::Vacant)
+            {
                 self.end_unstarted(index, call);
             }
         }
@@ -334,8 +385,14 @@ impl<E: Executor> Future for Turn<E> {
             return Poll::Pending;
         }
         this.finished = true;
-        let entries = std::mem::take(&mut this.entries);
-        Poll::Ready(entries.into_iter().flatten().collect())
+        let slots = std::mem::take(&mut this.slots);
+        Poll::Ready(
+            slots
+                .into_iter()
+                .enumerate()
+                .map(|(index, slot)| slot.into_entry(index))
+                .collect(),
+        )
     }
 }
 
@@ -347,8 +404,8 @@ impl<E: Executor> Drop for Turn<E> {
         }
         let noop = Waker::noop();
         let mut cx = Context::from_waker(noop);
-        for index in 0..self.slots.len() {
-            let Slot::Started(started) = &mut self.slots[index] else {
+        for slot in &mut self.slots {
+            let Slot::Started(started) = slot else {
                 continue;
             };
             started.handle.abort();
@@ -361,17 +418,16 @@ impl<E: Executor> Drop for Turn<E> {
                     Poll::Ready(None) | Poll::Pending => break None,
                 }
             };
-            let reference = started.call.clone();
             // A call whose task had already answered ends with its own
             // outcome (an abort does not undo an end): the span says what
             // the end event says.
             let outcome = end.as_ref().map_or(Outcome::Aborted, |end| end.outcome);
             span::record_end(&started.span, outcome);
-            self.slots[index] = Slot::Ended;
             if let Some(end) = end {
-                let end = report::end(&reference, end);
+                let end = report::end(&started.call, end);
                 self.config.events.publish(TurnEvent::ToolExecutionEnd(end));
             }
+            *slot = Slot::Vacant;
         }
     }
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use rho_registry::ToolInfo;
 use rho_tool_core::ToolResult;
 use rho_tool_core::untrusted::{Plain, call_contained};
 use serde_json::Value;
@@ -25,9 +26,12 @@ const MAX_COUNTED: usize = 1000;
 /// Compiled argument schemas, one per tool.
 ///
 /// A tool's schema is compiled the first time one of its calls is checked
-/// and kept, keyed by the tool's name and the schema itself: a tool whose
-/// schema changes (a source swapped it) is compiled again, every other call
-/// reuses the compiled form. Cheap to clone; clones share the cache. A
+/// and kept, keyed by the tool's name: a tool whose schema changes (a
+/// source swapped it) is compiled again, every other call reuses the
+/// compiled form. A registered tool ([`check_tool`](SchemaCache::check_tool))
+/// is recognised by its registration, at the cost of comparing two
+/// pointers; a bare schema ([`check`](SchemaCache::check)) by comparing it
+/// whole. Cheap to clone; clones share the cache. A
 /// [`TurnRunner`](crate::TurnRunner) has one for all its turns.
 ///
 /// ```
@@ -53,8 +57,27 @@ pub struct SchemaCache {
 
 #[derive(Clone)]
 struct Compiled {
-    schema: Value,
+    from: Origin,
     validator: Result<Arc<jsonschema::Validator>, String>,
+}
+
+/// What a compiled schema was compiled from.
+#[derive(Clone)]
+enum Origin {
+    /// A registered tool's schema. The cache holds the registration, so
+    /// the pointer cannot be reused by another while it is cached.
+    Tool(Arc<ToolInfo>),
+    /// A schema given as it is.
+    Schema(Value),
+}
+
+impl Origin {
+    fn schema(&self) -> &Value {
+        match self {
+            Origin::Tool(info) => &info.parameters,
+            Origin::Schema(schema) => schema,
+        }
+    }
 }
 
 impl SchemaCache {
@@ -91,43 +114,47 @@ impl SchemaCache {
         schema: &Value,
         arguments: &Value,
     ) -> Result<(), ArgumentError> {
-        let validator =
-            self.validator(tool, schema)
-                .map_err(|reason| ArgumentError::BadSchema {
-                    tool: tool.to_owned(),
-                    reason,
-                })?;
-        let mut failures = Vec::new();
-        let mut total = 0;
-        for error in validator.iter_errors(arguments).take(MAX_COUNTED) {
-            total += 1;
-            if failures.len() < MAX_LISTED {
-                failures.push(Failure {
-                    path: error.instance_path().as_str().to_owned(),
-                    message: cut_middle(&error.to_string(), MAX_MESSAGE).0,
-                });
-            }
-        }
-        if total == 0 {
-            return Ok(());
-        }
-        Err(ArgumentError::Invalid {
-            tool: tool.to_owned(),
-            failures,
-            total,
-            received: cut_middle(&arguments.to_string(), MAX_ECHO).0,
-        })
+        let validator = self.validator(
+            tool,
+            |from| from.schema() == schema,
+            || Origin::Schema(schema.clone()),
+        );
+        report(tool, validator, arguments)
     }
 
-    fn validator(&self, tool: &str, schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+    /// Checks `arguments` of a call of the registered tool `info` against
+    /// its parameter schema; see [`check`](SchemaCache::check). The schema
+    /// is not compared: the registration is.
+    ///
+    /// # Errors
+    ///
+    /// As [`check`](SchemaCache::check).
+    pub fn check_tool(&self, info: &Arc<ToolInfo>, arguments: &Value) -> Result<(), ArgumentError> {
+        let validator = self.validator(
+            &info.name,
+            |from| matches!(from, Origin::Tool(known) if Arc::ptr_eq(known, info)),
+            || Origin::Tool(info.clone()),
+        );
+        report(&info.name, validator, arguments)
+    }
+
+    /// The validator of `tool`: the cached one when `same` says it was
+    /// compiled from what is asked for, else a fresh one, cached.
+    fn validator(
+        &self,
+        tool: &str,
+        same: impl Fn(&Origin) -> bool,
+        from: impl FnOnce() -> Origin,
+    ) -> Result<Arc<jsonschema::Validator>, String> {
         if let Some(cached) = self.lock().get(tool) {
-            if cached.schema == *schema {
+            if same(&cached.from) {
                 return cached.validator.clone();
             }
         }
+        let from = from();
         // The schema crate is not expected to panic, but a panic here would
         // be in the loop: contain it like any other.
-        let validator = match call_contained(|| jsonschema::validator_for(schema)) {
+        let validator = match call_contained(|| jsonschema::validator_for(from.schema())) {
             Ok(Ok(validator)) => Ok(Arc::new(validator)),
             Ok(Err(error)) => Err(cut_middle(&error.to_string(), MAX_MESSAGE).0),
             Err(caught) => Err(format!(
@@ -138,12 +165,44 @@ impl SchemaCache {
         self.lock().insert(
             tool.to_owned(),
             Compiled {
-                schema: schema.clone(),
+                from,
                 validator: validator.clone(),
             },
         );
         validator
     }
+}
+
+/// The answer of a check of `arguments` by `validator`.
+fn report(
+    tool: &str,
+    validator: Result<Arc<jsonschema::Validator>, String>,
+    arguments: &Value,
+) -> Result<(), ArgumentError> {
+    let validator = validator.map_err(|reason| ArgumentError::BadSchema {
+        tool: tool.to_owned(),
+        reason,
+    })?;
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for error in validator.iter_errors(arguments).take(MAX_COUNTED) {
+        total += 1;
+        if failures.len() < MAX_LISTED {
+            failures.push(Failure {
+                path: error.instance_path().as_str().to_owned(),
+                message: cut_middle(&error.to_string(), MAX_MESSAGE).0,
+            });
+        }
+    }
+    if total == 0 {
+        return Ok(());
+    }
+    Err(ArgumentError::Invalid {
+        tool: tool.to_owned(),
+        failures,
+        total,
+        received: cut_middle(&arguments.to_string(), MAX_ECHO).0,
+    })
 }
 
 impl fmt::Debug for SchemaCache {
@@ -222,10 +281,7 @@ impl ArgumentError {
                 "reason": reason,
             }),
         };
-        ToolResult {
-            details: Some(Plain::from(details)),
-            ..ToolResult::error(self.to_string())
-        }
+        ToolResult::error(self.to_string()).with_details(Plain::from(details))
     }
 }
 
@@ -248,4 +304,98 @@ fn invalid_text(tool: &str, failures: &[Failure], total: usize, received: &str) 
     }
     let _ = write!(text, "\nArguments received: {received}");
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use rho_registry::{Source, ToolRegistry};
+    use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
+    use serde_json::json;
+
+    use super::*;
+
+    struct Schema(Value);
+
+    #[async_trait]
+    impl Tool for Schema {
+        fn name(&self) -> &str {
+            "count"
+        }
+        fn description(&self) -> &str {
+            "Counts."
+        }
+        fn parameters(&self) -> Value {
+            self.0.clone()
+        }
+        async fn run(&self, _arguments: Value, _cx: ToolContext) -> ToolOutput {
+            ToolOutput::text("")
+        }
+    }
+
+    fn integer_n() -> Value {
+        json!({ "type": "object", "properties": { "n": { "type": "integer" } } })
+    }
+
+    fn cached_from(cache: &SchemaCache, tool: &str) -> Option<Arc<ToolInfo>> {
+        match &cache.lock().get(tool)?.from {
+            Origin::Tool(info) => Some(info.clone()),
+            Origin::Schema(_) => None,
+        }
+    }
+
+    /// A registered tool's schema is compiled once and recognised by its
+    /// registration (no schema comparison); a tool swapped under the same
+    /// name is compiled again, and its new schema applies at once.
+    #[test]
+    fn a_tool_is_recognised_by_its_registration_and_recompiled_when_swapped() {
+        let registry = ToolRegistry::new();
+        let source = registry
+            .add_source(Source::trusted("builtin"))
+            .expect("a new source");
+        source
+            .add(Arc::new(Schema(integer_n())))
+            .expect("a new tool");
+        let cache = SchemaCache::new();
+        let first = registry.resolve("count").expect("registered");
+        assert!(cache.check_tool(first.info(), &json!({ "n": 1 })).is_ok());
+        let again = registry.resolve("count").expect("registered");
+        assert!(cache.check_tool(again.info(), &json!({ "n": 2 })).is_ok());
+        let cached = cached_from(&cache, "count").expect("compiled from the tool");
+        assert!(Arc::ptr_eq(&cached, first.info()), "compiled once");
+        assert_eq!(cache.len(), 1);
+
+        let strings = json!({ "type": "object", "properties": { "n": { "type": "string" } } });
+        source
+            .replace(Arc::new(Schema(strings)))
+            .expect("its own name");
+        let swapped = registry.resolve("count").expect("registered");
+        assert!(
+            cache
+                .check_tool(swapped.info(), &json!({ "n": 1 }))
+                .is_err()
+        );
+        let cached = cached_from(&cache, "count").expect("compiled from the tool");
+        assert!(Arc::ptr_eq(&cached, swapped.info()), "compiled again");
+        assert_eq!(cache.len(), 1);
+    }
+
+    /// A bare schema is compared whole: the same schema reuses the
+    /// compiled form, another is compiled.
+    #[test]
+    fn a_bare_schema_is_compared_whole() {
+        let cache = SchemaCache::new();
+        assert!(
+            cache
+                .check("count", &integer_n(), &json!({ "n": 1 }))
+                .is_ok()
+        );
+        assert!(
+            cache
+                .check("count", &integer_n(), &json!({ "n": "x" }))
+                .is_err()
+        );
+        let any = json!({ "type": "object" });
+        assert!(cache.check("count", &any, &json!({ "n": "x" })).is_ok());
+        assert_eq!(cache.len(), 1);
+    }
 }

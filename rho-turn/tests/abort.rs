@@ -176,7 +176,7 @@ fn dropping_a_turn_aborts_its_calls_and_reports_their_ends() {
     assert!(subscription.wait_idle(Duration::from_secs(10)));
     let ends = recorder.ends();
     assert_eq!(ends.len(), 1);
-    assert_eq!(ends[0].outcome, Outcome::Aborted);
+    assert_eq!(ends[0].outcome(), Outcome::Aborted);
     let hang = tools.builtin.tool_health("hang").expect("hang ran");
     assert_eq!((hang.calls, hang.aborted), (1, 1));
 }

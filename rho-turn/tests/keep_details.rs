@@ -47,7 +47,7 @@ fn run(keep: KeepDetails) -> (Vec<SessionEntry>, Vec<rho_turn::ExecutionEnd>) {
     ]));
     assert!(subscription.wait_idle(Duration::from_secs(10)));
     let mut ends = recorder.ends();
-    ends.sort_by_key(|end| end.call.index);
+    ends.sort_by_key(|end| end.index);
     // Subscribers always get the details whole, whatever the policy.
     assert_eq!(ends[0].details().map(Plain::to_json), Some(details_of(3)));
     assert_eq!(
@@ -109,7 +109,7 @@ fn keep_at_most_n_bytes_marks_what_it_left_out() {
 
 #[test]
 fn a_host_function_decides_what_is_kept() {
-    let keep = KeepDetails::with(|end| match end.call.tool.as_str() {
+    let keep = KeepDetails::with(|end| match end.end.tool.as_str() {
         // Keep only how many rows there were.
         "table" => {
             let rows = end.details()?.get("rows")?.as_list()?.len();
@@ -183,9 +183,9 @@ fn the_output_cap_keeps_head_and_tail_for_the_model_and_everything_for_subscribe
     let ends = recorder.ends();
     let long_end = ends
         .iter()
-        .find(|end| end.call.call_id == "1")
+        .find(|end| end.end.call_id == "1")
         .expect("an end");
-    assert_eq!(long_end.result.text().len(), full_len);
+    assert_eq!(long_end.result().text().len(), full_len);
     let names: Vec<&str> = recorder.all().iter().map(TurnEvent::name).collect();
     assert_eq!(
         names.iter().filter(|n| **n == "tool_execution_end").count(),

@@ -115,7 +115,8 @@
 //!   host, a dropped handle, a `Duration::MAX` timeout, a loop on a plain
 //!   thread (no runtime) still timing calls out.
 //! - the watch (step 2): each start and end told exactly once; a panicking
-//!   watch changes nothing.
+//!   watch changes nothing; a call's own watch hears that call alone, a
+//!   refusal included.
 //! - the executor itself (its `Executor`/`TaskHandle` contract, on raw
 //!   tasks): done, killed (idempotently), killed after it finished (still
 //!   done), detached, panicked (payload kept out of the loop, also when the
@@ -226,6 +227,7 @@ macro_rules! __rho_conformance_points {
             a_loop_on_a_plain_thread_still_times_calls_out
             a_watch_sees_each_call_start_and_end_exactly_once
             a_panicking_watch_changes_nothing_about_the_results
+            a_calls_own_watch_hears_that_call_once_beside_the_runners
             a_raw_task_resolves_done_with_its_value
             a_killed_raw_task_resolves_killed_and_its_future_is_dropped
             a_raw_task_killed_after_it_finished_resolves_done

@@ -142,13 +142,11 @@ impl Gate for DenyMarked {
     }
 }
 
-/// The runner of the test's runtime, watched by `registry`, with the
-/// [`DenyMarked`] gate.
-pub(crate) fn runner(registry: &ToolRegistry) -> Runner<TokioExecutor> {
+/// The runner of the test's runtime, with the [`DenyMarked`] gate and no
+/// watch of its own: the registry tells each source of its tools' calls.
+pub(crate) fn runner() -> Runner<TokioExecutor> {
     let executor = TokioExecutor::current().expect("the test runs in a tokio runtime with a timer");
-    Runner::new(executor)
-        .with_gate(Arc::new(DenyMarked))
-        .with_watch(registry.watch())
+    Runner::new(executor).with_gate(Arc::new(DenyMarked))
 }
 
 /// Starts `call` through `registry` (aborting it at once for

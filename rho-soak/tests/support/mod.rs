@@ -11,7 +11,7 @@ use std::time::Duration;
 use rho_conformance::support::{Counting, TestTool, wait_until_blocking};
 use rho_exec_tokio::TokioExecutor;
 use rho_registry::{Accounting, QuarantineRule, Source, SourceHandle, ToolHealth, ToolRegistry};
-use rho_tool_core::{AllowAll, Gate, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{AllowAll, Gate, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
 use rho_turn::{EventBus, EventStream, SessionEntry, TurnEvent, TurnRunner};
 use serde_json::{Map, Value};
 
@@ -66,10 +66,7 @@ impl Bench {
 
     /// Turns with `gate`, the registry as the runner's watch.
     pub fn turns_with(&self, gate: Arc<dyn Gate>) -> TurnRunner<Exec> {
-        let runner = Runner::new(self.executor.clone())
-            .with_gate(gate)
-            .with_watch(self.registry.watch());
-        TurnRunner::new(runner, self.registry.clone())
+        TurnRunner::new(self.executor.clone(), self.registry.clone()).with_gate(gate)
     }
 
     /// Runs `future` on the runtime, failing the test if it takes longer
@@ -118,7 +115,7 @@ impl Run {
         self.events
             .iter()
             .find_map(|event| match event.as_ref() {
-                TurnEvent::ToolExecutionEnd(end) if end.call.index == index => Some(end),
+                TurnEvent::ToolExecutionEnd(end) if end.index == index => Some(end),
                 _ => None,
             })
             .expect("an end event for every call")

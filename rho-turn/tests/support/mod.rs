@@ -10,7 +10,7 @@ use std::time::Duration;
 use rho_exec_tokio::TokioExecutor;
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
 use rho_tool_core::{
-    Executor, Gate, Runner, Tool, ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
+    Executor, Gate, Tool, ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
 };
 use rho_turn::{Subscription, TurnEvent, TurnRunner};
 use serde_json::{Value, json};
@@ -68,10 +68,7 @@ impl Tools {
 
     /// Turns on `executor` with `gate`, the registry as the runner's watch.
     pub fn turns<E: Executor>(&self, executor: E, gate: Arc<dyn Gate>) -> TurnRunner<E> {
-        let runner = Runner::new(executor)
-            .with_gate(gate)
-            .with_watch(self.registry.watch());
-        TurnRunner::new(runner, self.registry.clone())
+        TurnRunner::new(executor, self.registry.clone()).with_gate(gate)
     }
 }
 

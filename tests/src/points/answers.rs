@@ -55,10 +55,7 @@ fn plain_details() -> Plain {
 }
 
 fn image(mime: &str, data: &[u8]) -> Content {
-    Content::Image {
-        mime_type: mime.to_owned(),
-        data: data.to_vec(),
-    }
+    Content::Image(Image::new(mime, data))
 }
 
 /// An answer form: its name, how to make it, the outcome its call must
@@ -93,11 +90,10 @@ fn answers() -> Vec<Answer> {
             |end, json| {
                 assert_eq!(
                     end.result,
-                    ToolResult {
-                        content: vec![image("image/png", &PNG), Content::text("a chart")],
-                        details: None,
-                        is_error: false,
-                    }
+                    ToolResult::from_content(
+                        [image("image/png", &PNG), Content::text("a chart")],
+                        false
+                    )
                 );
                 assert_eq!(end.result.image_count(), 1);
                 assert_eq!(end.result.text(), "a chart");
@@ -129,16 +125,15 @@ fn answers() -> Vec<Answer> {
             |end, json| {
                 assert_eq!(
                     end.result,
-                    ToolResult {
-                        content: vec![
+                    ToolResult::from_content(
+                        [
                             image("image/png", &PNG),
                             image("image/jpeg", &JPEG),
                             image("image/png", &[0]),
                             Content::text("three shots"),
                         ],
-                        details: None,
-                        is_error: false,
-                    }
+                        false
+                    )
                 );
                 assert_eq!(end.result.image_count(), 3);
                 assert_eq!(json["content"][1]["mimeType"], "image/jpeg");
@@ -185,11 +180,7 @@ fn answers() -> Vec<Answer> {
                 ]));
                 assert_eq!(
                     end.result,
-                    ToolResult {
-                        content: vec![Content::text("3 files")],
-                        details: Some(details),
-                        is_error: false,
-                    }
+                    ToolResult::success("3 files").with_details(details)
                 );
                 assert_eq!(
                     json["details"],
@@ -209,14 +200,12 @@ fn answers() -> Vec<Answer> {
             |end, json| {
                 assert_eq!(
                     end.result,
-                    ToolResult {
-                        content: vec![Content::text("the build failed")],
-                        details: Some(Plain::Map(BTreeMap::from([
+                    ToolResult::error("the build failed").with_details(Plain::Map(BTreeMap::from(
+                        [
                             ("code".to_owned(), Plain::Int(-1)),
                             ("stderr".to_owned(), Plain::Text("error[E0308]".into())),
-                        ]))),
-                        is_error: true,
-                    }
+                        ]
+                    )))
                 );
                 assert_eq!(json["isError"], true);
                 assert_eq!(json["details"]["code"], -1);

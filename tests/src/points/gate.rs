@@ -21,7 +21,7 @@ use crate::support::{
 /// A gate that waits three times the tool's timeout (on the executor's
 /// timer), then allows: the call succeeds, because the clock starts at the
 /// running notice, not when the call started. The events are exactly
-/// `AwaitingGate` (the gate did not answer at its first poll), one
+/// `AwaitingApproval` (the gate did not answer at its first poll), one
 /// `Running` with `waited` at least the gate's wait, then `Ended`; the
 /// call ran for less than the gate waited (the wait is `waited`, not run
 /// time) and the tool ran once.
@@ -63,7 +63,7 @@ pub fn a_gate_waiting_longer_than_the_timeout_then_allowing_succeeds<H: Harness>
         // the same on every run.
         let events = all_events_of(&executor, &mut handle, |_| release.open()).await;
         assert!(
-            events.awaiting_gate,
+            events.awaiting_approval,
             "the waiting gate was not reported first"
         );
         let running = events.running.expect("the gate allowed: a Running event");

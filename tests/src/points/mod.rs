@@ -154,7 +154,7 @@ pub(crate) async fn end_of<E: Executor>(executor: &E, handle: CallHandle<E>) -> 
 }
 
 /// Takes every event of `handle` until `None`, checking the order the
-/// contract gives: at most one `AwaitingGate` (first), at most one
+/// contract gives: at most one `AwaitingApproval` (first), at most one
 /// `Running` (for this call, with its task), any number of `Update`s
 /// (after `Running`), then exactly one `Ended`, then `None` (twice); a call
 /// whose `Running` the loop already took reports none again. Calls
@@ -170,15 +170,15 @@ pub(crate) async fn events_of<E: Executor>(
 
 /// What [`all_events_of`] saw of a call.
 pub(crate) struct Events {
-    /// Whether an `AwaitingGate` came (first).
-    pub(crate) awaiting_gate: bool,
+    /// Whether an `AwaitingApproval` came (first).
+    pub(crate) awaiting_approval: bool,
     /// The `Running` event, if one came.
     pub(crate) running: Option<Running>,
     /// The end.
     pub(crate) end: CallEnd,
 }
 
-/// As [`events_of`], also telling whether `AwaitingGate` came.
+/// As [`events_of`], also telling whether `AwaitingApproval` came.
 pub(crate) async fn all_events_of<E: Executor>(
     executor: &E,
     handle: &mut CallHandle<E>,
@@ -186,7 +186,7 @@ pub(crate) async fn all_events_of<E: Executor>(
 ) -> Events {
     // The loop may have taken events itself before.
     let already_running = handle.is_running();
-    let mut awaiting_gate = false;
+    let mut awaiting_approval = false;
     let mut updates = 0_usize;
     let mut seen: Option<Running> = None;
     let end = loop {
@@ -196,13 +196,14 @@ pub(crate) async fn all_events_of<E: Executor>(
                 "call {} reported no next event within {SOON:?}",
                 handle.call_id()
             ),
-            Some(Some(CallEvent::AwaitingGate(id))) => {
-                assert_eq!(id, handle.call_id());
+            Some(Some(CallEvent::AwaitingApproval(waiting))) => {
+                assert_eq!(waiting.call_id, handle.call_id());
+                assert_eq!(waiting.task, handle.task());
                 assert!(
-                    !awaiting_gate && seen.is_none() && !already_running && updates == 0,
-                    "AwaitingGate out of order (running: {seen:?}, updates: {updates})"
+                    !awaiting_approval && seen.is_none() && !already_running && updates == 0,
+                    "AwaitingApproval out of order (running: {seen:?}, updates: {updates})"
                 );
-                awaiting_gate = true;
+                awaiting_approval = true;
             }
             Some(Some(CallEvent::Running(running))) => {
                 assert!(
@@ -226,7 +227,6 @@ pub(crate) async fn all_events_of<E: Executor>(
                 updates += 1;
             }
             Some(Some(CallEvent::Ended(end))) => break end,
-            Some(Some(other)) => panic!("an event the suite does not know: {other:?}"),
             Some(None) => panic!("call {} ended without an Ended event", handle.call_id()),
         }
     };
@@ -246,7 +246,7 @@ pub(crate) async fn all_events_of<E: Executor>(
         );
     }
     Events {
-        awaiting_gate,
+        awaiting_approval,
         running: seen,
         end,
     }

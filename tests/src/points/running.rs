@@ -95,8 +95,8 @@ pub fn the_running_notice_comes_at_most_once_after_the_gate_allows_and_before_th
         let after_start = Instant::now();
         // The gate did not answer at its first poll: the loop hears it waits.
         match within(&executor, SOON, handle.next_event()).await {
-            Some(Some(CallEvent::AwaitingGate(id))) => assert_eq!(id, "held"),
-            other => panic!("expected AwaitingGate while the gate holds, got {other:?}"),
+            Some(Some(CallEvent::AwaitingApproval(waiting))) => assert_eq!(waiting.call_id, "held"),
+            other => panic!("expected AwaitingApproval while the gate holds, got {other:?}"),
         }
         for _ in 0..5 {
             assert!(
@@ -155,7 +155,7 @@ pub fn the_running_notice_comes_at_most_once_after_the_gate_allows_and_before_th
         );
         executor.sleep(Duration::from_millis(50)).await;
         let events = all_events_of(&executor, &mut handle, |_| {}).await;
-        assert!(!events.awaiting_gate, "the gate allowed at once");
+        assert!(!events.awaiting_approval, "the gate allowed at once");
         assert!(
             events.running.is_some(),
             "a call that ran reported no Running"

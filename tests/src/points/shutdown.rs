@@ -158,8 +158,8 @@ pub fn calls_in_flight_when_the_executor_shuts_down_end_executor_gone<H: Harness
         // A held gate was waiting: its call says so first.
         if !ran {
             assert!(
-                matches!(events.first(), Some(CallEvent::AwaitingGate(_))),
-                "a call held at its gate did not report AwaitingGate: {events:?}"
+                matches!(events.first(), Some(CallEvent::AwaitingApproval(_))),
+                "a call held at its gate did not report AwaitingApproval: {events:?}"
             );
             events.remove(0);
         }
@@ -369,7 +369,7 @@ pub fn calls_awaited_on_a_plain_thread_end_executor_gone_when_the_executor_shuts
         unreachable!("the loop returns once all three ended");
     };
     let end = match held.as_slice() {
-        [CallEvent::AwaitingGate(_), CallEvent::Ended(end)] => end,
+        [CallEvent::AwaitingApproval(_), CallEvent::Ended(end)] => end,
         other => panic!("unexpected events of the held call: {other:?}"),
     };
     assert_eq!(end.outcome, Outcome::ExecutorGone, "{end:?}");

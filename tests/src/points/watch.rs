@@ -197,3 +197,69 @@ pub fn a_panicking_watch_changes_nothing_about_the_results<H: Harness>() {
     );
     rig.finish();
 }
+
+/// A call's own watch ([`Runner::start_watched`], [`Runner::refuse_watched`])
+/// hears of that call alone, exactly once at its start and once at its
+/// end, beside the runner's watch, which hears every call. A refused call
+/// is told to both, as `Refused`, and no gate is asked about it.
+pub fn a_calls_own_watch_hears_that_call_once_beside_the_runners<H: Harness>() {
+    let rig = Rig::<H>::new();
+    let executor = rig.executor();
+    let gate_asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let gate = {
+        let gate_asked = gate_asked.clone();
+        TestGate::new(move |_call: ToolCall| {
+            gate_asked.fetch_add(1, Ordering::SeqCst);
+            async { Verdict::Allow }
+        })
+    };
+    let runners = RecordingWatch::new();
+    let own = RecordingWatch::new();
+    let runner = rig
+        .runner()
+        .with_gate(gate)
+        .with_watch(runners.clone() as Arc<dyn Watch>);
+    let tool = TestTool::answering("ok", "fine").into_arc();
+    let (watched, refused, plain) = rig.run(async {
+        let own_watch = Some(own.clone() as Arc<dyn Watch>);
+        let watched = runner.start_watched(call("own-1", "ok"), tool.clone(), own_watch.clone());
+        let watched = end_of(&executor, watched).await;
+        let refusal = ToolResult::error("its arguments do not fit");
+        let refused = runner.refuse_watched(call("own-2", "ok"), refusal, own_watch);
+        let refused = end_of(&executor, refused).await;
+        let plain = end_of(&executor, runner.start(call("plain-1", "ok"), tool)).await;
+        (watched, refused, plain)
+    });
+    assert_eq!(watched.outcome, Outcome::Succeeded);
+    assert_eq!(refused.outcome, Outcome::Refused);
+    assert_eq!(refused.result.text(), "its arguments do not fit");
+    assert!(!refused.outcome.counts_against_tool());
+    assert_eq!(plain.outcome, Outcome::Succeeded);
+    assert_eq!(
+        gate_asked.load(Ordering::SeqCst),
+        2,
+        "no gate for a refusal"
+    );
+
+    for end in [&watched, &refused] {
+        assert_eq!(own.started_for(end.task), vec![end.call_id.clone()]);
+        assert_eq!(
+            own.ended_for(end.task),
+            vec![("ok".to_owned(), end.outcome)]
+        );
+    }
+    assert!(
+        own.started_for(plain.task).is_empty(),
+        "another call's watch"
+    );
+    assert_eq!((own.started_count(), own.ended_count()), (2, 2));
+    for end in [&watched, &refused, &plain] {
+        assert_eq!(runners.started_for(end.task), vec![end.call_id.clone()]);
+        assert_eq!(
+            runners.ended_for(end.task),
+            vec![("ok".to_owned(), end.outcome)]
+        );
+    }
+    assert_eq!((runners.started_count(), runners.ended_count()), (3, 3));
+    rig.finish();
+}
