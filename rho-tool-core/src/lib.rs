@@ -68,6 +68,7 @@
     unreachable_pub
 )]
 
+mod annotations;
 mod call;
 mod contain;
 mod end;
@@ -81,6 +82,7 @@ mod runner;
 mod tool;
 mod watch;
 
+pub use annotations::ToolAnnotations;
 pub use call::{TaskId, ToolCall};
 pub use end::{CallEnd, CallEvent, Outcome, Running, Update};
 pub use executor::{Executor, Joined, TaskHandle};
