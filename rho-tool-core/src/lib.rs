@@ -69,6 +69,7 @@
 )]
 
 mod annotations;
+mod approval;
 mod call;
 mod contain;
 mod end;
@@ -83,6 +84,7 @@ mod tool;
 mod watch;
 
 pub use annotations::ToolAnnotations;
+pub use approval::{AnnotationGate, ApprovalRequest, Approver, Decision, Match, Rule};
 pub use call::{TaskId, ToolCall};
 pub use end::{CallEnd, CallEvent, Outcome, Running, Update};
 pub use executor::{Executor, Joined, TaskHandle};
