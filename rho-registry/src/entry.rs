@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rho_tool_core::untrusted::call_contained;
-use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 
 use crate::error::RegistryError;
 use crate::source::Source;
@@ -26,6 +26,12 @@ pub struct ToolInfo {
     /// Whether its code was not written by the host (its source is
     /// untrusted, or the tool says so itself).
     pub untrusted: bool,
+    /// Its title and behaviour hints, as the tool states them
+    /// ([`Tool::annotations`]); for an untrusted tool, its own claims.
+    pub annotations: ToolAnnotations,
+    /// The JSON Schema of its answers' details, if it gives one
+    /// ([`Tool::output_schema`]); always a JSON object.
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl ToolInfo {
@@ -38,6 +44,39 @@ impl ToolInfo {
             "description": self.description,
             "parameters": self.parameters,
         })
+    }
+
+    /// The tool in MCP's `Tool` shape, as a `tools/list` answer lists it:
+    /// `name`, `title` (when the annotations give one), `description`,
+    /// `inputSchema`, `outputSchema` (when the tool gives one) and
+    /// `annotations` (when any is set).
+    ///
+    /// The behaviour hints of an untrusted tool are left out (its title
+    /// stays): they are claims of code the host did not write, and a client
+    /// that trusts this listing must not take them as the host's word. The
+    /// client then reads the tool with MCP's cautious defaults.
+    pub fn to_mcp_json(&self) -> serde_json::Value {
+        let mut tool = serde_json::Map::new();
+        tool.insert("name".into(), self.name.clone().into());
+        if let Some(title) = &self.annotations.title {
+            tool.insert("title".into(), title.clone().into());
+        }
+        tool.insert("description".into(), self.description.clone().into());
+        tool.insert("inputSchema".into(), self.parameters.clone());
+        if let Some(schema) = &self.output_schema {
+            tool.insert("outputSchema".into(), schema.clone());
+        }
+        let annotations = if self.untrusted {
+            self.annotations.without_hints()
+        } else {
+            self.annotations.clone()
+        };
+        if !annotations.is_empty() {
+            // Strings and booleans only: turning them into JSON cannot fail.
+            let annotations = serde_json::to_value(&annotations).unwrap_or_default();
+            tool.insert("annotations".into(), annotations);
+        }
+        serde_json::Value::Object(tool)
     }
 }
 
@@ -63,19 +102,25 @@ impl Entry {
                 tool.description().to_owned(),
                 tool.parameters(),
                 tool.is_untrusted(),
+                tool.annotations(),
+                tool.output_schema(),
             )
         });
-        let (name, description, parameters, says_untrusted) = read.map_err(|caught| {
-            bad(format!(
-                "reading its metadata panicked: {}",
-                caught
-                    .message
-                    .as_deref()
-                    .unwrap_or("(a payload that is not text)")
-            ))
-        })?;
+        let (name, description, parameters, says_untrusted, hints, schema) =
+            read.map_err(|caught| {
+                bad(format!(
+                    "reading its metadata panicked: {}",
+                    caught
+                        .message
+                        .as_deref()
+                        .unwrap_or("(a payload that is not text)")
+                ))
+            })?;
         if name.is_empty() {
             return Err(bad("its name is empty".to_owned()));
+        }
+        if schema.as_ref().is_some_and(|schema| !schema.is_object()) {
+            return Err(bad("its output schema is not a JSON object".to_owned()));
         }
         let untrusted = says_untrusted || source.is_untrusted();
         // The gate and every other reader of `Tool::is_untrusted` must see
@@ -92,6 +137,8 @@ impl Entry {
             parameters,
             source: source.name().to_owned(),
             untrusted,
+            annotations: hints,
+            output_schema: schema,
         });
         Ok(Self {
             tool,
@@ -139,6 +186,14 @@ impl Tool for MarkedUntrusted {
 
     fn is_untrusted(&self) -> bool {
         true
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        self.0.annotations()
+    }
+
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        self.0.output_schema()
     }
 
     async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {

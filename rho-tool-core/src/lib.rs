@@ -68,6 +68,8 @@
     unreachable_pub
 )]
 
+mod annotations;
+mod approval;
 mod call;
 mod contain;
 mod content;
@@ -83,6 +85,8 @@ mod runner;
 mod tool;
 mod watch;
 
+pub use annotations::ToolAnnotations;
+pub use approval::{AnnotationGate, ApprovalRequest, Approver, Decision, Match, Rule};
 pub use call::{TaskId, ToolCall};
 pub use content::{Audio, Content, EmbeddedResource, ResourceContents, ResourceLink};
 pub use end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Running, Update};

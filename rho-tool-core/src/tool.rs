@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use rho_untrusted::{PlainError, plain};
 use serde::Serialize;
 
+use crate::annotations::ToolAnnotations;
 use crate::call::TaskId;
 use crate::executor::Executor;
 use crate::notice::Notice;
@@ -86,6 +87,33 @@ pub trait Tool: Send + Sync {
     /// (crash counts, quarantine) and which partial results to distrust.
     fn is_untrusted(&self) -> bool {
         false
+    }
+
+    /// Hints about what the tool does (read-only, destructive, idempotent,
+    /// open world) and a title for people, in MCP's terms. Default: none,
+    /// which reads as MCP's cautious defaults (see [`ToolAnnotations`]).
+    ///
+    /// Metadata like [`name`](Tool::name): a registry reads it once, when
+    /// the tool is registered, and lists it beside the tool; a gate that
+    /// decides by it ([`AnnotationGate`](crate::AnnotationGate)) reads it
+    /// inside the call's task, before the tool runs. It should return
+    /// quickly and never panic.
+    ///
+    /// The hints of an untrusted tool are its own claims; see
+    /// [`is_untrusted`](Tool::is_untrusted).
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::default()
+    }
+
+    /// The JSON Schema (an object schema) of the answer's details
+    /// ([`ToolOutput::with_details`]), which MCP lists as the tool's
+    /// `outputSchema` and returns as `structuredContent`. Default: `None`,
+    /// no promise about the details.
+    ///
+    /// Metadata like [`parameters`](Tool::parameters), read once by a
+    /// registry. rho does not check the details against it.
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        None
     }
 
     /// Runs the tool on `arguments`.
