@@ -322,9 +322,7 @@ async fn the_gate_asks_about_a_tool_of_an_untrusted_source_that_claims_read_only
         }
     });
     let executor = rho_exec_tokio::TokioExecutor::current().expect("a timer");
-    let runner = Runner::new(executor)
-        .with_gate(Arc::new(gate))
-        .with_watch(registry.watch());
+    let runner = Runner::new(executor).with_gate(Arc::new(gate));
 
     let look = registry
         .start(&runner, ToolCall::new("1", "look", json!({})))

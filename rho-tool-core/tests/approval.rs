@@ -159,13 +159,13 @@ async fn a_destructive_tool_waits_for_the_approver_and_no_clock_runs_meanwhile()
     let mut awaited_gate = false;
     let end = loop {
         match handle.next_event().await.expect("an end") {
-            CallEvent::AwaitingGate(id) => {
-                assert_eq!(id, "2");
+            CallEvent::AwaitingApproval(waiting) => {
+                assert_eq!(waiting.call_id, "2");
                 assert_eq!(runs.load(Ordering::SeqCst), 0, "not run before approval");
                 awaited_gate = true;
             }
             CallEvent::Ended(end) => break end,
-            _ => {}
+            CallEvent::Running(_) | CallEvent::Update(_) => {}
         }
     };
     assert!(awaited_gate, "the loop is told the gate is waiting");
