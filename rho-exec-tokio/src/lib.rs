@@ -276,7 +276,8 @@ impl Future for TokioSleep {
     }
 }
 
-/// The README's examples, compiled and run as doc tests so they stay true.
+/// This crate's README examples, compiled and run as doc tests so they stay
+/// true.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeExamples;
