@@ -78,14 +78,6 @@
 //! its payload is forgotten (leaked), never dropped in the loop: a foreign
 //! `Drop` does not run there.
 
-#![forbid(unsafe_code)]
-#![warn(
-    missing_docs,
-    missing_debug_implementations,
-    rust_2018_idioms,
-    unreachable_pub
-)]
-
 use std::future::Future;
 use std::panic::catch_unwind;
 use std::pin::Pin;
