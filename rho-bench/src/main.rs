@@ -89,14 +89,6 @@
 //! crate's `Cargo.toml` repeats the workspace's lints with `unsafe_code` at
 //! `deny` instead of `forbid` (which no `#[allow]` could lower).
 
-#![deny(unsafe_code)]
-#![warn(
-    missing_docs,
-    missing_debug_implementations,
-    rust_2018_idioms,
-    unreachable_pub
-)]
-
 mod alloc;
 mod blocked;
 mod driver;

@@ -15,14 +15,6 @@
 //! object a line; `-- --runtime smol` runs the same tools and gate on smol
 //! instead of tokio.
 
-#![forbid(unsafe_code)]
-#![warn(
-    missing_docs,
-    missing_debug_implementations,
-    rust_2018_idioms,
-    unreachable_pub
-)]
-
 mod print;
 mod session;
 mod tools;

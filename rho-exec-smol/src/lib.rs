@@ -164,14 +164,6 @@
 //! handle polls the task under `catch_unwind` and forgets (leaks) the
 //! payload: no `Drop`, `Display` or `Debug` of it runs in the loop.
 
-#![forbid(unsafe_code)]
-#![warn(
-    missing_docs,
-    missing_debug_implementations,
-    rust_2018_idioms,
-    unreachable_pub
-)]
-
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -60,14 +60,6 @@
 //! }
 //! ```
 
-#![forbid(unsafe_code)]
-#![warn(
-    missing_docs,
-    missing_debug_implementations,
-    rust_2018_idioms,
-    unreachable_pub
-)]
-
 mod annotations;
 mod approval;
 mod call;

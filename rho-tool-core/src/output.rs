@@ -111,7 +111,11 @@ impl ToolOutput {
     ///
     /// The value is kept as it is and made plain data later, inside the
     /// call's task, under the runner's [`Limits`]: its `Serialize` and `Drop`
-    /// never run in the loop.
+    /// never run in the loop. Details that are a `serde_json::Value` or
+    /// [`Plain`] are then taken apart without recursion, so even one nested
+    /// a million levels deep (refused under the depth limit) cannot
+    /// overflow the task's stack; a value of another type is dropped by its
+    /// own `Drop`.
     pub fn with_details<T: Serialize + Send + 'static>(mut self, details: T) -> Self {
         self.details = Some(Details::Foreign(Foreign::new(details)));
         self

@@ -52,14 +52,6 @@
 //! library can stop that in-process: run such code behind a process boundary.
 //! [`PANICS_ARE_CONTAINED`] tells at compile time which build this is.
 
-#![forbid(unsafe_code)]
-#![warn(
-    missing_docs,
-    missing_debug_implementations,
-    rust_2018_idioms,
-    unreachable_pub
-)]
-
 mod dispose;
 mod hook;
 pub mod plain;

@@ -1,8 +1,8 @@
 //! The executor conformance suite of rho: one named test per contract
 //! point, which any executor crate runs against itself.
 //!
-//! rho's call contract (DESIGN.md, "One call, step by step" and "Kill
-//! semantics, honestly") lives in `rho-tool-core` and is the same on every
+//! rho's call contract (see [`rho_tool_core`]: one call, step by step, and
+//! what a kill can stop) lives in `rho-tool-core` and is the same on every
 //! runtime, but only as long as the executor under it keeps its half:
 //! spawn a task not linked to the loop, kill it without waiting for it,
 //! resolve its handle once with nothing foreign inside, drop a killed
@@ -82,8 +82,10 @@
 //!
 //! `cargo test --test <file>` then runs every point; `cargo test --test
 //! <file> -- --list` prints their names, which are [`POINTS`] for every
-//! executor. `rho-exec-tokio/tests/conformance.rs` is a complete example
-//! (tokio's multi-thread and current-thread runtimes).
+//! executor. The `rho-exec-tokio` and `rho-exec-smol` crates run the
+//! suite this way from their `tests/conformance.rs` (tokio's multi-thread
+//! and current-thread runtimes; a smol executor with threads of its own
+//! and smol's global one).
 //!
 //! The property points run `RHO_PROPTEST_CASES` cases each (default 256),
 //! e.g. `RHO_PROPTEST_CASES=5000 cargo test --test conformance
@@ -94,29 +96,28 @@
 //! Each point is a function `points::<name>::<H>()` (see [`points`] for
 //! what each one checks); the names, in order, are [`POINTS`]:
 //!
-//! - the gate (steps 3, 4): waiting longer than the timeout then allowing
-//!   succeeds; 1,000 calls finish while one gate waits; deny; panics with a
-//!   `&str`, a `String`, a custom payload; a host abort while the gate
-//!   waits.
-//! - the running notice (step 4): at most once, after the gate allowed,
-//!   before the tool started; never for a call whose gate did not allow.
-//! - tool panics (step 7): `&str`, `String`, custom payload, a payload
-//!   whose `Drop` panics (its second payload never runs), `run` panicking
-//!   before it returns its future, metadata that panics.
-//! - answers (step 5): every answer form as `to_result` makes it, exactly
-//!   the `ToolResult` and JSON it must be.
-//! - untrusted answers (step 6): made plain inside the call's task; their
+//! - the gate: waiting longer than the timeout then allowing succeeds;
+//!   1,000 calls finish while one gate waits; deny; panics with a `&str`, a
+//!   `String`, a custom payload; a host abort while the gate waits.
+//! - the running notice: at most once, after the gate allowed, before the
+//!   tool started; never for a call whose gate did not allow.
+//! - tool panics: `&str`, `String`, custom payload, a payload whose `Drop`
+//!   panics (its second payload never runs), `run` panicking before it
+//!   returns its future, metadata that panics.
+//! - answers: every answer form as `to_result` makes it, exactly the
+//!   `ToolResult` and JSON it must be.
+//! - untrusted answers: made plain inside the call's task; their
 //!   `Serialize` or `Drop` panicking ends the call as crashed; a
 //!   `Serialize` that fails, or details beyond the runner's limits, end it
 //!   failed; partial results (`ToolContext::update`) made plain in the
 //!   task, delivered in order before the end.
-//! - kills (step 8, kill semantics): timeout, a tool that never yields, a
-//!   future whose `Drop` panics killed at its timeout or aborted by the
-//!   host, a dropped handle, a `Duration::MAX` timeout, a loop on a plain
-//!   thread (no runtime) still timing calls out.
-//! - the watch (step 2): each start and end told exactly once; a panicking
-//!   watch changes nothing; a call's own watch hears that call alone, a
-//!   refusal included.
+//! - kills: timeout, a tool that never yields, a future whose `Drop` panics
+//!   killed at its timeout or aborted by the host, a dropped handle, a
+//!   `Duration::MAX` timeout, a loop on a plain thread (no runtime) still
+//!   timing calls out.
+//! - the watch: each start and end told exactly once; a panicking watch
+//!   changes nothing; a call's own watch hears that call alone, a refusal
+//!   included.
 //! - the executor itself (its `Executor`/`TaskHandle` contract, on raw
 //!   tasks): done, killed (idempotently), killed after it finished (still
 //!   done), detached, panicked (payload kept out of the loop, also when the
@@ -128,9 +129,10 @@
 //!   (also one already waiting on them, which the shutdown alone wakes); a
 //!   tool future whose `Drop` panics, dropped by the shutdown, leaves the
 //!   process running.
-//! - properties (proptest): **the reason never runs** (issue 3's property:
-//!   payload kind x phase x timing) and **every call ends exactly once**
-//!   (generated batches of calls ending every way).
+//! - properties (proptest): **the reason never runs** (no code of a foreign
+//!   payload or answer runs in the loop, over payload kind x phase x
+//!   timing) and **every call ends exactly once** (generated batches of
+//!   calls ending every way).
 //!
 //! Every point also ends by checking that the executor holds no task of
 //! rho's (counted by [`support::Counting`]), and runs its whole loop side
@@ -168,19 +170,12 @@
 //!
 //! # What is not here
 //!
-//! `plain is total and bounded` (issue 3's other property) does not depend
-//! on an executor: it stays in `rho-untrusted/tests/plain_props.rs`. What
-//! the suite cannot check in-process: `panic = "abort"` builds and foreign
-//! code calling `std::process::abort` end the process (see
+//! That `plain` is total and bounded (any value is made plain data or
+//! refused with an error, within the limits) does not depend on an
+//! executor: it is a property test of `rho-untrusted`. What the suite
+//! cannot check in-process: `panic = "abort"` builds and foreign code
+//! calling `std::process::abort` end the process (see
 //! `rho_untrusted::PANICS_ARE_CONTAINED`).
-
-#![forbid(unsafe_code)]
-#![warn(
-    missing_docs,
-    missing_debug_implementations,
-    rust_2018_idioms,
-    unreachable_pub
-)]
 
 mod harness;
 pub mod points;

@@ -4,6 +4,7 @@
 //! Everything else (tools, gates, recorders of where foreign code ran, the
 //! loop marker, bounded waits) is `rho_conformance::support`'s.
 
+// Each test binary includes this module and uses only part of it.
 #![allow(dead_code)]
 
 use std::sync::Arc;

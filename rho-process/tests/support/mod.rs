@@ -13,6 +13,7 @@
 //! bounds (a minute for a child to start, half a minute for a killed one to
 //! be gone) and only fail past them.
 
+// Each test binary includes this module and uses only part of it.
 #![allow(dead_code)]
 
 use std::future::Future;

@@ -3,6 +3,7 @@
 //! Every test binary includes this module with `mod support;` and uses only
 //! part of it.
 
+// Each test binary includes this module and uses only part of it.
 #![allow(dead_code)]
 
 use std::sync::{Arc, Mutex, PoisonError};

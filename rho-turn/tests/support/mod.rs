@@ -1,7 +1,10 @@
 //! What the integration tests share: a tokio runtime, small tools and
 //! gates, a registry with accounting, and a subscriber that records.
 
-#![allow(dead_code, unreachable_pub, missing_docs)]
+// Each test binary uses only part of this module (dead_code), and its
+// items are `pub` for those binaries, not for any public API
+// (unreachable_pub).
+#![allow(dead_code, unreachable_pub)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

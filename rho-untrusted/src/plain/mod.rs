@@ -75,6 +75,7 @@ mod base64;
 #[cfg(test)]
 mod conversion_tests;
 mod de;
+mod dismantle;
 mod limits;
 mod owned;
 mod path;

@@ -5,7 +5,9 @@ use std::fmt;
 
 use serde::Serialize;
 
+use super::dismantle::dispose_of;
 use super::{Limits, Plain, PlainError, to_plain};
+use crate::DropPanicked;
 
 /// Converts `value` to [`Plain`] data, then drops it; a panic of either is
 /// contained.
@@ -32,6 +34,12 @@ use super::{Limits, Plain, PlainError, to_plain};
 /// it (a local of the value's own `Serialize`, say) aborts the process; no
 /// library can contain that.
 ///
+/// The value is dropped by its own `Drop`, which for a `serde_json::Value`
+/// or a [`Plain`] recurses once per level of nesting: one nested deeper than
+/// the thread's stack allows overflows it even though the conversion
+/// refused it. Give values that may nest that deep to [`Foreign`], which
+/// takes those two apart without recursion.
+///
 /// ```
 /// use rho_untrusted::plain::{Limits, PlainError, plain_owned};
 ///
@@ -47,8 +55,17 @@ use super::{Limits, Plain, PlainError, to_plain};
 /// );
 /// ```
 pub fn plain_owned<T: Serialize>(value: T, limits: &Limits) -> Result<Plain, PlainError> {
+    convert_then_dispose(value, limits, crate::drop_contained)
+}
+
+/// [`plain_owned`], with `dispose` dropping the value.
+fn convert_then_dispose<T: Serialize>(
+    value: T,
+    limits: &Limits,
+    dispose: impl FnOnce(T) -> Result<(), DropPanicked>,
+) -> Result<Plain, PlainError> {
     let converted = crate::call_contained(|| to_plain(&value, limits));
-    let dropped = crate::drop_contained(value);
+    let dropped = dispose(value);
     match (converted, dropped) {
         (Err(caught), _) => Err(PlainError::Panicked {
             message: caught.message,
@@ -70,6 +87,11 @@ pub fn plain_owned<T: Serialize>(value: T, limits: &Limits) -> Result<Plain, Pla
 /// task, never in the loop. Neither ever unwinds: a panic of the value's code
 /// becomes an error, or is contained and forgotten when an unconverted
 /// `Foreign` is dropped.
+///
+/// A `serde_json::Value` or a [`Plain`] is taken apart without recursion
+/// once converted (or when dropped unconverted), however deep it nests: a
+/// recursive drop of one nested a million levels deep would overflow the
+/// task's stack. A value of any other type is dropped by its own `Drop`.
 ///
 /// Its `Debug` prints nothing of the value.
 ///
@@ -95,7 +117,7 @@ impl Foreign {
         Foreign(Box::new(move |limits: &Limits| guard.convert(limits)))
     }
 
-    /// Converts the value with [`plain_owned`] (which also drops it).
+    /// Converts the value as [`plain_owned`] does, then disposes of it.
     ///
     /// # Errors
     ///
@@ -113,12 +135,12 @@ impl fmt::Debug for Foreign {
 
 /// Holds a captured value; dropping it unconverted drops the value with a
 /// panic contained.
-struct DropGuard<T>(Option<T>);
+struct DropGuard<T: 'static>(Option<T>);
 
-impl<T: Serialize> DropGuard<T> {
+impl<T: Serialize + 'static> DropGuard<T> {
     fn convert(mut self, limits: &Limits) -> Result<Plain, PlainError> {
         match self.0.take() {
-            Some(value) => plain_owned(value, limits),
+            Some(value) => convert_then_dispose(value, limits, dispose_of),
             // Not reachable: a guard is converted at most once, by value.
             None => Err(PlainError::Unsupported {
                 what: "an answer converted twice".to_owned(),
@@ -128,12 +150,12 @@ impl<T: Serialize> DropGuard<T> {
     }
 }
 
-impl<T> Drop for DropGuard<T> {
+impl<T: 'static> Drop for DropGuard<T> {
     fn drop(&mut self) {
         if let Some(value) = self.0.take() {
             // The panic (if any) is contained and its payload disposed of;
             // nobody is left to tell.
-            let _ = crate::drop_contained(value);
+            let _ = dispose_of(value);
         }
     }
 }

@@ -1,9 +1,8 @@
-//! Every answer form (DESIGN.md step 5) reaches the loop as `to_result`
-//! makes it: ok text, one image and text, several images and text, error
-//! text, each with or without details; an invalid image makes the answer
-//! unusable (`Failed`, not a crash). Each result is checked against the
-//! exact `ToolResult` and JSON (MCP's shape: images as `mimeType` + base64)
-//! it must be.
+//! Every answer form reaches the loop as `to_result` makes it: ok text, one
+//! image and text, several images and text, error text, each with or
+//! without details; an invalid image makes the answer unusable (`Failed`,
+//! not a crash). Each result is checked against the exact `ToolResult` and
+//! JSON (MCP's shape: images as `mimeType` + base64) it must be.
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! The executor's own half of the contract (rho-tool-core's `Executor` and
-//! `TaskHandle` docs; DESIGN.md "Kill semantics"), on raw tasks without
-//! rho's wrapper around the task body: resolve once, kill idempotently,
-//! detach on drop, never carry a panic payload into the loop, and a timer.
+//! `TaskHandle` docs), on raw tasks without rho's wrapper around the task
+//! body: resolve once, kill idempotently, detach on drop, never carry a
+//! panic payload into the loop, and a timer.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
-//! The gate (DESIGN.md steps 3 and 4): it runs in the task, may wait as
-//! long as it likes with no clock running, denies with a reason, and its
+//! The gate, the check before a tool runs: it runs in the task, may wait
+//! as long as it likes with no clock running, denies with a reason, and its
 //! panics (any payload) end the call as crashed.
 
 use std::collections::HashSet;

@@ -1,8 +1,8 @@
-//! Kills (DESIGN.md step 8 and "Kill semantics, honestly"): timeouts, host
-//! aborts and dropped handles end the call without waiting for the task;
-//! the tool's future is dropped; a future whose `Drop` panics does not take
-//! the process down; a tool that never yields still ends at its deadline on
-//! a multi-threaded executor.
+//! Kills, at the deadline and otherwise: timeouts, host aborts and dropped
+//! handles end the call without waiting for the task; the tool's future is
+//! dropped; a future whose `Drop` panics does not take the process down; a
+//! tool that never yields still ends at its deadline on a multi-threaded
+//! executor.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

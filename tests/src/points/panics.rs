@@ -1,7 +1,6 @@
-//! Panics of the tool (DESIGN.md step 7), of every payload type, in `run`
-//! itself or in its future, and of the tool's metadata: each ends the call
-//! as crashed with a text naming the tool, and no code of a foreign payload
-//! runs in the loop.
+//! Panics of the tool, of every payload type, in `run` itself or in its
+//! future, and of the tool's metadata: each ends the call as crashed with a
+//! text naming the tool, and no code of a foreign payload runs in the loop.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -4,9 +4,9 @@
 //! (default 256). Failures are not persisted: proptest prints the minimal
 //! failing input, which belongs in a named point.
 //!
-//! `plain` is total and bounded, the other property of the untrusted
-//! issue, does not depend on an executor: it lives in
-//! `rho-untrusted/tests/plain_props.rs`.
+//! That `plain` is total and bounded, the other property about untrusted
+//! values, does not depend on an executor: it is a property test of
+//! `rho-untrusted` (`tests/plain_props.rs` there).
 
 use std::fmt;
 use std::sync::Arc;
@@ -377,7 +377,8 @@ fn reason_case<H: Harness>(
     Ok(())
 }
 
-/// **The reason never runs** (issue 3's property, on this executor).
+/// **The reason never runs**, on this executor: no code of a foreign
+/// panic payload or answer runs in the loop, whatever ends the call.
 ///
 /// Generated over the payload kind (`&'static str`, `String`, custom values
 /// whose `Drop`, `Display`, `Debug`, `Clone` or `Serialize` records and

@@ -1,6 +1,6 @@
-//! The running notice (DESIGN.md step 4): sent at most once, after the
-//! gate allowed and before the tool starts; the loop reports it before the
-//! call's end, and never for a call whose gate did not allow it.
+//! The running notice, which starts the timeout clock: sent at most once,
+//! after the gate allowed and before the tool starts; the loop reports it
+//! before the call's end, and never for a call whose gate did not allow it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -1,7 +1,7 @@
-//! The executor going away (DESIGN.md step 7, "the executor going away"):
-//! calls in flight and calls started afterwards each end with exactly one
-//! result, `ExecutorGone` with `exit_text`, and nothing panics in the loop,
-//! which then runs with no runtime at all.
+//! The executor going away (an abnormal end that is neither a panic nor a
+//! kill): calls in flight and calls started afterwards each end with
+//! exactly one result, `ExecutorGone` with `exit_text`, and nothing panics
+//! in the loop, which then runs with no runtime at all.
 
 use std::future::Future;
 use std::pin::Pin;

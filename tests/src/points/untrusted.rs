@@ -1,7 +1,7 @@
-//! An untrusted tool's answer (DESIGN.md step 6) is made plain data inside
-//! its own task: its `Serialize` and `Drop` run there, never in the loop,
-//! a panic of either ends the call as crashed, and the loop only gets
-//! `Plain` data.
+//! An untrusted tool's answer is made plain data inside its own task,
+//! before it is encoded or leaves the task: its `Serialize` and `Drop` run
+//! there, never in the loop, a panic of either ends the call as crashed,
+//! and the loop only gets `Plain` data.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The watch (DESIGN.md step 2): told each call's task before its tool
+//! The watch (a registry's sources): told each call's task before its tool
 //! runs and how it ended, exactly once each, whatever the end; a watch that
 //! panics changes nothing.
 
