@@ -19,13 +19,58 @@ mod print;
 mod session;
 mod tools;
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rho_exec_smol::SmolPool;
 use rho_exec_tokio::TokioExecutor;
+use rho_tool_core::ToolCall;
+use rho_turn::{EventBus, KeepDetails, SessionEntry, TurnAbort};
 
 use crate::print::Printer;
-use crate::session::run_session;
+use crate::session::{Runtime, Wait, gate, registry, run_session};
+
+/// The session on tokio: a turn runner on its executor, the turns driven
+/// by the runtime's `block_on`.
+struct OnTokio {
+    turns: rho_exec_tokio::TurnRunner,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Runtime for OnTokio {
+    fn events(&self) -> &EventBus {
+        self.turns.events()
+    }
+
+    fn run(&self, calls: Vec<ToolCall>, started: &mut dyn FnMut(TurnAbort)) -> Vec<SessionEntry> {
+        let turn = self.turns.turn(calls);
+        started(turn.abort_handle());
+        self.runtime.block_on(turn)
+    }
+}
+
+/// The session on smol: a turn runner on a pool of its own, the turns
+/// driven by `smol::block_on`.
+struct OnSmol {
+    turns: rho_exec_smol::TurnRunner,
+    /// Runs the calls' tasks for as long as the session lasts.
+    _pool: SmolPool,
+}
+
+impl Runtime for OnSmol {
+    fn events(&self) -> &EventBus {
+        self.turns.events()
+    }
+
+    fn run(&self, calls: Vec<ToolCall>, started: &mut dyn FnMut(TurnAbort)) -> Vec<SessionEntry> {
+        let turn = self.turns.turn(calls);
+        started(turn.abort_handle());
+        smol::block_on(turn)
+    }
+}
+
+/// What the session keeps of each call's details.
+const KEEP: KeepDetails = KeepDetails::MaxBytes(120);
 
 fn main() {
     let mut json = false;
@@ -45,22 +90,35 @@ fn main() {
     // the demo.
     rho_untrusted::install_quiet_panic_hook();
     let mut printer = Printer::new(json, &runtime, Instant::now());
+    let (registry, accounting) = registry();
 
     match runtime.as_str() {
         "tokio" => {
-            let tokio = tokio::runtime::Builder::new_multi_thread()
+            let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
                 .build()
                 .unwrap_or_else(|error| fail(&format!("cannot start tokio: {error}")));
-            let executor = TokioExecutor::new(tokio.handle().clone())
+            let executor = TokioExecutor::new(runtime.handle().clone())
                 .unwrap_or_else(|error| fail(&error.to_string()));
-            run_session(executor, &|turn| tokio.block_on(turn), &mut printer);
+            let wait: Wait = Arc::new(|duration: Duration| Box::pin(tokio::time::sleep(duration)));
+            let turns = rho_exec_tokio::TurnRunner::new(executor, registry)
+                .with_gate(Arc::new(gate(wait)))
+                .with_keep_details(KEEP);
+            run_session(&OnTokio { turns, runtime }, &accounting, &mut printer);
         }
         "smol" => {
-            let smol = SmolPool::new(2)
+            let pool = SmolPool::new(2)
                 .unwrap_or_else(|error| fail(&format!("cannot start smol: {error}")));
-            run_session(smol.executor(), &|turn| smol::block_on(turn), &mut printer);
+            let wait: Wait = Arc::new(|duration: Duration| {
+                Box::pin(async move {
+                    smol::Timer::after(duration).await;
+                })
+            });
+            let turns = rho_exec_smol::TurnRunner::new(pool.executor(), registry)
+                .with_gate(Arc::new(gate(wait)))
+                .with_keep_details(KEEP);
+            run_session(&OnSmol { turns, _pool: pool }, &accounting, &mut printer);
         }
         other => fail(&format!("unknown runtime `{other}` (use tokio or smol)")),
     }

@@ -1,44 +1,62 @@
 //! The scripted session: the registry, the gate, and four model messages.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
-use rho_tool_core::{Executor, Gate, Tool, ToolCall, Verdict, async_trait};
-use rho_turn::{KeepDetails, SessionEntry, Turn, TurnEvent, TurnRunner};
+use rho_tool_core::{AnnotationGate, ApprovalRequest, Match, Rule, Tool, ToolCall, Verdict};
+use rho_turn::{EventBus, SessionEntry, TurnAbort, TurnEvent};
 use serde_json::json;
 
 use crate::print::Printer;
 use crate::{fail, tools};
 
-/// How the demo drives a turn to its end on its runtime.
-pub(crate) type BlockOn<'a, E> = &'a (dyn Fn(Turn<E>) -> Vec<SessionEntry> + Sync);
+/// How long the demo's person takes to approve a deploy.
+const APPROVAL: Duration = Duration::from_millis(1000);
 
-/// The demo's gate: a person approves deploys (it takes them about a
-/// second), nobody may delete directories, everything else is allowed.
-/// Written once for any executor: it waits on the executor's own timer.
-struct DemoGate<E> {
-    executor: E,
+/// A wait on the runtime's own timer.
+pub(crate) type Wait =
+    Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// What the session needs of the runtime it runs on.
+pub(crate) trait Runtime: Sync {
+    /// The bus the turns publish on.
+    fn events(&self) -> &EventBus;
+
+    /// Runs a turn of `calls` to its end, handing its abort handle to
+    /// `started` first.
+    fn run(&self, calls: Vec<ToolCall>, started: &mut dyn FnMut(TurnAbort)) -> Vec<SessionEntry>;
 }
 
-#[async_trait]
-impl<E: Executor> Gate for DemoGate<E> {
-    async fn check(&self, _call: &ToolCall, tool: &dyn Tool) -> Verdict {
-        match tool.name() {
-            "deploy" => {
-                self.executor.sleep(Duration::from_millis(1000)).await;
+/// The demo's gate, the ready one of `rho-tool-core`, deciding by the tools'
+/// annotations: nobody may delete directory trees; read-only tools run at
+/// once; anything else is put to the approver, where a person approves
+/// deploys (it takes them about a second) and the rest is allowed. An
+/// agent-written tool that claims to be read-only is still put to the
+/// approver: its claim is code the host did not write.
+pub(crate) fn gate(wait: Wait) -> AnnotationGate {
+    AnnotationGate::new()
+        .rule(
+            Rule::deny(Match::tool("rm_rf"))
+                .because("deleting directory trees needs a person at the keyboard"),
+        )
+        .with_approver(move |request: ApprovalRequest| {
+            let wait = wait.clone();
+            async move {
+                if request.tool == "deploy" {
+                    wait(APPROVAL).await;
+                }
                 Verdict::Allow
             }
-            "rm_rf" => Verdict::deny("deleting directory trees needs a person at the keyboard"),
-            _ => Verdict::Allow,
-        }
-    }
+        })
 }
 
 /// The tools, from two sources: the host's own, and the tools the agent
 /// wrote itself, whose source quarantines a tool after two crashes or
 /// timeouts.
-fn registry() -> (ToolRegistry, Arc<Accounting>) {
+pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>) {
     let registry = ToolRegistry::new();
     let builtin: [Arc<dyn Tool>; 6] = [
         Arc::new(tools::Deploy),
@@ -67,21 +85,12 @@ fn call(id: &str, tool: &str, arguments: serde_json::Value) -> ToolCall {
     ToolCall::new(id, tool, arguments)
 }
 
-/// The whole scripted session on `executor`.
-pub(crate) fn run_session<E: Executor>(
-    executor: E,
-    block_on: BlockOn<'_, E>,
-    printer: &mut Printer,
-) {
-    let (registry, accounting) = registry();
-    let turns = TurnRunner::new(executor.clone(), registry)
-        .with_gate(Arc::new(DemoGate { executor }))
-        .with_keep_details(KeepDetails::MaxBytes(120));
-
+/// The whole scripted session on `runtime`.
+pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printer: &mut Printer) {
     // The screen: a subscriber on a thread of its own hands every event to
     // the printer as it happens.
     let (sender, events) = mpsc::channel();
-    let subscribed = turns.events().subscribe(move |event: &TurnEvent| {
+    let subscribed = runtime.events().subscribe(move |event: &TurnEvent| {
         let _ = sender.send(event.clone());
     });
     if let Err(error) = subscribed {
@@ -89,12 +98,15 @@ pub(crate) fn run_session<E: Executor>(
     }
     let mut play = |title: &str, calls: Vec<ToolCall>, esc_after: Option<Duration>| {
         printer.heading(title);
-        let turn = turns.turn(calls);
-        let total = turn.len();
-        let abort = turn.abort_handle();
+        let total = calls.len();
         let entries = std::thread::scope(|scope| {
-            let running = scope.spawn(move || block_on(turn));
-            if let Some(after) = esc_after {
+            let (aborts, abort) = mpsc::channel();
+            let running = scope.spawn(move || {
+                runtime.run(calls, &mut |handle| {
+                    let _ = aborts.send(handle);
+                })
+            });
+            if let (Some(after), Ok(abort)) = (esc_after, abort.recv()) {
                 scope.spawn(move || {
                     std::thread::sleep(after);
                     abort.abort();

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rho_tool_core::{Image, Tool, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Image, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 use serde::Serialize;
 
 /// Reads a (pretend) file at once.
@@ -12,6 +12,9 @@ pub(crate) struct ReadFile;
 impl Tool for ReadFile {
     fn name(&self) -> &str {
         "read_file"
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::new().read_only()
     }
     fn description(&self) -> &str {
         "Reads a file of the project."
@@ -33,7 +36,8 @@ impl Tool for ReadFile {
     }
 }
 
-/// Deploys; needs a person's approval (see the demo's gate), then is quick.
+/// Deploys; destructive, so a person approves it (see the demo's gate),
+/// then it is quick.
 /// Its timeout is shorter than the approval takes, which is fine: the clock
 /// starts when the gate allows.
 pub(crate) struct Deploy;
@@ -42,6 +46,9 @@ pub(crate) struct Deploy;
 impl Tool for Deploy {
     fn name(&self) -> &str {
         "deploy"
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::new().title("Deploy").destructive(true)
     }
     fn description(&self) -> &str {
         "Deploys the current build to staging."
@@ -62,6 +69,9 @@ pub(crate) struct SlowBuild;
 impl Tool for SlowBuild {
     fn name(&self) -> &str {
         "cargo_build"
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::new().destructive(false).idempotent(true)
     }
     fn description(&self) -> &str {
         "Builds the project."
@@ -95,6 +105,10 @@ impl Tool for Flaky {
     fn name(&self) -> &str {
         "flaky_lint"
     }
+    fn annotations(&self) -> ToolAnnotations {
+        // A claim of code the host did not write: the gate does not believe it.
+        ToolAnnotations::new().read_only()
+    }
     fn description(&self) -> &str {
         "Lints; crashes on odd inputs."
     }
@@ -123,6 +137,9 @@ impl Tool for Screenshot {
     fn name(&self) -> &str {
         "screenshot"
     }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::new().read_only()
+    }
     fn description(&self) -> &str {
         "Takes a screenshot of the app."
     }
@@ -142,6 +159,9 @@ pub(crate) struct Grep;
 impl Tool for Grep {
     fn name(&self) -> &str {
         "grep"
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::new().read_only()
     }
     fn description(&self) -> &str {
         "Searches the project."
@@ -179,6 +199,9 @@ impl Tool for AgentScript {
     fn name(&self) -> &str {
         "count_todos"
     }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::new().read_only()
+    }
     fn description(&self) -> &str {
         "Counts TODO comments (written by the agent)."
     }
@@ -203,6 +226,9 @@ pub(crate) struct RemoveAll;
 impl Tool for RemoveAll {
     fn name(&self) -> &str {
         "rm_rf"
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::new().destructive(true)
     }
     fn description(&self) -> &str {
         "Deletes a directory tree."
