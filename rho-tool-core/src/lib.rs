@@ -7,10 +7,13 @@
 //! 1. [`Runner::start`] spawns the call as one task on an [`Executor`]. Nothing
 //!    that happens in the task (a panic, a kill, a `Drop` that panics)
 //!    reaches the loop as an unwind.
-//! 2. A [`Watch`] (a registry's sources) is told the task.
+//! 2. The runner's [`Watch`] and the call's own (its tool's source, given
+//!    by a registry through [`Runner::start_watched`]) are told the task.
 //! 3. Inside the task the [`Gate`] runs first; it may wait as long as it
 //!    likes, no clock runs, and the loop goes on with other calls. A denial
 //!    ends the call with an error result naming the reason.
+//!    [`AnnotationGate`] is a ready one: it decides by the tool's
+//!    [`ToolAnnotations`] and puts the rest to an async [`Approver`].
 //! 4. Once the gate allows, the task tells the loop "running", and only then
 //!    does the [`CallHandle`] start the tool's timeout clock.
 //! 5. The [`Tool`] runs; its [`ToolOutput`] is normalised into a
@@ -19,6 +22,8 @@
 //!    task and turned into text; only a `String` or `&str` payload is read.
 //! 7. At the deadline the handle kills the task and returns the timeout
 //!    text; an executor that went away gives `exit_text`'s text.
+//! 8. The loop, the watches and any screen get one record of the end,
+//!    [`CallEnd`].
 //!
 //! # Why the core knows no runtime
 //!
