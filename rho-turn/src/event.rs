@@ -84,46 +84,46 @@ impl TurnEvent {
 
     /// The turn the call belongs to.
     pub fn turn(&self) -> TurnId {
-        match self {
-            TurnEvent::ToolExecutionEnd(end) => end.turn,
-            TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
-            | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
-            | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
-            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => call.turn,
+        match self.about() {
+            About::Call(call) => call.turn,
+            About::End(end) => end.turn,
         }
     }
 
     /// The call's position in the model's message, from 0.
     pub fn index(&self) -> usize {
-        match self {
-            TurnEvent::ToolExecutionEnd(end) => end.index,
-            TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
-            | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
-            | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
-            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => call.index,
+        match self.about() {
+            About::Call(call) => call.index,
+            About::End(end) => end.index,
         }
     }
 
     /// The id the model gave the call.
     pub fn call_id(&self) -> &str {
-        match self {
-            TurnEvent::ToolExecutionEnd(end) => &end.end.call_id,
-            TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
-            | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
-            | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
-            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => &call.call_id,
+        match self.about() {
+            About::Call(call) => &call.call_id,
+            About::End(end) => &end.end.call_id,
         }
     }
 
     /// The tool's name (as the model called it; at the end, as the tool
     /// that ran calls itself, which is the same for every registered tool).
     pub fn tool(&self) -> &str {
+        match self.about() {
+            About::Call(call) => &call.tool,
+            About::End(end) => &end.end.tool,
+        }
+    }
+
+    /// Where the event says which call it is about: the end carries the
+    /// call's whole [`CallEnd`], the others a [`CallRef`].
+    fn about(&self) -> About<'_> {
         match self {
-            TurnEvent::ToolExecutionEnd(end) => &end.end.tool,
             TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
             | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
             | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
-            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => &call.tool,
+            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => About::Call(call),
+            TurnEvent::ToolExecutionEnd(end) => About::End(end),
         }
     }
 
@@ -133,6 +133,12 @@ impl TurnEvent {
     pub fn is_droppable(&self) -> bool {
         matches!(self, TurnEvent::ToolExecutionUpdate(_))
     }
+}
+
+/// Which call an event is about, as `TurnEvent::about` finds it.
+enum About<'a> {
+    Call(&'a CallRef),
+    End(&'a ExecutionEnd),
 }
 
 /// Which call an event is about. Every event has these fields at its top
