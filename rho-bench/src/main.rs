@@ -117,7 +117,8 @@ static ALLOCATOR: alloc::Counting = alloc::Counting;
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     quick: bool,
-    /// Calls per round, sequential (figure 1).
+    /// Calls per round, sequential, with the loop on the main thread and
+    /// as a task (figure 1).
     sequential: usize,
     /// Calls in flight per round (figure 1).
     in_flight: usize,
@@ -193,10 +194,18 @@ impl Config {
     }
 }
 
-const FIGURES: [&str; 6] = ["percall", "memory", "kill", "blocked", "plain", "registry"];
+const FIGURES: [&str; 7] = [
+    "percall",
+    "sequential_task",
+    "memory",
+    "kill",
+    "blocked",
+    "plain",
+    "registry",
+];
 
-const USAGE: &str =
-    "usage: rho-bench [--json] [--quick] [--only percall,memory,kill,blocked,plain,registry]";
+const USAGE: &str = "usage: rho-bench [--json] [--quick] \
+     [--only percall,sequential_task,memory,kill,blocked,plain,registry]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -276,6 +285,7 @@ fn main() {
         );
         print!("{}", report.table());
         println!();
+        print_beam(&report);
         print_notes(&config);
         let missed = report.missed();
         if missed.is_empty() {
@@ -307,9 +317,13 @@ fn run_on<B: Bench>(
     let wants = |figure: &str| only.iter().any(|wanted| wanted == figure);
     let bench = B::new();
     let step = |figure: &str| eprintln!("[{}] {figure}", B::NAME);
-    if wants("percall") {
+    let modes: Vec<percall::Mode> = percall::Mode::ALL
+        .into_iter()
+        .filter(|mode| wants(mode.only()))
+        .collect();
+    if !modes.is_empty() {
         step("per-call cost");
-        percall::run(&bench, config, report);
+        percall::run(&bench, config, report, &modes, wants("percall"));
     }
     if wants("kill") {
         step("kill latency");
@@ -334,12 +348,48 @@ fn run_on<B: Bench>(
     }
 }
 
+/// rho's sequential call with the loop as a task, against the recorded
+/// BEAM reference, in words.
+fn print_beam(report: &Report) {
+    let figures: Vec<String> = ["tokio", "smol"]
+        .into_iter()
+        .filter_map(|runtime| {
+            let ns = report.value(runtime, "per_call_rho_sequential_task")?;
+            let us = ns / 1e3;
+            let verdict = if us < percall::BEAM_SEQUENTIAL_US {
+                "beats it"
+            } else {
+                "does NOT beat it"
+            };
+            Some(format!("{us:.2} us on {runtime} ({verdict})"))
+        })
+        .collect();
+    if figures.is_empty() {
+        return;
+    }
+    println!(
+        "Sequential call, loop as a task: rho {}; reference: {} us, the BEAM's Task.Supervisor \
+         as recorded on this project's machine (a constant, not measured by this run)\n",
+        figures.join(", "),
+        percall::BEAM_SEQUENTIAL_US
+    );
+}
+
 fn print_notes(config: &Config) {
     println!("How each figure was measured (rho and floor alternate, medians of rounds):");
     println!(
         "  per_call_*       no-op tool, default gate; sequential: {} calls a round, start then await; \
          in flight: {} started then awaited, after an untimed pass of the same side; {} rounds",
         config.sequential, config.in_flight, config.rounds
+    );
+    println!(
+        "  per_call_*_sequential_task  the sequential loop ({} calls a round) as ONE task spawned on \
+         the runtime (tokio::spawn / the smol executor's spawn), so it runs on a worker beside the \
+         calls' tasks; {} rounds; _vs_beam: rho's us/call against {} us recorded for the BEAM's \
+         Task.Supervisor (not measured here)",
+        config.sequential,
+        config.rounds,
+        percall::BEAM_SEQUENTIAL_US
     );
     println!(
         "  memory_*         {} waiting calls in a fresh process, resident (VmRSS) delta over calls, \
