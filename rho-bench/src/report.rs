@@ -112,6 +112,14 @@ impl Report {
         self.rows.push(row);
     }
 
+    /// The value of `figure` on `runtime`, if it was measured.
+    pub(crate) fn value(&self, runtime: &str, figure: &str) -> Option<f64> {
+        self.rows
+            .iter()
+            .find(|row| row.runtime == runtime && row.figure == figure)
+            .map(|row| row.value)
+    }
+
     /// The rows whose target is missed.
     pub(crate) fn missed(&self) -> Vec<&Row> {
         self.rows.iter().filter(|row| !row.meets()).collect()

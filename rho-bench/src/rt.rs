@@ -4,7 +4,10 @@
 //! The loop (whatever starts calls and awaits them) runs on the main
 //! thread, in the runtime's `block_on`; the calls' tasks run on the two
 //! workers. That is how a host built on `#[tokio::main]` or `smol::block_on`
-//! runs its agent loop.
+//! runs its agent loop. One figure runs the loop as a task of the runtime
+//! instead ([`Bench::run_in_task`]), the way a host whose agent loop is
+//! `tokio::spawn(async { loop { .. } })` (or a task on the same smol
+//! executor) runs it: then the loop shares the workers with the calls.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -36,6 +39,13 @@ pub(crate) trait Bench: Sized {
     fn floor(&self) -> Self::Floor;
     /// Runs the loop on this thread.
     fn block_on<F: Future>(&self, future: F) -> F::Output;
+    /// Runs the loop as one task spawned on the runtime (with the runtime's
+    /// own spawn, as a host would), on a worker, and waits here for its
+    /// output.
+    fn run_in_task<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
     /// Whether no task is alive (all calls of the last round are gone).
     fn idle(&self) -> bool;
 
@@ -81,6 +91,17 @@ impl Bench for Tokio {
 
     fn block_on<F: Future>(&self, future: F) -> F::Output {
         self.runtime.block_on(future)
+    }
+
+    fn run_in_task<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let task = self.runtime.spawn(future);
+        self.runtime
+            .block_on(task)
+            .expect("the loop's task finished")
     }
 
     fn idle(&self) -> bool {
@@ -172,6 +193,14 @@ impl Bench for Smol {
 
     fn block_on<F: Future>(&self, future: F) -> F::Output {
         smol::block_on(future)
+    }
+
+    fn run_in_task<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        smol::block_on(self.executor.spawn(future))
     }
 
     fn idle(&self) -> bool {
