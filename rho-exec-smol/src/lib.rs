@@ -294,6 +294,15 @@ impl Executor for SmolExecutor {
             timer: Some(Timer::after(duration)),
         }
     }
+
+    /// Goes on at once: smol's executor puts every woken task on its
+    /// shared queue and wakes an idle thread for it, so the loop a call's
+    /// running notice woke is never held behind the call's task on this
+    /// thread. Giving way would only requeue the task and wake another
+    /// thread to take it over.
+    fn poll_give_way(&self, _yielded: &mut bool, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
 }
 
 /// Lets go of a temporarily upgraded executor. Should the host have dropped

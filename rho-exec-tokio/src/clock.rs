@@ -25,6 +25,7 @@ static CLOCK: Clock = Clock {
     timers: Mutex::new(Timers {
         next_id: 0,
         pending: BTreeMap::new(),
+        thread: Thread::Awake,
     }),
     earlier: Condvar::new(),
 };
@@ -44,6 +45,35 @@ struct Timers {
     /// Ids tell apart sleeps with the same deadline.
     next_id: u64,
     pending: BTreeMap<(Instant, u64), Waker>,
+    /// What the clock's thread is doing, so that a new sleep wakes it only
+    /// when it must: a call's deadline is nearly always later than the one
+    /// the thread already waits for (every call of a tool has the same
+    /// timeout, counted from a later start), and waking a thread is a
+    /// system call and a switch to it, per call.
+    thread: Thread,
+}
+
+/// What the clock's thread is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Thread {
+    /// Awake: it reads the map again before it waits.
+    Awake,
+    /// Waiting for this deadline (perhaps of a sleep since dropped: it then
+    /// wakes once for nothing, and waits for the next).
+    Until(Instant),
+    /// Waiting with no deadline: the map was empty.
+    Idle,
+}
+
+impl Thread {
+    /// Whether a sleep due at `deadline` needs the thread woken.
+    fn must_wake_for(self, deadline: Instant) -> bool {
+        match self {
+            Thread::Awake => false,
+            Thread::Until(armed) => deadline < armed,
+            Thread::Idle => true,
+        }
+    }
 }
 
 impl Clock {
@@ -80,17 +110,22 @@ impl Clock {
             }
             timers = match timers.pending.first_key_value() {
                 Some(((deadline, _), _)) => {
+                    let deadline = *deadline;
+                    timers.thread = Thread::Until(deadline);
                     let wait = deadline.saturating_duration_since(now);
                     self.earlier
                         .wait_timeout(timers, wait)
                         .unwrap_or_else(PoisonError::into_inner)
                         .0
                 }
-                None => self
-                    .earlier
-                    .wait(timers)
-                    .unwrap_or_else(PoisonError::into_inner),
+                None => {
+                    timers.thread = Thread::Idle;
+                    self.earlier
+                        .wait(timers)
+                        .unwrap_or_else(PoisonError::into_inner)
+                }
             };
+            timers.thread = Thread::Awake;
         }
     }
 }
@@ -162,9 +197,14 @@ impl Future for ClockSleep {
                 timers.next_id += 1;
                 timers.pending.insert((deadline, id), cx.waker().clone());
                 self.registered = Some(id);
-                let earliest = timers.pending.first_key_value().map(|(key, _)| *key);
+                let wake = timers.thread.must_wake_for(deadline);
+                if wake {
+                    // Woken once: later sleeps need not wake it again
+                    // before it has looked.
+                    timers.thread = Thread::Awake;
+                }
                 drop(timers);
-                if earliest == Some((deadline, id)) {
+                if wake {
                     CLOCK.earlier.notify_one();
                 }
             }
@@ -272,6 +312,41 @@ mod tests {
         )
         .await
         .expect("the clock still runs");
+    }
+
+    /// The thread is woken for a sleep only when it would otherwise wait
+    /// past that sleep's deadline.
+    #[test]
+    fn a_sleep_wakes_the_thread_only_when_it_waits_too_long() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(1);
+        assert!(Thread::Idle.must_wake_for(later));
+        assert!(Thread::Until(later).must_wake_for(now));
+        assert!(!Thread::Until(now).must_wake_for(later));
+        assert!(!Thread::Until(now).must_wake_for(now));
+        assert!(!Thread::Awake.must_wake_for(now));
+    }
+
+    /// Sleeps registered one after the other, each due later than the
+    /// last (calls of one tool, in sequence), still all complete on time
+    /// when the earlier ones are dropped first: the thread, waiting for a
+    /// dropped deadline, wakes for nothing once and waits for the next.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn later_sleeps_complete_after_earlier_ones_were_dropped() {
+        assert!(start());
+        let made = Instant::now();
+        let mut cx = Context::from_waker(Waker::noop());
+        for ms in [40_u64, 41, 42] {
+            let mut dropped = ClockSleep::after(Duration::from_millis(ms));
+            assert!(Pin::new(&mut dropped).poll(&mut cx).is_pending());
+        }
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            ClockSleep::after(Duration::from_millis(60)),
+        )
+        .await
+        .expect("the clock wakes the later sleep");
+        assert!(made.elapsed() >= Duration::from_millis(60));
     }
 
     /// A duration too long to add to now is a sleep that never completes,

@@ -282,8 +282,13 @@ fn run_call(
                 // this thread only (tokio's LIFO slot): a tool that then
                 // never yields would keep the loop from ever starting its
                 // clock. A loop that was not waiting was not woken, and
-                // nothing queues it here.
-                YieldOnce(false).await;
+                // nothing queues it here. How to give way is the
+                // executor's to say.
+                GiveWay {
+                    yielded: false,
+                    notice: &notice,
+                }
+                .await;
             }
 
             // Taking the arguments leaves a `Null`, which allocates nothing.
@@ -345,20 +350,18 @@ impl<F: Future + Unpin> Future for Gating<'_, F> {
     }
 }
 
-/// Returns `Pending` once (waking itself), then `Ready`: one trip through
-/// the executor's queue.
-struct YieldOnce(bool);
+/// Gives way once, the executor's way ([`Executor::poll_give_way`]).
+struct GiveWay<'a> {
+    yielded: bool,
+    notice: &'a Notice,
+}
 
-impl Future for YieldOnce {
+impl Future for GiveWay<'_> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        if self.0 {
-            return std::task::Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        std::task::Poll::Pending
+        let this = &mut *self;
+        this.notice.parts.timer.poll_give_way(&mut this.yielded, cx)
     }
 }
 
@@ -392,6 +395,14 @@ mod tests {
             _duration: std::time::Duration,
         ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
             Box::pin(std::future::pending())
+        }
+
+        fn poll_give_way(
+            &self,
+            _yielded: &mut bool,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            std::task::Poll::Ready(())
         }
     }
 

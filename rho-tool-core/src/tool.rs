@@ -187,10 +187,17 @@ impl fmt::Debug for ToolContext {
     }
 }
 
-/// An executor's timer, with its type erased so that tools need not be
-/// generic over the executor.
+/// An executor's timer (and its way of giving way), with its type erased so
+/// that tools and the task's body need not be generic over the executor.
 pub(crate) trait Timer: Send + Sync {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+    /// See [`Executor::poll_give_way`].
+    fn poll_give_way(
+        &self,
+        yielded: &mut bool,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()>;
 }
 
 /// The timer of executor `E`.
@@ -199,5 +206,13 @@ pub(crate) struct ExecutorTimer<E>(pub(crate) E);
 impl<E: Executor> Timer for ExecutorTimer<E> {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
         Box::pin(self.0.sleep(duration))
+    }
+
+    fn poll_give_way(
+        &self,
+        yielded: &mut bool,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        self.0.poll_give_way(yielded, cx)
     }
 }
