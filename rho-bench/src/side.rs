@@ -76,7 +76,11 @@ impl<E: Executor> Side for RhoSide<E> {
             Outcome::Succeeded => Ended::Succeeded,
             Outcome::TimedOut => Ended::TimedOut,
             Outcome::Denied => Ended::Denied,
-            _ => Ended::Other,
+            Outcome::Failed
+            | Outcome::Crashed
+            | Outcome::Aborted
+            | Outcome::ExecutorGone
+            | Outcome::Refused => Ended::Other,
         };
         (class, end.ran)
     }
