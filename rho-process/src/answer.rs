@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(
             shot.content(),
             vec![
-                Content::Image(rho_tool_core::Image::new("image/png", vec![1, 2, 3])),
+                Content::image(rho_tool_core::Image::new("image/png", vec![1, 2, 3])),
                 Content::text("a dot"),
             ]
         );

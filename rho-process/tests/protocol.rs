@@ -32,7 +32,7 @@ printf '{"text": "a 1x1 png", "details": {"args": %s}, "images": [{"mimeType": "
     assert_eq!(
         end.result.content(),
         vec![
-            Content::Image(Image::new("image/png", b"\x89PNG\r\n\x1a\n".to_vec())),
+            Content::image(Image::new("image/png", b"\x89PNG\r\n\x1a\n".to_vec())),
             Content::text("a 1x1 png"),
         ]
     );

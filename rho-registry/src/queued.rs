@@ -228,7 +228,7 @@ mod tests {
         let result = ToolResult::from_content(
             [
                 Content::text("a chart"),
-                Content::Image(picture),
+                Content::image(picture),
                 Content::text("of sales"),
             ],
             true,

@@ -172,7 +172,7 @@ impl ToolOutput {
                 for (index, image) in images.into_iter().enumerate() {
                     check_image(&image)
                         .map_err(|reason| AnswerError::InvalidImage { index, reason })?;
-                    content.push(Content::Image(image));
+                    content.push(Content::image(image));
                 }
                 content.push(Content::text(text));
                 ToolResult::from_content(content, false)

@@ -14,7 +14,7 @@ use crate::content::Content;
 /// use rho_tool_core::{Content, Image, ToolResult};
 ///
 /// let result = ToolResult::from_content(
-///     [Content::Image(Image::new("image/png", vec![1, 2, 3])), Content::text("a tiny picture")],
+///     [Content::image(Image::new("image/png", vec![1, 2, 3])), Content::text("a tiny picture")],
 ///     false,
 /// );
 /// let json = serde_json::to_value(&result).unwrap();

@@ -54,7 +54,7 @@ fn plain_details() -> Plain {
 }
 
 fn image(mime: &str, data: &[u8]) -> Content {
-    Content::Image(Image::new(mime, data))
+    Content::image(Image::new(mime, data))
 }
 
 /// An answer form: its name, how to make it, the outcome its call must
