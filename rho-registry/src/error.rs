@@ -30,8 +30,10 @@ pub enum RegistryError {
         /// The source's name.
         name: String,
     },
-    /// A tool whose metadata could not be read (its `name`, `description`
-    /// or `parameters` panicked, or its name is empty).
+    /// A tool whose metadata could not be read or is not usable: reading
+    /// its `name`, `description`, `parameters`, `annotations` or
+    /// `output_schema` panicked, its name is empty, or its output schema is
+    /// not a JSON object.
     #[error("source `{source_name}` offered a tool that cannot be registered: {reason}")]
     BadTool {
         /// The source that offered it.
