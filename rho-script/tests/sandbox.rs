@@ -7,11 +7,11 @@
 
 mod support;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rho_script::ScriptPool;
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{Executor, Outcome, Runner};
+use rho_tool_core::{Executor, Outcome, Runner, ToolCall};
 use serde_json::json;
 use support::{NEVER, SHORT, STOP_BOUND, call, script};
 
@@ -30,6 +30,8 @@ crate::on_both_executors!(
     bigint_nan_infinity_and_functions_become_text,
     a_script_without_run_or_with_a_syntax_error_crashes_at_the_call,
     nothing_is_carried_from_one_call_to_the_next,
+    a_host_abort_stops_a_looping_script_and_frees_its_thread,
+    getters_to_json_and_proxies_that_never_end_are_stopped_at_the_deadline,
 );
 
 async fn a_string_answer_is_the_text<E: Executor>(runner: Runner<E>, pool: ScriptPool) {
@@ -388,4 +390,79 @@ async fn nothing_is_carried_from_one_call_to_the_next<E: Executor>(
         let end = call(&runner, &tool, json!({})).await;
         assert_eq!(end.result.text(), "1", "{end:?}");
     }
+}
+
+/// As many aborted looping calls as there are threads, then an ordinary
+/// call: it answers at once, so every aborted script left its thread.
+async fn a_host_abort_stops_a_looping_script_and_frees_its_thread<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    let spin = script(&pool, "spin", "function run() { while (true) {} }", NEVER);
+    for round in 0..pool.options().threads {
+        let handle = runner.start(ToolCall::new("spin", "spin", json!({})), spin.clone());
+        // Let the script start spinning on its thread before the abort.
+        runner.executor().sleep(Duration::from_millis(100)).await;
+        handle.abort();
+        let end = handle.await;
+        assert_eq!(end.outcome, Outcome::Aborted, "round {round}: {end:?}");
+    }
+    let fine = script(&pool, "fine", "function run() { return 'free'; }", NEVER);
+    let started = Instant::now();
+    let end = call(&runner, &fine, json!({})).await;
+    assert_eq!(end.result.text(), "free", "{end:?}");
+    assert!(started.elapsed() < STOP_BOUND, "{:?}", started.elapsed());
+}
+
+/// Reading the answer runs script code (a getter, `toJSON`, a proxy trap):
+/// it runs under the same interrupt, so one that never ends is stopped at
+/// the call's deadline like any loop.
+async fn getters_to_json_and_proxies_that_never_end_are_stopped_at_the_deadline<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    for (name, source) in [
+        (
+            "getter",
+            "function run() { return { get x() { for (;;) {} } }; }",
+        ),
+        (
+            "to_json",
+            "function run() { return { toJSON() { for (;;) {} } }; }",
+        ),
+        (
+            "proxy",
+            "function run() { return new Proxy({}, { ownKeys() { for (;;) {} } }); }",
+        ),
+    ] {
+        let tool = script(&pool, name, source, SHORT);
+        let started = Instant::now();
+        let end = call(&runner, &tool, json!({})).await;
+        assert_eq!(end.outcome, Outcome::TimedOut, "{name}: {end:?}");
+        assert!(
+            started.elapsed() < SHORT + STOP_BOUND,
+            "{name}: {:?}",
+            started.elapsed()
+        );
+    }
+    // A getter that throws is a crash naming where the answer was read.
+    let tool = script(
+        &pool,
+        "throwing_getter",
+        "function run() { return { ok: 1, bad: { get x() { throw new Error('no x'); } } }; }",
+        NEVER,
+    );
+    let end = call(&runner, &tool, json!({})).await;
+    assert_eq!(end.outcome, Outcome::Crashed, "{end:?}");
+    let text = end.result.text();
+    assert!(
+        text.starts_with(
+            "tool `throwing_getter` crashed: reading the script's answer threw Error: no x\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("(while its answer was read at $.bad.x)"),
+        "{text}"
+    );
 }
