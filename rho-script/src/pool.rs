@@ -111,6 +111,10 @@ struct Shared {
 
 struct Queue {
     jobs: VecDeque<Job>,
+    /// Threads not running a job (counted from their start, before they
+    /// first wait): a call is queued while they outnumber the queued jobs,
+    /// even with a queue of 0.
+    idle: usize,
     /// Set when the last pool handle is dropped: threads finish the queue
     /// and end.
     closed: bool,
@@ -135,10 +139,12 @@ impl ScriptPool {
     /// already started end then).
     pub fn with_options(mut options: PoolOptions) -> io::Result<Self> {
         options.threads = options.threads.max(1);
+        let threads = options.threads;
         let shared = Arc::new(Shared {
             options,
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
+                idle: threads,
                 closed: false,
             }),
             ready: Condvar::new(),
@@ -181,7 +187,7 @@ impl ScriptPool {
             reply: Reply { slot, sent: false },
         };
         let mut queue = self.handle.shared.lock();
-        if queue.jobs.len() >= self.handle.shared.options.queue {
+        if queue.jobs.len() >= self.handle.shared.options.queue + queue.idle {
             drop(queue);
             let options = &self.handle.shared.options;
             job.reply.send(ToolOutput::error(format!(
@@ -222,6 +228,7 @@ fn work(shared: &Shared) {
             let mut queue = shared.lock();
             loop {
                 if let Some(job) = queue.jobs.pop_front() {
+                    queue.idle -= 1;
                     break job;
                 }
                 if queue.closed {
@@ -233,24 +240,27 @@ fn work(shared: &Shared) {
                     .unwrap_or_else(PoisonError::into_inner);
             }
         };
-        run(job, shared.options.stack_limit);
+        let answered = run(job, shared.options.stack_limit);
+        shared.lock().idle += 1;
+        if let Some((reply, answer)) = answered {
+            reply.send(answer);
+        }
     }
 }
 
-/// Runs one job and sends its answer. A call whose future is already gone
-/// is skipped; a panic in the engine's binding is contained here, and the
-/// call then ends with the reply's own crash text.
-fn run(job: Job, stack_limit: usize) {
+/// Runs one job: its reply and answer, for the caller to send once the
+/// thread counts as idle again (so that a caller that got its answer finds
+/// the thread free). A call whose future is already gone is skipped. A
+/// panic in the engine's binding is contained here: the reply then goes
+/// unsent and answers with its own crash text; the payload is dropped on
+/// this thread, never in the loop.
+fn run(job: Job, stack_limit: usize) -> Option<(Reply, ToolOutput)> {
     let Job { spec, stop, reply } = job;
     if stop.load(Ordering::Acquire) {
-        return;
+        return None;
     }
-    let answer = catch_unwind(AssertUnwindSafe(|| sandbox::run(&spec, &stop, stack_limit)));
-    if let Ok(answer) = answer {
-        reply.send(answer);
-    }
-    // On a panic the reply is dropped unsent and answers for itself. The
-    // payload is dropped here, on the script thread, never in the loop.
+    let answer = catch_unwind(AssertUnwindSafe(|| sandbox::run(&spec, &stop, stack_limit))).ok()?;
+    Some((reply, answer))
 }
 
 /// What a call asks of the sandbox.

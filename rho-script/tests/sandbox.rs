@@ -9,9 +9,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rho_script::ScriptPool;
+use rho_script::{PoolOptions, ScriptPool};
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{Executor, Outcome, Runner, ToolCall};
+use rho_tool_core::{Executor, Joined, Outcome, Runner, ToolCall};
 use serde_json::json;
 use support::{NEVER, SHORT, STOP_BOUND, call, script};
 
@@ -401,10 +401,15 @@ async fn a_host_abort_stops_a_looping_script_and_frees_its_thread<E: Executor>(
     let spin = script(&pool, "spin", "function run() { while (true) {} }", NEVER);
     for round in 0..pool.options().threads {
         let handle = runner.start(ToolCall::new("spin", "spin", json!({})), spin.clone());
-        // Let the script start spinning on its thread before the abort.
+        let abort = handle.abort_handle();
+        // The call's handle is polled by a task of its own, as a loop does,
+        // and the script spins on its thread before the abort.
+        let waiting = runner.executor().spawn(handle);
         runner.executor().sleep(Duration::from_millis(100)).await;
-        handle.abort();
-        let end = handle.await;
+        abort.abort();
+        let Joined::Done(end) = waiting.await else {
+            panic!("round {round}: the task that awaited the call did not finish");
+        };
         assert_eq!(end.outcome, Outcome::Aborted, "round {round}: {end:?}");
     }
     let fine = script(&pool, "fine", "function run() { return 'free'; }", NEVER);
@@ -465,4 +470,45 @@ async fn getters_to_json_and_proxies_that_never_end_are_stopped_at_the_deadline<
         text.ends_with("(while its answer was read at $.bad.x)"),
         "{text}"
     );
+}
+
+/// A pool of one thread and no queue: while a script holds the thread, the
+/// next call ends at once saying the pool is busy, without waiting; once
+/// the thread is free again, calls run.
+#[test]
+fn a_call_past_the_queue_ends_at_once_saying_the_pool_is_busy() {
+    support::on_smol(|runner, _| async move {
+        let pool = ScriptPool::with_options(PoolOptions::new(1).with_queue(0)).expect("a thread");
+        let spin = script(&pool, "spin", "function run() { while (true) {} }", NEVER);
+        let fine = script(&pool, "fine", "function run() { return 'ran'; }", NEVER);
+        // Idle threads take calls even with no queue.
+        assert_eq!(call(&runner, &fine, json!({})).await.result.text(), "ran");
+        let spinning = runner.start(ToolCall::new("spin", "spin", json!({})), spin);
+        let abort = spinning.abort_handle();
+        let spinning = runner.executor().spawn(spinning);
+        runner.executor().sleep(Duration::from_millis(100)).await;
+        let started = Instant::now();
+        let end = call(&runner, &fine, json!({})).await;
+        assert_eq!(end.outcome, Outcome::Failed, "{end:?}");
+        assert_eq!(
+            end.result.text(),
+            "tool `fine` could not start: all 1 script threads are busy and 0 calls are already waiting"
+        );
+        assert!(started.elapsed() < STOP_BOUND, "{:?}", started.elapsed());
+        abort.abort();
+        let Joined::Done(end) = spinning.await else {
+            panic!("the task that awaited the call did not finish");
+        };
+        assert_eq!(end.outcome, Outcome::Aborted, "{end:?}");
+        // The stopped script gives its thread back; poll until it has.
+        let mut text = String::new();
+        for _ in 0..100 {
+            text = call(&runner, &fine, json!({})).await.result.text();
+            if text == "ran" {
+                break;
+            }
+            runner.executor().sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(text, "ran");
+    });
 }
