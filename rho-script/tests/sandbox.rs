@@ -31,6 +31,7 @@ crate::on_both_executors!(
     a_script_without_run_or_with_a_syntax_error_crashes_at_the_call,
     nothing_is_carried_from_one_call_to_the_next,
     a_host_abort_stops_a_looping_script_and_frees_its_thread,
+    a_regex_that_backtracks_for_ever_is_stopped_at_the_deadline,
     getters_to_json_and_proxies_that_never_end_are_stopped_at_the_deadline,
 );
 
@@ -511,4 +512,28 @@ fn a_call_past_the_queue_ends_at_once_saying_the_pool_is_busy() {
         }
         assert_eq!(text, "ran");
     });
+}
+
+/// The regular expression engine checks the same interrupt while it
+/// backtracks, so a catastrophic pattern is stopped like a loop.
+async fn a_regex_that_backtracks_for_ever_is_stopped_at_the_deadline<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    let tool = script(
+        &pool,
+        "regex",
+        "function run() { return /^(a+)+$/.test('a'.repeat(64) + 'b'); }",
+        SHORT,
+    );
+    let started = Instant::now();
+    let end = call(&runner, &tool, json!({})).await;
+    assert_eq!(end.outcome, Outcome::TimedOut, "{end:?}");
+    assert!(
+        started.elapsed() < SHORT + STOP_BOUND,
+        "{:?}",
+        started.elapsed()
+    );
+    let fine = script(&pool, "fine", "function run() { return 'after'; }", NEVER);
+    assert_eq!(call(&runner, &fine, json!({})).await.result.text(), "after");
 }
