@@ -1,0 +1,150 @@
+//! Tools the model writes in JavaScript, each call run in a fresh QuickJS
+//! sandbox that is stopped for real at its deadline.
+//!
+//! An agent that writes its own tools runs code nobody reviewed inside the
+//! host's process. rho-script gives such code the whole of rho's contract:
+//! a [`ScriptTool`] is an untrusted [`Tool`](rho_tool_core::Tool) whose
+//! every call evaluates its JavaScript source in a new QuickJS runtime, on a
+//! thread rho-script owns, with a memory cap, a stack limit and an interrupt
+//! that ends the script when rho ends the call; the answer is made plain
+//! data on that thread, before it leaves the sandbox.
+//!
+//! # The shape of a script
+//!
+//! A source is a classic script (strict mode; no modules, no `import`) that
+//! defines a function `run`; a call evaluates the source, then returns
+//! what `run(args)` returns, `args` being the call's JSON arguments:
+//!
+//! ```js
+//! function run({ a, b }) {
+//!   return { sum: a + b };
+//! }
+//! ```
+//!
+//! `run` may be declared any way that makes a global binding
+//! (`function run`, `const run = (args) => ...`, `async function run`).
+//! Why a named function rather than the script's completion value: the
+//! completion value depends on the last statement in ways that surprise
+//! (a trailing declaration gives `undefined`), while "defines `run`" is one
+//! rule a model follows reliably and can be checked by name, and helpers
+//! and constants can sit beside it. Not a module: QuickJS evaluates modules
+//! asynchronously and they bring a loader, which the sandbox does not have.
+//!
+//! # What the answer becomes
+//!
+//! | `run` returns | the result |
+//! |---|---|
+//! | a string | that text |
+//! | an object or an array | its plain form as details, and as compact JSON the text |
+//! | a function | its source text |
+//! | a BigInt | its decimal digits |
+//! | `NaN`, `Infinity`, `-Infinity` | that text |
+//! | `undefined`, `null` | `null` |
+//! | another number, a boolean | its JSON |
+//! | a promise (or a thenable) | what it settles to, as above |
+//!
+//! Inside objects and arrays the same holds (functions, BigInts and the
+//! non-finite numbers become text, `undefined` becomes null, a `toJSON`
+//! method is applied, a `Date` is its ISO text). The walk is rho-script's
+//! own, with an explicit stack, bounded by [`ScriptLimits::answer`] (depth,
+//! number of values, size, one string); getters, `toJSON` and proxy traps
+//! it runs are script code and run under the same interrupt and caps. A
+//! value that is its own ancestor is refused with the path where the cycle
+//! closes.
+//!
+//! # How a call ends
+//!
+//! | the script | the call |
+//! |---|---|
+//! | answers | [`Outcome::Succeeded`](rho_tool_core::Outcome::Succeeded) |
+//! | runs past the tool's timeout (`while (true) {}`) | `TimedOut`: rho drops the call's future, which sets the call's stop flag; the engine's interrupt sees it and the thread is free for the next call |
+//! | is aborted by the host | `Aborted`, stopped the same way |
+//! | allocates past its memory cap (default 64 MiB) | `Crashed`, "exceeded its memory limit of 64 MiB" |
+//! | recurses past the stack limit | `Crashed`, "exceeded its stack limit" |
+//! | throws an `Error` | `Crashed`, with the error's name, message and stack |
+//! | throws another value | `Crashed`, with the value's plain form |
+//! | returns a promise that rejects | `Crashed`, with the reason, as for a throw |
+//! | returns a promise that never settles | `Crashed`, saying so |
+//! | fails to load (a syntax error), defines no `run` | `Crashed`, with the engine's message and line |
+//! | answers a value that cannot be made plain (a cycle, past a limit) | `Failed`, naming why and where |
+//!
+//! A crash counts against the tool in a registry's accounting, like a
+//! timeout. Every text is made on the script's thread, from plain data.
+//!
+//! # Guarantees and limits of the sandbox
+//!
+//! - **Fresh every call.** A new QuickJS runtime and context per call;
+//!   nothing (globals, changed prototypes) is carried to the next call.
+//! - **No ambient authority.** The context has the language's built-ins
+//!   only (no `std`/`os` modules, no loader, no file, network, process or
+//!   environment access). The clock (`Date`, `performance.now`) and
+//!   `Math.random` are there.
+//! - **Stopped for real.** The engine calls rho-script's interrupt check
+//!   every few thousand operations (and on function calls, loop back-edges
+//!   and inside the regular expression engine); it stops the script when
+//!   the call's future was dropped or, as a backstop when nothing drops it,
+//!   250 ms past the tool's timeout. A script cannot catch it.
+//! - **Not stopped mid-operation.** One native operation (a huge
+//!   `Array.prototype.fill`, a `JSON.parse`) runs to its end before the next
+//!   check; the memory cap bounds how big it can be.
+//! - **Own threads.** Scripts run on a [`ScriptPool`]'s std threads (a fixed
+//!   number, with a bounded queue; a call past the queue ends at once with
+//!   an error), never on the executor's workers, so a script never holds up
+//!   other tasks, on tokio, smol or any other executor.
+//! - **In-process.** QuickJS is C: an engine bug can still abort the
+//!   process, which no in-process guard can catch.
+//!
+//! # Not built yet
+//!
+//! This crate is the first step of scripts as tools. Still to come:
+//! a `ScriptSource` (a registry source of script tools, checked at
+//! definition time: syntax, a `run` function, the schema), a ready
+//! `define_tool` tool by which the model defines tools during a turn, host
+//! functions granted by name (partial results with `update`, a `sleep` on
+//! the executor's timer), image answers, a way for a script to answer an
+//! error that is not a crash, and a mode that runs the same scripts in a
+//! worker process for hosts that must survive an engine bug.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use rho_script::{ScriptPool, ScriptTool};
+//! use rho_tool_core::{Executor, Outcome, Runner, ToolCall};
+//!
+//! async fn example<E: Executor>(runner: Runner<E>, pool: ScriptPool) {
+//!     // The model wrote this tool.
+//!     let add = ScriptTool::new(
+//!         "add",
+//!         "Adds `a` and `b`.",
+//!         "function run({ a, b }) { return { sum: a + b }; }",
+//!         &pool,
+//!     );
+//!     let call = ToolCall::new("call-1", "add", serde_json::json!({ "a": 2, "b": 3 }));
+//!     let end = runner.start(call, Arc::new(add)).await;
+//!     assert_eq!(end.outcome, Outcome::Succeeded);
+//!     assert_eq!(end.result.text(), r#"{"sum":5}"#);
+//!
+//!     // And this one never ends: rho stops it at its timeout.
+//!     let spin = ScriptTool::new("spin", "Spins.", "function run() { for (;;) {} }", &pool)
+//!         .with_timeout(Duration::from_millis(100));
+//!     let call = ToolCall::new("call-2", "spin", serde_json::json!({}));
+//!     let end = runner.start(call, Arc::new(spin)).await;
+//!     assert_eq!(end.outcome, Outcome::TimedOut);
+//! }
+//!
+//! // Any executor works; here smol, with two script threads.
+//! let executors = rho_exec_smol::SmolPool::new(1)?;
+//! let pool = ScriptPool::new(2)?;
+//! smol::block_on(example(Runner::new(executors.executor()), pool));
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod convert;
+mod pool;
+mod sandbox;
+mod tool;
+
+pub use pool::{DEFAULT_STACK_LIMIT, PoolOptions, ScriptPool};
+pub use tool::{DEFAULT_MEMORY_LIMIT, ScriptLimits, ScriptTool};

@@ -1,0 +1,376 @@
+//! The threads that run scripts: a fixed set of std threads fed by a bounded
+//! queue, and the one-shot answer a call's future waits on.
+//!
+//! The JavaScript never runs on an executor's worker: a script that loops
+//! would hold that worker until the interrupt stops it, and every other task
+//! on it would wait. Here it holds one of rho-script's own threads, and the
+//! call's future only waits for the answer, on any executor (the answer wakes
+//! the future's `Waker`; no runtime is named).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use rho_tool_core::ToolOutput;
+
+use crate::ScriptLimits;
+use crate::sandbox;
+
+/// The default JavaScript stack limit: 512 KiB.
+pub const DEFAULT_STACK_LIMIT: usize = 512 << 10;
+
+/// The room each thread has on its stack beyond the JavaScript stack limit,
+/// for rho-script's own frames and the engine's native ones.
+const STACK_MARGIN: usize = 2 << 20;
+
+/// How a [`ScriptPool`] is made: its threads, its queue and the JavaScript
+/// stack limit of every call it runs.
+///
+/// ```
+/// use rho_script::PoolOptions;
+/// let options = PoolOptions::new(2).with_queue(16).with_stack_limit(256 << 10);
+/// assert_eq!((options.threads, options.queue, options.stack_limit), (2, 16, 256 << 10));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolOptions {
+    /// How many scripts run at once, each on a thread of its own (at least 1).
+    pub threads: usize,
+    /// How many calls may wait for a thread; a call beyond that ends at once
+    /// with an error saying the pool is busy. Default: 64.
+    pub queue: usize,
+    /// The JavaScript stack limit of every call, in bytes: recursion past it
+    /// ends the call with a stack error. Default: [`DEFAULT_STACK_LIMIT`].
+    /// Each thread's own stack is this plus 2 MiB.
+    pub stack_limit: usize,
+}
+
+impl PoolOptions {
+    /// `threads` threads (at least 1), a queue of 64, the default stack
+    /// limit.
+    pub fn new(threads: usize) -> Self {
+        Self {
+            threads: threads.max(1),
+            queue: 64,
+            stack_limit: DEFAULT_STACK_LIMIT,
+        }
+    }
+
+    /// Sets how many calls may wait for a thread.
+    #[must_use]
+    pub fn with_queue(mut self, queue: usize) -> Self {
+        self.queue = queue;
+        self
+    }
+
+    /// Sets the JavaScript stack limit of every call, in bytes.
+    #[must_use]
+    pub fn with_stack_limit(mut self, stack_limit: usize) -> Self {
+        self.stack_limit = stack_limit;
+        self
+    }
+}
+
+/// The threads that run script calls: a fixed number of std threads owned
+/// by rho-script, fed by a bounded queue.
+///
+/// Cheap to clone (clones share the threads). The threads end once the last
+/// clone is dropped and the calls already queued have run; dropping never
+/// waits for them. Every call runs in a fresh QuickJS runtime on one of
+/// these threads; see the crate docs for what that guarantees.
+#[derive(Clone)]
+pub struct ScriptPool {
+    handle: Arc<Handle>,
+}
+
+/// Held only by pool handles (never by the threads): its drop, with the last
+/// handle, tells the threads to finish the queue and end.
+struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.ready.notify_all();
+    }
+}
+
+struct Shared {
+    options: PoolOptions,
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Threads not running a job (counted from their start, before they
+    /// first wait): a call is queued while they outnumber the queued jobs,
+    /// even with a queue of 0.
+    idle: usize,
+    /// Set when the last pool handle is dropped: threads finish the queue
+    /// and end.
+    closed: bool,
+}
+
+impl ScriptPool {
+    /// A pool of `threads` threads (at least 1) with the default queue and
+    /// stack limit.
+    ///
+    /// # Errors
+    ///
+    /// When the operating system refuses to start a thread.
+    pub fn new(threads: usize) -> io::Result<Self> {
+        Self::with_options(PoolOptions::new(threads))
+    }
+
+    /// A pool made as `options` says.
+    ///
+    /// # Errors
+    ///
+    /// When the operating system refuses to start a thread (the threads
+    /// already started end then).
+    pub fn with_options(mut options: PoolOptions) -> io::Result<Self> {
+        options.threads = options.threads.max(1);
+        let threads = options.threads;
+        let shared = Arc::new(Shared {
+            options,
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                idle: threads,
+                closed: false,
+            }),
+            ready: Condvar::new(),
+        });
+        let pool = ScriptPool {
+            handle: Arc::new(Handle { shared }),
+        };
+        let options = &pool.handle.shared.options;
+        let stack = options.stack_limit.saturating_add(STACK_MARGIN);
+        for index in 0..options.threads {
+            let shared = Arc::clone(&pool.handle.shared);
+            // On an error the pool handle is dropped on return, which ends
+            // the threads already started.
+            std::thread::Builder::new()
+                .name(format!("rho-script-{index}"))
+                .stack_size(stack)
+                .spawn(move || work(&shared))?;
+        }
+        Ok(pool)
+    }
+
+    /// The options the pool was made with.
+    pub fn options(&self) -> &PoolOptions {
+        &self.handle.shared.options
+    }
+
+    /// Queues `job` and gives the future of its answer, or an error answer
+    /// at once when the queue is full.
+    pub(crate) fn submit(&self, job: JobSpec) -> ScriptCall {
+        let slot = Arc::new(Slot::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let call = ScriptCall {
+            slot: Arc::clone(&slot),
+            stop: Arc::clone(&stop),
+        };
+        let name = Arc::clone(&job.name);
+        let job = Job {
+            spec: job,
+            stop,
+            reply: Reply { slot, sent: false },
+        };
+        let mut queue = self.handle.shared.lock();
+        if queue.jobs.len() >= self.handle.shared.options.queue + queue.idle {
+            drop(queue);
+            let options = &self.handle.shared.options;
+            job.reply.send(ToolOutput::error(format!(
+                "tool `{name}` could not start: all {} script threads are busy and {} calls are already waiting",
+                options.threads, options.queue
+            )));
+            return call;
+        }
+        queue.jobs.push_back(job);
+        drop(queue);
+        self.handle.shared.ready.notify_one();
+        call
+    }
+}
+
+impl fmt::Debug for ScriptPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptPool")
+            .field("options", &self.handle.shared.options)
+            .field("queued", &self.handle.shared.lock().jobs.len())
+            .finish()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Nothing panics while the queue is locked; a poisoned lock still
+        // holds a consistent queue.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One thread's life: take the next job, run it, answer; end when the pool
+/// is gone and the queue is empty.
+fn work(shared: &Shared) {
+    loop {
+        let job = {
+            let mut queue = shared.lock();
+            loop {
+                if let Some(job) = queue.jobs.pop_front() {
+                    queue.idle -= 1;
+                    break job;
+                }
+                if queue.closed {
+                    return;
+                }
+                queue = shared
+                    .ready
+                    .wait(queue)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        let answered = run(job, shared.options.stack_limit);
+        shared.lock().idle += 1;
+        if let Some((reply, answer)) = answered {
+            reply.send(answer);
+        }
+    }
+}
+
+/// Runs one job: its reply and answer, for the caller to send once the
+/// thread counts as idle again (so that a caller that got its answer finds
+/// the thread free). A call whose future is already gone is skipped. A
+/// panic in the engine's binding is contained here: the reply then goes
+/// unsent and answers with its own crash text; the payload is dropped on
+/// this thread, never in the loop.
+fn run(job: Job, stack_limit: usize) -> Option<(Reply, ToolOutput)> {
+    let Job { spec, stop, reply } = job;
+    if stop.load(Ordering::Acquire) {
+        return None;
+    }
+    let answer = catch_unwind(AssertUnwindSafe(|| sandbox::run(&spec, &stop, stack_limit))).ok()?;
+    Some((reply, answer))
+}
+
+/// What a call asks of the sandbox.
+pub(crate) struct JobSpec {
+    pub(crate) name: Arc<str>,
+    pub(crate) source: Arc<str>,
+    pub(crate) arguments: serde_json::Value,
+    pub(crate) limits: ScriptLimits,
+    /// When the sandbox stops the script on its own, in case the future is
+    /// never dropped (a host that polls it without rho's runner).
+    pub(crate) deadline: Instant,
+    /// The timeout the deadline came from, for the text.
+    pub(crate) timeout: std::time::Duration,
+}
+
+struct Job {
+    spec: JobSpec,
+    stop: Arc<AtomicBool>,
+    reply: Reply,
+}
+
+#[derive(Default)]
+struct Slot {
+    state: Mutex<SlotState>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    answer: Option<ToolOutput>,
+    waker: Option<Waker>,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The sending half of a call's answer. Dropped unsent (a panic on the
+/// script thread), it answers with a crash text so the call still ends.
+struct Reply {
+    slot: Arc<Slot>,
+    sent: bool,
+}
+
+impl Reply {
+    fn send(mut self, answer: ToolOutput) {
+        self.put(answer);
+    }
+
+    fn put(&mut self, answer: ToolOutput) {
+        self.sent = true;
+        let waker = {
+            let mut state = self.slot.lock();
+            state.answer = Some(answer);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.put(ToolOutput::crashed(
+                "the script's thread failed while it ran the script (a panic in the engine's binding), so the script gave no answer",
+            ));
+        }
+    }
+}
+
+/// The future of one script call's answer.
+///
+/// Dropping it before the answer came (rho does so at the call's timeout
+/// and on a host abort) stops the script: the engine's interrupt sees the
+/// flag at its next check and the thread is free for the next call.
+#[must_use = "a script call does nothing useful unless awaited; dropping it stops the script"]
+pub(crate) struct ScriptCall {
+    slot: Arc<Slot>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Future for ScriptCall {
+    type Output = ToolOutput;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolOutput> {
+        let mut state = self.slot.lock();
+        match state.answer.take() {
+            Some(answer) => Poll::Ready(answer),
+            None => {
+                match &mut state.waker {
+                    Some(waker) => waker.clone_from(cx.waker()),
+                    None => state.waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl Drop for ScriptCall {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+impl fmt::Debug for ScriptCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptCall").finish_non_exhaustive()
+    }
+}

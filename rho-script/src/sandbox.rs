@@ -1,0 +1,430 @@
+//! One call in a fresh QuickJS runtime: load the script, call `run(args)`,
+//! drive a returned promise, make the answer plain, and put every way it can
+//! end into one [`ToolOutput`]. Runs on a script thread only.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::time::Instant;
+
+use rho_tool_core::ToolOutput;
+use rho_tool_core::untrusted::plain::{Limits, Plain};
+use rho_tool_core::untrusted::timeout_text;
+use rquickjs::context::EvalOptions;
+use rquickjs::promise::PromiseState;
+use rquickjs::{Coerced, Context, Ctx, Promise, Runtime, Type, Value};
+
+use crate::convert::{Originals, WalkError, Walker};
+use crate::pool::JobSpec;
+
+/// The interrupt has not fired.
+const RUNNING: u8 = 0;
+/// The call's future was dropped (a timeout or an abort in the loop).
+const DROPPED: u8 = 1;
+/// The sandbox's own deadline passed.
+const PAST_DEADLINE: u8 = 2;
+
+/// What QuickJS throws when an allocation fails under the memory limit.
+const OUT_OF_MEMORY: &str = "out of memory";
+/// What QuickJS throws when the stack limit is reached.
+const STACK_EXCEEDED: &str = "Maximum call stack size exceeded";
+
+/// The limits of how a thrown value that is not an `Error` is shown.
+const THROWN_LIMITS: Limits = Limits::new()
+    .with_max_depth(8)
+    .with_max_bytes(4 << 10)
+    .with_max_elements(256)
+    .with_max_string(2 << 10);
+
+/// Runs one call; the answer is plain data, made on this thread.
+pub(crate) fn run(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) -> ToolOutput {
+    let name = &*spec.name;
+    let runtime = match Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            return ToolOutput::crashed(format!(
+                "tool `{name}` crashed: no script runtime could be made: {error}"
+            ));
+        }
+    };
+    runtime.set_memory_limit(spec.limits.memory);
+    runtime.set_max_stack_size(stack_limit);
+    let why = Arc::new(AtomicU8::new(RUNNING));
+    {
+        let stop = Arc::clone(stop);
+        let why = Arc::clone(&why);
+        let deadline = spec.deadline;
+        runtime.set_interrupt_handler(Some(Box::new(move || interrupted(&stop, deadline, &why))));
+    }
+    let answer = match Context::full(&runtime) {
+        Ok(context) => context.with(|ctx| {
+            Call {
+                ctx: &ctx,
+                spec,
+                stop,
+                why: &why,
+            }
+            .run()
+        }),
+        Err(error) => engine_failure(spec, "set up the script's context", &error),
+    };
+    match why.load(Ordering::Acquire) {
+        RUNNING => answer,
+        // Nobody waits for this answer any more.
+        DROPPED => ToolOutput::error(format!("tool `{name}` was stopped")),
+        _ => ToolOutput::crashed(timeout_text(name, spec.timeout)),
+    }
+}
+
+/// The interrupt's check: the call's future is gone or its deadline passed.
+/// Sticky: once it says stop, every later check says so too.
+fn interrupted(stop: &AtomicBool, deadline: Instant, why: &AtomicU8) -> bool {
+    if why.load(Ordering::Relaxed) != RUNNING {
+        return true;
+    }
+    if stop.load(Ordering::Acquire) {
+        why.store(DROPPED, Ordering::Release);
+        return true;
+    }
+    if Instant::now() >= deadline {
+        why.store(PAST_DEADLINE, Ordering::Release);
+        return true;
+    }
+    false
+}
+
+/// Where in the call a failure came from, for its text.
+#[derive(Clone, Copy)]
+enum Phase {
+    Load,
+    Call,
+    Promise,
+    Answer,
+}
+
+struct Call<'a, 'js> {
+    ctx: &'a Ctx<'js>,
+    spec: &'a JobSpec,
+    stop: &'a AtomicBool,
+    why: &'a AtomicU8,
+}
+
+impl<'js> Call<'_, 'js> {
+    fn run(&self) -> ToolOutput {
+        let ctx = self.ctx;
+        let originals = match Originals::take(ctx) {
+            Ok(originals) => originals,
+            Err(error) => return self.failed(Phase::Load, &error, None),
+        };
+        let mut options = EvalOptions::default();
+        options.filename = Some(format!("{}.js", self.spec.name));
+        if let Err(error) =
+            ctx.eval_with_options::<Value<'js>, _>(self.spec.source.as_bytes(), options)
+        {
+            return self.failed(Phase::Load, &error, Some(&originals));
+        }
+        let run = match ctx.eval::<Value<'js>, _>("typeof run === 'function' ? run : undefined") {
+            Ok(run) => run,
+            Err(error) => return self.failed(Phase::Load, &error, Some(&originals)),
+        };
+        let Some(run) = run.into_function() else {
+            return self.crashed(
+                "the script defines no function `run`: a tool's script must define `function run(args) { ... }`",
+            );
+        };
+        let arguments = match serde_json::to_string(&self.spec.arguments) {
+            Ok(json) => json,
+            Err(error) => return self.crashed(&format!("its arguments are not JSON: {error}")),
+        };
+        let arguments = match ctx.json_parse(arguments) {
+            Ok(arguments) => arguments,
+            Err(error) => return self.failed(Phase::Call, &error, Some(&originals)),
+        };
+        let answer: Value<'js> = match run.call((arguments,)) {
+            Ok(answer) => answer,
+            Err(error) => return self.failed(Phase::Call, &error, Some(&originals)),
+        };
+        let answer = match self.settle(answer, &originals) {
+            Ok(answer) => answer,
+            Err(output) => return output,
+        };
+        self.answer(answer, &originals)
+    }
+
+    /// The answer itself, or what a returned promise (or other thenable)
+    /// settles to, running the engine's jobs until it does.
+    fn settle(
+        &self,
+        answer: Value<'js>,
+        originals: &Originals<'js>,
+    ) -> Result<Value<'js>, ToolOutput> {
+        let is_thenable = match answer.as_object() {
+            Some(object) if !answer.is_function() => {
+                answer.is_promise()
+                    || object
+                        .get::<_, Value<'js>>("then")
+                        .map_err(|error| self.failed(Phase::Answer, &error, Some(originals)))?
+                        .is_function()
+            }
+            _ => false,
+        };
+        if !is_thenable {
+            return Ok(answer);
+        }
+        let promise: Promise<'js> = originals
+            .promise_resolve()
+            .call((answer,))
+            .map_err(|error| self.failed(Phase::Promise, &error, Some(originals)))?;
+        loop {
+            if self.should_stop() {
+                // The caller replaces this with the reason's own text.
+                return Err(ToolOutput::error("stopped"));
+            }
+            match promise.state() {
+                PromiseState::Resolved | PromiseState::Rejected => break,
+                PromiseState::Pending => {
+                    if !self.ctx.execute_pending_job() && promise.state() == PromiseState::Pending {
+                        return Err(self.crashed(
+                            "its promise never settled: `run` returned a promise that was still pending when the script had nothing left to run",
+                        ));
+                    }
+                }
+            }
+        }
+        match promise.result::<Value<'js>>() {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(error)) => Err(self.failed(Phase::Promise, &error, Some(originals))),
+            None => Err(self.crashed("its promise never settled")),
+        }
+    }
+
+    /// The same check as the interrupt's, between jobs.
+    fn should_stop(&self) -> bool {
+        interrupted(self.stop, self.spec.deadline, self.why)
+    }
+
+    /// The answer made plain: a string is the text; an object or an array
+    /// is the details and, as compact JSON, the text; any other value is
+    /// the text of its plain form.
+    fn answer(&self, answer: Value<'js>, originals: &Originals<'js>) -> ToolOutput {
+        if let Some(text) = answer.as_string() {
+            // A string answer is the text, under the same length limit.
+            let mut walker = Walker::new(originals, &self.spec.limits.answer);
+            return match walker.convert(text.clone().into_value()) {
+                Ok(Plain::Text(text)) => ToolOutput::text(text),
+                Ok(_) => ToolOutput::text(String::new()),
+                Err(error) => self.unplain(error, originals),
+            };
+        }
+        let mut walker = Walker::new(originals, &self.spec.limits.answer);
+        match walker.convert(answer) {
+            Ok(plain @ (Plain::Map(_) | Plain::List(_))) => match serde_json::to_string(&plain) {
+                Ok(json) => ToolOutput::text(json).with_plain_details(plain),
+                Err(error) => {
+                    self.crashed(&format!("its answer could not be written as JSON: {error}"))
+                }
+            },
+            Ok(Plain::Text(text)) => ToolOutput::text(text),
+            Ok(scalar) => match serde_json::to_string(&scalar) {
+                Ok(json) => ToolOutput::text(json),
+                Err(error) => {
+                    self.crashed(&format!("its answer could not be written as JSON: {error}"))
+                }
+            },
+            Err(error) => self.unplain(error, originals),
+        }
+    }
+
+    /// An answer the walk refused.
+    fn unplain(&self, error: WalkError, originals: &Originals<'js>) -> ToolOutput {
+        if let WalkError::Threw { path } = &error {
+            let thrown = self.ctx.catch();
+            let text = self.describe(thrown, Phase::Answer, originals);
+            return match text {
+                Described::Limit(text) => self.crashed(&text),
+                Described::Threw(text) => {
+                    self.crashed(&format!("{text} (while its answer was read at {path})"))
+                }
+            };
+        }
+        ToolOutput::error(format!(
+            "tool `{}` answered a value that cannot be made plain data: {}",
+            self.spec.name,
+            error.describe()
+        ))
+    }
+
+    /// A failure of the binding: a pending exception is described; any
+    /// other error of the binding is named.
+    fn failed(
+        &self,
+        phase: Phase,
+        error: &rquickjs::Error,
+        originals: Option<&Originals<'js>>,
+    ) -> ToolOutput {
+        match (error, originals) {
+            (rquickjs::Error::Exception, Some(originals)) => {
+                let thrown = self.ctx.catch();
+                match self.describe(thrown, phase, originals) {
+                    Described::Limit(text) | Described::Threw(text) => self.crashed(&text),
+                }
+            }
+            (rquickjs::Error::Exception, None) => {
+                let thrown = self.ctx.catch();
+                match limit_of(&thrown, self.spec) {
+                    Some(text) => self.crashed(&text),
+                    None => self.crashed("the script's context could not be set up"),
+                }
+            }
+            (other, _) => engine_failure(self.spec, phase.doing(), other),
+        }
+    }
+
+    /// The text of a thrown value: a limit it stands for, or what was
+    /// thrown, where.
+    fn describe(&self, thrown: Value<'js>, phase: Phase, originals: &Originals<'js>) -> Described {
+        if let Some(text) = limit_of(&thrown, self.spec) {
+            return Described::Limit(text);
+        }
+        let lead = phase.lead();
+        if thrown.is_error() {
+            let object = thrown.as_object();
+            let read = |property: &str| -> Option<String> {
+                let value: Value<'js> = object?.get(property).ok()?;
+                if value.is_undefined() {
+                    return None;
+                }
+                let Coerced(text) = value.get::<Coerced<String>>().ok()?;
+                Some(text)
+            };
+            let name = read("name").unwrap_or_else(|| "Error".to_owned());
+            let message = read("message").unwrap_or_default();
+            let stack = read("stack").unwrap_or_default();
+            let mut text = format!("{lead} {name}: {message}");
+            let stack = stack.trim_end();
+            if !stack.is_empty() {
+                text.push('\n');
+                text.push_str(stack);
+            }
+            return Described::Threw(cut(text));
+        }
+        let shown = match Walker::new(originals, &THROWN_LIMITS).convert(thrown) {
+            Ok(plain) => serde_json::to_string(&plain)
+                .unwrap_or_else(|error| format!("(not shown: {error})")),
+            Err(WalkError::Threw { .. }) => {
+                // Showing it threw again; that exception is dropped.
+                let _ = self.ctx.catch();
+                "(not shown: reading it threw)".to_owned()
+            }
+            Err(error) => format!("(not shown: {})", error.describe()),
+        };
+        Described::Threw(format!("{lead} a value that is not an Error: {shown}"))
+    }
+
+    fn crashed(&self, what: &str) -> ToolOutput {
+        ToolOutput::crashed(format!("tool `{}` crashed: {what}", self.spec.name))
+    }
+}
+
+/// The text of a thrown value.
+enum Described {
+    /// The memory or stack limit stopped the script.
+    Limit(String),
+    /// The script threw (or rejected) this.
+    Threw(String),
+}
+
+impl Phase {
+    /// The start of the text of a value thrown in this phase.
+    fn lead(self) -> &'static str {
+        match self {
+            Phase::Load => "the script failed to load:",
+            Phase::Call => "the script threw",
+            Phase::Promise => "the script's promise was rejected with",
+            Phase::Answer => "reading the script's answer threw",
+        }
+    }
+
+    /// What the call was doing, for an error of the binding.
+    fn doing(self) -> &'static str {
+        match self {
+            Phase::Load => "load the script",
+            Phase::Call => "call `run`",
+            Phase::Promise => "settle the script's promise",
+            Phase::Answer => "read the script's answer",
+        }
+    }
+}
+
+/// The memory or stack limit a thrown value stands for, if any: QuickJS's
+/// own out-of-memory and stack errors, or no exception value at all (when
+/// memory ran out before one could be made).
+fn limit_of(thrown: &Value<'_>, spec: &JobSpec) -> Option<String> {
+    if thrown.type_of() == Type::Uninitialized {
+        return Some(memory_text(spec));
+    }
+    if !thrown.is_error() {
+        return None;
+    }
+    let message: Value<'_> = thrown.as_object()?.get("message").ok()?;
+    let message = message.as_string()?.to_string().ok()?;
+    match message.as_str() {
+        OUT_OF_MEMORY => Some(memory_text(spec)),
+        STACK_EXCEEDED => Some(format!(
+            "the script exceeded its stack limit ({STACK_EXCEEDED}): recursion too deep"
+        )),
+        _ => None,
+    }
+}
+
+fn memory_text(spec: &JobSpec) -> String {
+    format!(
+        "the script exceeded its memory limit of {} and was stopped",
+        bytes_text(spec.limits.memory)
+    )
+}
+
+/// A failure of the engine's binding itself (not of the script).
+fn engine_failure(spec: &JobSpec, doing: &str, error: &rquickjs::Error) -> ToolOutput {
+    ToolOutput::crashed(format!(
+        "tool `{}` crashed: the engine could not {doing}: {error}",
+        spec.name
+    ))
+}
+
+/// `64 MiB`, `512 KiB` or `1000 bytes`.
+pub(crate) fn bytes_text(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// The most of a thrown error's text the model reads: 16 KiB.
+const MAX_THROWN_TEXT: usize = 16 << 10;
+
+fn cut(mut text: String) -> String {
+    if text.len() > MAX_THROWN_TEXT {
+        let mut end = MAX_THROWN_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("… (cut)");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_read_as_people_write_them() {
+        assert_eq!(bytes_text(64 << 20), "64 MiB");
+        assert_eq!(bytes_text(512 << 10), "512 KiB");
+        assert_eq!(bytes_text(1000), "1000 bytes");
+    }
+}

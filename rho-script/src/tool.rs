@@ -1,0 +1,194 @@
+//! [`ScriptTool`]: a tool whose code is a JavaScript source.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rho_tool_core::untrusted::Limits;
+use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
+
+use crate::pool::{JobSpec, ScriptPool};
+
+/// The default memory cap of one call: 64 MiB.
+pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
+
+/// How much a script's sandbox may take in one call, besides time.
+///
+/// ```
+/// use rho_script::ScriptLimits;
+/// use rho_tool_core::untrusted::Limits;
+///
+/// let limits = ScriptLimits::default()
+///     .with_memory(16 << 20)
+///     .with_answer(Limits::default().with_max_depth(16));
+/// assert_eq!(limits.memory, 16 << 20);
+/// assert_eq!(limits.answer.max_depth, 16);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScriptLimits {
+    /// The memory the call's JavaScript runtime may allocate, in bytes
+    /// (default [`DEFAULT_MEMORY_LIMIT`]). Past it the call ends crashed,
+    /// with a text naming the limit.
+    pub memory: usize,
+    /// The limits of the answer's plain form: depth, number of values,
+    /// total size, one string (default: [`Limits::default`]).
+    pub answer: Limits,
+}
+
+impl ScriptLimits {
+    /// Sets the memory cap, in bytes.
+    #[must_use]
+    pub fn with_memory(mut self, bytes: usize) -> Self {
+        self.memory = bytes;
+        self
+    }
+
+    /// Sets the limits of the answer's plain form.
+    #[must_use]
+    pub fn with_answer(mut self, limits: Limits) -> Self {
+        self.answer = limits;
+        self
+    }
+}
+
+impl Default for ScriptLimits {
+    fn default() -> Self {
+        Self {
+            memory: DEFAULT_MEMORY_LIMIT,
+            answer: Limits::default(),
+        }
+    }
+}
+
+/// How long past the tool's timeout the sandbox stops a script on its own,
+/// in case nothing drops the call's future (rho's runner drops it at the
+/// timeout, which stops the script at once).
+const OWN_DEADLINE_GRACE: Duration = Duration::from_millis(250);
+
+/// A tool whose code is a JavaScript source, run in a fresh QuickJS sandbox
+/// on a [`ScriptPool`]'s threads at every call.
+///
+/// The source is a classic script (strict mode, no modules, no imports)
+/// that defines a function `run`; each call evaluates the source and
+/// returns what `run(args)` returns. See the crate docs for the shape,
+/// what the answer becomes and how the call is stopped.
+///
+/// The tool is untrusted ([`Tool::is_untrusted`] is `true`): its code was
+/// not written by the host.
+pub struct ScriptTool {
+    name: Arc<str>,
+    description: String,
+    parameters: serde_json::Value,
+    source: Arc<str>,
+    timeout: Duration,
+    limits: ScriptLimits,
+    pool: ScriptPool,
+}
+
+impl ScriptTool {
+    /// A tool called `name` that runs `source` on `pool`'s threads, with
+    /// arguments of any object, the default timeout ([`DEFAULT_TIMEOUT`])
+    /// and the default limits.
+    ///
+    /// Nothing is checked here: a source that does not load or defines no
+    /// `run` ends each call crashed, with the engine's message.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        source: impl Into<String>,
+        pool: &ScriptPool,
+    ) -> Self {
+        Self {
+            name: Arc::from(name.into()),
+            description: description.into(),
+            parameters: serde_json::json!({ "type": "object" }),
+            source: Arc::from(source.into()),
+            timeout: DEFAULT_TIMEOUT,
+            limits: ScriptLimits::default(),
+            pool: pool.clone(),
+        }
+    }
+
+    /// Sets the JSON Schema of the arguments.
+    #[must_use]
+    pub fn with_parameters(mut self, schema: serde_json::Value) -> Self {
+        self.parameters = schema;
+        self
+    }
+
+    /// Sets the timeout, after which rho stops the call.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the memory cap and the answer's limits.
+    #[must_use]
+    pub fn with_limits(mut self, limits: ScriptLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The JavaScript source.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The limits of each call.
+    pub fn limits(&self) -> &ScriptLimits {
+        &self.limits
+    }
+}
+
+#[async_trait]
+impl Tool for ScriptTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        self.parameters.clone()
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn is_untrusted(&self) -> bool {
+        true
+    }
+
+    async fn run(&self, arguments: serde_json::Value, _context: ToolContext) -> ToolOutput {
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(self.timeout.saturating_add(OWN_DEADLINE_GRACE))
+            .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
+        self.pool
+            .submit(JobSpec {
+                name: Arc::clone(&self.name),
+                source: Arc::clone(&self.source),
+                arguments,
+                limits: self.limits.clone(),
+                deadline,
+                timeout: self.timeout,
+            })
+            .await
+    }
+}
+
+impl fmt::Debug for ScriptTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptTool")
+            .field("name", &self.name)
+            .field("source_bytes", &self.source.len())
+            .field("timeout", &self.timeout)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
