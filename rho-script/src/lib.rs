@@ -144,7 +144,12 @@
 mod convert;
 mod pool;
 mod sandbox;
+mod source;
 mod tool;
 
 pub use pool::{DEFAULT_STACK_LIMIT, PoolOptions, ScriptPool};
+pub use source::{
+    DEFAULT_CHECK_TIMEOUT, DefineError, Defined, MAX_NAME_LEN, ScriptDefinition, ScriptSource,
+    ScriptSourceBuilder,
+};
 pub use tool::{DEFAULT_MEMORY_LIMIT, ScriptLimits, ScriptTool};

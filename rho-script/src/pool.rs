@@ -21,7 +21,7 @@ use std::time::Instant;
 use rho_tool_core::ToolOutput;
 
 use crate::ScriptLimits;
-use crate::sandbox;
+use crate::sandbox::{self, CheckFailure};
 
 /// The default JavaScript stack limit: 512 KiB.
 pub const DEFAULT_STACK_LIMIT: usize = 512 << 10;
@@ -173,12 +173,23 @@ impl ScriptPool {
 
     /// Queues `job` and gives the future of its answer, or an error answer
     /// at once when the queue is full.
-    pub(crate) fn submit(&self, job: JobSpec) -> ScriptCall {
+    pub(crate) fn submit(&self, job: JobSpec) -> ScriptCall<ToolOutput> {
+        self.enqueue(job, Answer::into_output)
+    }
+
+    /// Queues the definition check `job` (its kind is [`JobKind::Check`])
+    /// and gives the future of its verdict.
+    pub(crate) fn check(&self, job: JobSpec) -> ScriptCall<Result<(), CheckFailure>> {
+        self.enqueue(job, Answer::into_checked)
+    }
+
+    fn enqueue<T>(&self, job: JobSpec, read: fn(Answer) -> T) -> ScriptCall<T> {
         let slot = Arc::new(Slot::default());
         let stop = Arc::new(AtomicBool::new(false));
         let call = ScriptCall {
             slot: Arc::clone(&slot),
             stop: Arc::clone(&stop),
+            read,
         };
         let name = Arc::clone(&job.name);
         let job = Job {
@@ -190,10 +201,10 @@ impl ScriptPool {
         if queue.jobs.len() >= self.handle.shared.options.queue + queue.idle {
             drop(queue);
             let options = &self.handle.shared.options;
-            job.reply.send(ToolOutput::error(format!(
+            job.reply.send(Answer::Output(ToolOutput::error(format!(
                 "tool `{name}` could not start: all {} script threads are busy and {} calls are already waiting",
                 options.threads, options.queue
-            )));
+            ))));
             return call;
         }
         queue.jobs.push_back(job);
@@ -254,7 +265,7 @@ fn work(shared: &Shared) {
 /// panic in the engine's binding is contained here: the reply then goes
 /// unsent and answers with its own crash text; the payload is dropped on
 /// this thread, never in the loop.
-fn run(job: Job, stack_limit: usize) -> Option<(Reply, ToolOutput)> {
+fn run(job: Job, stack_limit: usize) -> Option<(Reply, Answer)> {
     let Job { spec, stop, reply } = job;
     if stop.load(Ordering::Acquire) {
         return None;
@@ -263,11 +274,53 @@ fn run(job: Job, stack_limit: usize) -> Option<(Reply, ToolOutput)> {
     Some((reply, answer))
 }
 
-/// What a call asks of the sandbox.
+/// What a job asks of the sandbox: run a call, or check a definition.
+pub(crate) enum JobKind {
+    /// Load the script and call `run` with these arguments.
+    Call(serde_json::Value),
+    /// Load the script (which runs its top level) and check that it
+    /// defines a function `run`, without calling it.
+    Check,
+}
+
+/// What the sandbox answers a job.
+pub(crate) enum Answer {
+    /// A call's output (also any job's failure to run at all).
+    Output(ToolOutput),
+    /// A definition check's verdict.
+    Checked(Result<(), CheckFailure>),
+}
+
+impl Answer {
+    fn into_output(self) -> ToolOutput {
+        match self {
+            Answer::Output(output) => output,
+            Answer::Checked(_) => {
+                ToolOutput::crashed("the script's thread answered a call with a check")
+            }
+        }
+    }
+
+    fn into_checked(self) -> Result<(), CheckFailure> {
+        match self {
+            Answer::Checked(verdict) => verdict,
+            // The pool was busy, or the thread failed: no verdict.
+            // (Our own texts, with no details: `to_result` cannot fail.)
+            Answer::Output(output) => Err(CheckFailure::Unavailable(
+                output
+                    .to_result(&rho_tool_core::untrusted::Limits::default())
+                    .map(|result| result.text())
+                    .unwrap_or_default(),
+            )),
+        }
+    }
+}
+
+/// What a job asks of the sandbox.
 pub(crate) struct JobSpec {
     pub(crate) name: Arc<str>,
     pub(crate) source: Arc<str>,
-    pub(crate) arguments: serde_json::Value,
+    pub(crate) kind: JobKind,
     pub(crate) limits: ScriptLimits,
     /// When the sandbox stops the script on its own, in case the future is
     /// never dropped (a host that polls it without rho's runner).
@@ -289,7 +342,7 @@ struct Slot {
 
 #[derive(Default)]
 struct SlotState {
-    answer: Option<ToolOutput>,
+    answer: Option<Answer>,
     waker: Option<Waker>,
 }
 
@@ -307,11 +360,11 @@ struct Reply {
 }
 
 impl Reply {
-    fn send(mut self, answer: ToolOutput) {
+    fn send(mut self, answer: Answer) {
         self.put(answer);
     }
 
-    fn put(&mut self, answer: ToolOutput) {
+    fn put(&mut self, answer: Answer) {
         self.sent = true;
         let waker = {
             let mut state = self.slot.lock();
@@ -327,9 +380,9 @@ impl Reply {
 impl Drop for Reply {
     fn drop(&mut self) {
         if !self.sent {
-            self.put(ToolOutput::crashed(
+            self.put(Answer::Output(ToolOutput::crashed(
                 "the script's thread failed while it ran the script (a panic in the engine's binding), so the script gave no answer",
-            ));
+            )));
         }
     }
 }
@@ -340,18 +393,19 @@ impl Drop for Reply {
 /// and on a host abort) stops the script: the engine's interrupt sees the
 /// flag at its next check and the thread is free for the next call.
 #[must_use = "a script call does nothing useful unless awaited; dropping it stops the script"]
-pub(crate) struct ScriptCall {
+pub(crate) struct ScriptCall<T> {
     slot: Arc<Slot>,
     stop: Arc<AtomicBool>,
+    read: fn(Answer) -> T,
 }
 
-impl Future for ScriptCall {
-    type Output = ToolOutput;
+impl<T> Future for ScriptCall<T> {
+    type Output = T;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolOutput> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let mut state = self.slot.lock();
         match state.answer.take() {
-            Some(answer) => Poll::Ready(answer),
+            Some(answer) => Poll::Ready((self.read)(answer)),
             None => {
                 match &mut state.waker {
                     Some(waker) => waker.clone_from(cx.waker()),
@@ -363,13 +417,13 @@ impl Future for ScriptCall {
     }
 }
 
-impl Drop for ScriptCall {
+impl<T> Drop for ScriptCall<T> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
     }
 }
 
-impl fmt::Debug for ScriptCall {
+impl<T> fmt::Debug for ScriptCall<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScriptCall").finish_non_exhaustive()
     }

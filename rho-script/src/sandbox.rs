@@ -14,7 +14,7 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Coerced, Context, Ctx, Promise, Runtime, Type, Value};
 
 use crate::convert::{Originals, WalkError, Walker};
-use crate::pool::JobSpec;
+use crate::pool::{Answer, JobKind, JobSpec};
 
 /// The interrupt has not fired.
 const RUNNING: u8 = 0;
@@ -35,17 +35,23 @@ const THROWN_LIMITS: Limits = Limits::new()
     .with_max_elements(256)
     .with_max_string(2 << 10);
 
-/// Runs one call; the answer is plain data, made on this thread.
-pub(crate) fn run(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) -> ToolOutput {
-    let name = &*spec.name;
-    let runtime = match Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            return ToolOutput::crashed(format!(
-                "tool `{name}` crashed: no script runtime could be made: {error}"
-            ));
-        }
-    };
+/// Runs one job: a call, whose answer is plain data made on this thread,
+/// or a definition check.
+pub(crate) fn run(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) -> Answer {
+    match &spec.kind {
+        JobKind::Call(arguments) => Answer::Output(call(spec, arguments, stop, stack_limit)),
+        JobKind::Check => Answer::Checked(check(spec, stop, stack_limit)),
+    }
+}
+
+/// A fresh runtime with the job's memory cap, the pool's stack limit and
+/// the interrupt, and the flag that says why the interrupt fired.
+fn runtime(
+    spec: &JobSpec,
+    stop: &Arc<AtomicBool>,
+    stack_limit: usize,
+) -> rquickjs::Result<(Runtime, Arc<AtomicU8>)> {
+    let runtime = Runtime::new()?;
     runtime.set_memory_limit(spec.limits.memory);
     runtime.set_max_stack_size(stack_limit);
     let why = Arc::new(AtomicU8::new(RUNNING));
@@ -55,6 +61,25 @@ pub(crate) fn run(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) ->
         let deadline = spec.deadline;
         runtime.set_interrupt_handler(Some(Box::new(move || interrupted(&stop, deadline, &why))));
     }
+    Ok((runtime, why))
+}
+
+/// Runs one call; the answer is plain data, made on this thread.
+fn call(
+    spec: &JobSpec,
+    arguments: &serde_json::Value,
+    stop: &Arc<AtomicBool>,
+    stack_limit: usize,
+) -> ToolOutput {
+    let name = &*spec.name;
+    let (runtime, why) = match runtime(spec, stop, stack_limit) {
+        Ok(made) => made,
+        Err(error) => {
+            return ToolOutput::crashed(format!(
+                "tool `{name}` crashed: no script runtime could be made: {error}"
+            ));
+        }
+    };
     let answer = match Context::full(&runtime) {
         Ok(context) => context.with(|ctx| {
             Call {
@@ -63,7 +88,7 @@ pub(crate) fn run(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) ->
                 stop,
                 why: &why,
             }
-            .run()
+            .run(arguments)
         }),
         Err(error) => engine_failure(spec, "set up the script's context", &error),
     };
@@ -72,6 +97,57 @@ pub(crate) fn run(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) ->
         // Nobody waits for this answer any more.
         DROPPED => ToolOutput::error(format!("tool `{name}` was stopped")),
         _ => ToolOutput::crashed(timeout_text(name, spec.timeout)),
+    }
+}
+
+/// Why a definition's script was refused by its check.
+#[derive(Debug)]
+pub(crate) enum CheckFailure {
+    /// The source does not parse: where, and the engine's message.
+    Syntax {
+        line: u32,
+        column: u32,
+        message: String,
+    },
+    /// The top level ran but left no function `run`: what `typeof run`
+    /// was instead.
+    NoRun { found: String },
+    /// The top level threw, or ran past the memory or stack limit: the
+    /// text, made in the sandbox.
+    Failed(String),
+    /// The top level was still running at the check's deadline.
+    TimedOut,
+    /// The check could not run (the pool was busy, the engine failed).
+    Unavailable(String),
+}
+
+/// Checks a definition's script: loads it in a fresh sandbox with the
+/// call's caps and interrupt (which parses it, then runs its top level),
+/// and looks for a function `run`, without calling it.
+fn check(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) -> Result<(), CheckFailure> {
+    let (runtime, why) = runtime(spec, stop, stack_limit).map_err(|error| {
+        CheckFailure::Unavailable(format!("no script runtime could be made: {error}"))
+    })?;
+    let verdict = match Context::full(&runtime) {
+        Ok(context) => context.with(|ctx| {
+            Call {
+                ctx: &ctx,
+                spec,
+                stop,
+                why: &why,
+            }
+            .check()
+        }),
+        Err(error) => Err(CheckFailure::Unavailable(format!(
+            "the script's context could not be set up: {error}"
+        ))),
+    };
+    match why.load(Ordering::Acquire) {
+        RUNNING => verdict,
+        DROPPED => Err(CheckFailure::Unavailable(
+            "the check was stopped".to_owned(),
+        )),
+        _ => Err(CheckFailure::TimedOut),
     }
 }
 
@@ -96,6 +172,7 @@ fn interrupted(stop: &AtomicBool, deadline: Instant, why: &AtomicU8) -> bool {
 #[derive(Clone, Copy)]
 enum Phase {
     Load,
+    TopLevel,
     Call,
     Promise,
     Answer,
@@ -109,14 +186,103 @@ struct Call<'a, 'js> {
 }
 
 impl<'js> Call<'_, 'js> {
-    fn run(&self) -> ToolOutput {
+    /// Loads the script, as a call does, and checks that it defines a
+    /// function `run`. A syntax error is told apart from a throw of the
+    /// top level by its stack: the parser's error has one frame, the
+    /// script's own position, and no function name.
+    fn check(&self) -> Result<(), CheckFailure> {
+        let ctx = self.ctx;
+        let originals = Originals::take(ctx).map_err(|error| self.check_failed(&error, None))?;
+        let mut options = EvalOptions::default();
+        options.filename = Some(self.file_name());
+        if let Err(error) =
+            ctx.eval_with_options::<Value<'js>, _>(self.spec.source.as_bytes(), options)
+        {
+            if let rquickjs::Error::Exception = error {
+                let thrown = ctx.catch();
+                if let Some(failure) = self.syntax_error(&thrown) {
+                    return Err(failure);
+                }
+                return Err(match self.describe(thrown, Phase::TopLevel, &originals) {
+                    Described::Limit(text) | Described::Threw(text) => CheckFailure::Failed(text),
+                });
+            }
+            return Err(self.check_failed(&error, Some(&originals)));
+        }
+        let found: String = ctx
+            .eval("typeof run")
+            .map_err(|error| self.check_failed(&error, Some(&originals)))?;
+        if found == "function" {
+            Ok(())
+        } else {
+            Err(CheckFailure::NoRun { found })
+        }
+    }
+
+    /// The syntax error `thrown` stands for, if it is the parser's.
+    fn syntax_error(&self, thrown: &Value<'js>) -> Option<CheckFailure> {
+        if !thrown.is_error() {
+            return None;
+        }
+        let object = thrown.as_object()?;
+        let read = |property: &str| -> Option<String> {
+            let value: Value<'js> = object.get(property).ok()?;
+            value.as_string()?.to_string().ok()
+        };
+        if read("name")? != "SyntaxError" {
+            return None;
+        }
+        let stack = read("stack")?;
+        let mut frames = stack.lines().filter(|line| !line.trim().is_empty());
+        let frame = frames.next()?.trim();
+        if frames.next().is_some() {
+            return None;
+        }
+        let place = frame
+            .strip_prefix("at ")?
+            .strip_prefix(self.file_name().as_str())?
+            .strip_prefix(':')?;
+        let (line, column) = place.split_once(':')?;
+        Some(CheckFailure::Syntax {
+            line: line.parse().ok()?,
+            column: column.parse().ok()?,
+            message: read("message").unwrap_or_default(),
+        })
+    }
+
+    /// A failure of the check that is not the script's doing, or a limit.
+    fn check_failed(
+        &self,
+        error: &rquickjs::Error,
+        originals: Option<&Originals<'js>>,
+    ) -> CheckFailure {
+        if let rquickjs::Error::Exception = error {
+            let thrown = self.ctx.catch();
+            if let Some(text) = limit_of(&thrown, self.spec) {
+                return CheckFailure::Failed(text);
+            }
+            if let Some(originals) = originals {
+                let (Described::Limit(text) | Described::Threw(text)) =
+                    self.describe(thrown, Phase::TopLevel, originals);
+                return CheckFailure::Failed(text);
+            }
+        }
+        CheckFailure::Unavailable(format!("the engine could not check the script: {error}"))
+    }
+
+    /// The file name the engine gives the script, in stacks.
+    fn file_name(&self) -> String {
+        format!("{}.js", self.spec.name)
+    }
+
+    fn run(&self, arguments: &serde_json::Value) -> ToolOutput {
         let ctx = self.ctx;
         let originals = match Originals::take(ctx) {
             Ok(originals) => originals,
             Err(error) => return self.failed(Phase::Load, &error, None),
         };
         let mut options = EvalOptions::default();
-        options.filename = Some(format!("{}.js", self.spec.name));
+        options.filename = Some(self.file_name());
         if let Err(error) =
             ctx.eval_with_options::<Value<'js>, _>(self.spec.source.as_bytes(), options)
         {
@@ -131,7 +297,7 @@ impl<'js> Call<'_, 'js> {
                 "the script defines no function `run`: a tool's script must define `function run(args) { ... }`",
             );
         };
-        let arguments = match serde_json::to_string(&self.spec.arguments) {
+        let arguments = match serde_json::to_string(arguments) {
             Ok(json) => json,
             Err(error) => return self.crashed(&format!("its arguments are not JSON: {error}")),
         };
@@ -338,6 +504,7 @@ impl Phase {
     fn lead(self) -> &'static str {
         match self {
             Phase::Load => "the script failed to load:",
+            Phase::TopLevel => "its top level threw",
             Phase::Call => "the script threw",
             Phase::Promise => "the script's promise was rejected with",
             Phase::Answer => "reading the script's answer threw",
@@ -348,6 +515,7 @@ impl Phase {
     fn doing(self) -> &'static str {
         match self {
             Phase::Load => "load the script",
+            Phase::TopLevel => "run the script's top level",
             Phase::Call => "call `run`",
             Phase::Promise => "settle the script's promise",
             Phase::Answer => "read the script's answer",

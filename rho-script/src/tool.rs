@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rho_tool_core::untrusted::Limits;
 use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
 
-use crate::pool::{JobSpec, ScriptPool};
+use crate::pool::{JobKind, JobSpec, ScriptPool};
 
 /// The default memory cap of one call: 64 MiB.
 pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
@@ -173,7 +173,7 @@ impl Tool for ScriptTool {
             .submit(JobSpec {
                 name: Arc::clone(&self.name),
                 source: Arc::clone(&self.source),
-                arguments,
+                kind: JobKind::Call(arguments),
                 limits: self.limits.clone(),
                 deadline,
                 timeout: self.timeout,

@@ -1,0 +1,638 @@
+//! [`ScriptSource`]: a registry source of script tools, each definition
+//! checked before it is registered.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rho_registry::{Disabled, RegistryError, Source, SourceHandle, SourcePolicy, ToolRegistry};
+use rho_tool_core::DEFAULT_TIMEOUT;
+use rho_tool_core::untrusted::call_contained;
+
+use crate::pool::{JobKind, JobSpec, ScriptPool};
+use crate::sandbox::CheckFailure;
+use crate::tool::{ScriptLimits, ScriptTool};
+
+/// How long a definition's top level may run at its check, by default:
+/// one second. A top level that declares functions and constants takes
+/// microseconds; one that loops for ever is refused at this deadline.
+pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The longest tool name: 64 characters.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// One tool, as the model (or the host) defines it: what
+/// [`ScriptSource::define`] checks and registers.
+///
+/// ```
+/// use rho_script::ScriptDefinition;
+/// use serde_json::json;
+///
+/// let add = ScriptDefinition::new(
+///     "add",
+///     "Adds `a` and `b`.",
+///     json!({
+///         "type": "object",
+///         "properties": { "a": { "type": "number" }, "b": { "type": "number" } },
+///         "required": ["a", "b"]
+///     }),
+///     "function run({ a, b }) { return { sum: a + b }; }",
+/// );
+/// assert_eq!(add.name, "add");
+/// assert_eq!(add.timeout, None);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ScriptDefinition {
+    /// The tool's name: 1 to 64 ASCII letters, digits, `_` or `-`, not
+    /// held by another source of the registry.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// The JSON Schema of the tool's arguments: a valid schema whose
+    /// `type` is `"object"`. A turn checks each call's arguments against it
+    /// before the gate.
+    pub parameters: serde_json::Value,
+    /// The JavaScript source: a classic script that defines a function
+    /// `run` (see the crate docs).
+    pub source: String,
+    /// How long each call may run; `None`: the source's timeout
+    /// ([`ScriptSourceBuilder::with_timeout`]).
+    pub timeout: Option<Duration>,
+}
+
+impl ScriptDefinition {
+    /// A definition with the source's timeout.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: serde_json::Value,
+        source: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            source: source.into(),
+            timeout: None,
+        }
+    }
+
+    /// Sets how long each call may run.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// Why a definition was refused; nothing was registered or changed.
+///
+/// Its `Display` is written for the model, which made the mistake and can
+/// fix it: it names the tool, what is wrong and, for a syntax error, the
+/// line and column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DefineError {
+    /// The name is empty, too long, or has a character other than ASCII
+    /// letters, digits, `_` and `-`.
+    #[error(
+        "tool `{name}` was not defined: a tool name must be 1 to 64 ASCII letters, digits, `_` or `-` ({reason})"
+    )]
+    BadName {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Another source of the registry has a tool of that name.
+    #[error(
+        "tool `{name}` was not defined: that name belongs to a tool of source `{held_by}`, which cannot be replaced; choose another name"
+    )]
+    NameTaken {
+        /// The name.
+        name: String,
+        /// The source that holds it.
+        held_by: String,
+    },
+    /// The source does not parse.
+    #[error(
+        "tool `{name}` was not defined: its script has a syntax error at line {line}, column {column}: {message}"
+    )]
+    Syntax {
+        /// The tool's name.
+        name: String,
+        /// The line of the error, from 1.
+        line: u32,
+        /// The column of the error, from 1.
+        column: u32,
+        /// The engine's message.
+        message: String,
+    },
+    /// The top level ran but left no function `run`.
+    #[error(
+        "tool `{name}` was not defined: its script defines no function `run` (`typeof run` is `{found}`); a tool's script must define `function run(args) {{ ... }}` at its top level"
+    )]
+    NoRun {
+        /// The tool's name.
+        name: String,
+        /// What `typeof run` was.
+        found: String,
+    },
+    /// The top level threw, or ran past the memory or stack limit.
+    #[error("tool `{name}` was not defined: {text}")]
+    TopLevel {
+        /// The tool's name.
+        name: String,
+        /// What happened, with the exception's message and stack.
+        text: String,
+    },
+    /// The top level was still running at the check's deadline.
+    #[error(
+        "tool `{name}` was not defined: its script's top level was still running after {limit:?} and was stopped; the top level should only define `run` and what it needs, and do the work inside `run`"
+    )]
+    TopLevelTimedOut {
+        /// The tool's name.
+        name: String,
+        /// The check's deadline.
+        limit: Duration,
+    },
+    /// `parameters` is not a JSON Schema.
+    #[error("tool `{name}` was not defined: its parameters are not a valid JSON Schema: {reason}")]
+    BadSchema {
+        /// The tool's name.
+        name: String,
+        /// What the schema check said.
+        reason: String,
+    },
+    /// `parameters` is a schema, but not of an object.
+    #[error(
+        "tool `{name}` was not defined: its parameters must be the schema of an object, with `\"type\": \"object\"` and the arguments under `properties` ({found})"
+    )]
+    NotObjectSchema {
+        /// The tool's name.
+        name: String,
+        /// What was found instead.
+        found: String,
+    },
+    /// The definition could not be checked or registered for a reason
+    /// that is not in it: the script threads are all busy, the engine
+    /// failed, the source was removed from the registry.
+    #[error("tool `{name}` was not defined: {reason}")]
+    Unavailable {
+        /// The tool's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A definition that was registered.
+///
+/// Its `Display` is the text for the model: what was defined and whether
+/// the tool can be called now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Defined {
+    /// The tool's name.
+    pub name: String,
+    /// Whether it replaced the source's own tool of that name.
+    pub replaced: bool,
+    /// Set when the tool is quarantined (or otherwise disabled by the
+    /// source's policy): the new code is registered, but calls are refused
+    /// until the host re-enables the tool.
+    pub disabled: Option<Disabled>,
+}
+
+impl fmt::Display for Defined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = if self.replaced {
+            "redefined"
+        } else {
+            "defined"
+        };
+        match &self.disabled {
+            None if self.replaced => write!(
+                f,
+                "{verb} tool `{}`: calls from now on run the new code",
+                self.name
+            ),
+            None => write!(f, "{verb} tool `{}`: it can be called now", self.name),
+            Some(disabled) => write!(
+                f,
+                "{verb} tool `{}`, but it stays {disabled}. Redefining a disabled tool does not enable it: \
+                 only the host can, and its calls are refused until then; once the host re-enables it, \
+                 calls run this new code",
+                self.name
+            ),
+        }
+    }
+}
+
+/// An untrusted registry source of JavaScript tools, defined while the
+/// session runs and each checked before it is registered.
+///
+/// Made with [`ScriptSource::builder`] (or [`ScriptSource::new`], no
+/// policy): it registers a source ([`Source::untrusted`]) in the registry,
+/// with the policy the host gives, usually an
+/// [`Accounting`](rho_registry::Accounting) it keeps to read health and to
+/// re-enable tools. [`define`](ScriptSource::define) checks a
+/// [`ScriptDefinition`] and registers its [`ScriptTool`], or replaces the
+/// source's own tool of that name; [`DefineTool`](crate::DefineTool) lets
+/// the model do so during a turn. Cheap to clone; clones share the source.
+///
+/// # What is checked, when
+///
+/// At definition time, in this order, and nothing is registered unless
+/// every check passes:
+///
+/// 1. the name: 1 to 64 ASCII letters, digits, `_` or `-`;
+/// 2. the parameters: a valid JSON Schema (by its `$schema`, default draft
+///    2020-12, compiled as a turn compiles it), whose `type` is `"object"`;
+/// 3. the script, in a fresh sandbox on the pool's threads, with the
+///    source's memory cap, the pool's stack limit and the interrupt: it is
+///    parsed (a syntax error is refused with its line and column), its top
+///    level runs under a short deadline ([`DEFAULT_CHECK_TIMEOUT`]; a top
+///    level that throws, or runs past a limit or the deadline, is refused),
+///    and it must leave a function `run` (which is not called);
+/// 4. the registry: a name that another source holds is refused.
+///
+/// At call time, every call runs the script in a fresh sandbox again, as
+/// for any [`ScriptTool`].
+///
+/// # Accounting
+///
+/// Crashes and timeouts of the source's tools reach its policy like those
+/// of any untrusted source. With [`Accounting`](rho_registry::Accounting)
+/// the quarantine is kept by tool *name*, so redefining a quarantined tool
+/// does not lift it: the definition is accepted (the model may fix its
+/// code) but the tool stays out of the model's list and its calls are
+/// refused until the host calls
+/// [`Accounting::reenable`](rho_registry::Accounting::reenable); then the
+/// new code runs. [`Defined`]'s text tells the model so. Why accept rather
+/// than refuse: a refusal would push the model to define the same code
+/// under a new name, which starts with a clean record; an accepted
+/// redefinition keeps the fix where the host will look.
+#[derive(Clone)]
+pub struct ScriptSource {
+    handle: SourceHandle,
+    policy: Option<Arc<dyn SourcePolicy>>,
+    pool: ScriptPool,
+    limits: ScriptLimits,
+    timeout: Duration,
+    check_timeout: Duration,
+}
+
+/// How a [`ScriptSource`] is made; see [`ScriptSource::builder`].
+#[must_use = "a builder does nothing until it is registered"]
+pub struct ScriptSourceBuilder {
+    name: String,
+    policy: Option<Arc<dyn SourcePolicy>>,
+    pool: ScriptPool,
+    limits: ScriptLimits,
+    timeout: Duration,
+    check_timeout: Duration,
+}
+
+impl ScriptSource {
+    /// A source named `name` whose tools run on `pool`'s threads, to be
+    /// registered with [`ScriptSourceBuilder::register`]. Defaults: no
+    /// policy, [`ScriptLimits::default`], tools' timeout
+    /// [`DEFAULT_TIMEOUT`], check deadline [`DEFAULT_CHECK_TIMEOUT`].
+    pub fn builder(name: impl Into<String>, pool: &ScriptPool) -> ScriptSourceBuilder {
+        ScriptSourceBuilder {
+            name: name.into(),
+            policy: None,
+            pool: pool.clone(),
+            limits: ScriptLimits::default(),
+            timeout: DEFAULT_TIMEOUT,
+            check_timeout: DEFAULT_CHECK_TIMEOUT,
+        }
+    }
+
+    /// A source named `name` in `registry`, with the defaults and no
+    /// policy (so nothing is counted and nothing quarantined; use
+    /// [`builder`](ScriptSource::builder) to give it one).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::DuplicateSource`] when the registry has a source of
+    /// that name.
+    pub fn new(
+        registry: &ToolRegistry,
+        name: impl Into<String>,
+        pool: &ScriptPool,
+    ) -> Result<Self, RegistryError> {
+        Self::builder(name, pool).register(registry)
+    }
+
+    /// The source's handle in the registry (to list, remove or replace its
+    /// tools directly).
+    pub fn handle(&self) -> &SourceHandle {
+        &self.handle
+    }
+
+    /// The source's name.
+    pub fn name(&self) -> &str {
+        self.handle.name()
+    }
+
+    /// The pool the source's tools run on.
+    pub fn pool(&self) -> &ScriptPool {
+        &self.pool
+    }
+
+    /// Removes the source's tool `name`; returns whether it had one. Its
+    /// record in the policy (and a quarantine) stays.
+    pub fn remove(&self, name: &str) -> bool {
+        self.handle.remove(name)
+    }
+
+    /// Checks `definition` and registers its tool, or replaces the source's
+    /// own tool of that name (calls in flight finish with the old code).
+    /// See the type's docs for what is checked, in which order.
+    ///
+    /// Awaits the check on a script thread (at most the check's deadline,
+    /// plus the wait for a free thread); dropping the future stops it and
+    /// registers nothing.
+    ///
+    /// # Errors
+    ///
+    /// A [`DefineError`] saying what is wrong; nothing was registered.
+    pub async fn define(&self, definition: ScriptDefinition) -> Result<Defined, DefineError> {
+        let ScriptDefinition {
+            name,
+            description,
+            parameters,
+            source,
+            timeout,
+        } = definition;
+        check_name(&name)?;
+        check_schema(&name, &parameters)?;
+        let source: Arc<str> = Arc::from(source);
+        let name_arc: Arc<str> = Arc::from(name.as_str());
+        let now = Instant::now();
+        let verdict = self
+            .pool
+            .check(JobSpec {
+                name: name_arc,
+                source: Arc::clone(&source),
+                kind: JobKind::Check,
+                limits: self.limits.clone(),
+                deadline: now + self.check_timeout,
+                timeout: self.check_timeout,
+            })
+            .await;
+        if let Err(failure) = verdict {
+            return Err(self.refusal(&name, failure));
+        }
+        let tool = ScriptTool::new(name.clone(), description, &*source, &self.pool)
+            .with_parameters(parameters)
+            .with_timeout(timeout.unwrap_or(self.timeout))
+            .with_limits(self.limits.clone());
+        let replaced = self
+            .handle
+            .replace(Arc::new(tool))
+            .map_err(|error| match error {
+                RegistryError::DuplicateTool { held_by, .. } => DefineError::NameTaken {
+                    name: name.clone(),
+                    held_by,
+                },
+                other => DefineError::Unavailable {
+                    name: name.clone(),
+                    reason: other.to_string(),
+                },
+            })?;
+        let disabled = self
+            .policy
+            .as_ref()
+            .and_then(|policy| call_contained(|| policy.disabled(&name)).ok().flatten());
+        Ok(Defined {
+            name,
+            replaced,
+            disabled,
+        })
+    }
+
+    fn refusal(&self, name: &str, failure: CheckFailure) -> DefineError {
+        let name = name.to_owned();
+        match failure {
+            CheckFailure::Syntax {
+                line,
+                column,
+                message,
+            } => DefineError::Syntax {
+                name,
+                line,
+                column,
+                message,
+            },
+            CheckFailure::NoRun { found } => DefineError::NoRun { name, found },
+            CheckFailure::Failed(text) => DefineError::TopLevel { name, text },
+            CheckFailure::TimedOut => DefineError::TopLevelTimedOut {
+                name,
+                limit: self.check_timeout,
+            },
+            CheckFailure::Unavailable(reason) => DefineError::Unavailable { name, reason },
+        }
+    }
+}
+
+impl ScriptSourceBuilder {
+    /// Tells `policy` of every call of the source's tools and asks it which
+    /// are disabled: usually an [`Accounting`](rho_registry::Accounting)
+    /// the host keeps an `Arc` of.
+    pub fn with_policy(mut self, policy: Arc<dyn SourcePolicy>) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Sets the memory cap and the answer's limits of every call, and of
+    /// the definition check.
+    pub fn with_limits(mut self, limits: ScriptLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets the timeout of tools whose definition has none (all those the
+    /// model defines with [`DefineTool`](crate::DefineTool)).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets how long a definition's top level may run at its check.
+    pub fn with_check_timeout(mut self, timeout: Duration) -> Self {
+        self.check_timeout = timeout;
+        self
+    }
+
+    /// Registers the source in `registry`, untrusted, with the policy.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::DuplicateSource`] when the registry has a source of
+    /// that name.
+    pub fn register(self, registry: &ToolRegistry) -> Result<ScriptSource, RegistryError> {
+        let mut source = Source::untrusted(self.name);
+        if let Some(policy) = &self.policy {
+            source = source.with_policy(Arc::clone(policy));
+        }
+        let handle = registry.add_source(source)?;
+        Ok(ScriptSource {
+            handle,
+            policy: self.policy,
+            pool: self.pool,
+            limits: self.limits,
+            timeout: self.timeout,
+            check_timeout: self.check_timeout,
+        })
+    }
+}
+
+/// Refuses a name that is not `[A-Za-z0-9_-]{1,64}`.
+fn check_name(name: &str) -> Result<(), DefineError> {
+    let reason = if name.is_empty() {
+        Some("it is empty".to_owned())
+    } else if name.len() > MAX_NAME_LEN {
+        Some(format!("it has {} characters", name.chars().count()))
+    } else {
+        name.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+            .map(|c| format!("it has {c:?}"))
+    };
+    match reason {
+        Some(reason) => Err(DefineError::BadName {
+            name: name.chars().take(2 * MAX_NAME_LEN).collect(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Refuses parameters that are not a JSON Schema of an object. The schema
+/// crate panics on a `$schema` it does not know; that is contained and
+/// refused like any other bad schema.
+fn check_schema(name: &str, schema: &serde_json::Value) -> Result<(), DefineError> {
+    let bad = |reason: String| DefineError::BadSchema {
+        name: name.to_owned(),
+        reason,
+    };
+    let Some(object) = schema.as_object() else {
+        return Err(DefineError::NotObjectSchema {
+            name: name.to_owned(),
+            found: format!("got {}", json_kind(schema)),
+        });
+    };
+    match call_contained(|| jsonschema::meta::validate(schema).map_err(|e| e.to_string())) {
+        Ok(Ok(())) => {}
+        Ok(Err(reason)) => return Err(bad(reason)),
+        Err(caught) => {
+            return Err(bad(caught
+                .message
+                .unwrap_or_else(|| "its meta-schema is unknown".to_owned())));
+        }
+    }
+    match call_contained(|| jsonschema::validator_for(schema).map_err(|e| e.to_string())) {
+        Ok(Ok(_)) => {}
+        Ok(Err(reason)) => return Err(bad(reason)),
+        Err(caught) => {
+            return Err(bad(caught
+                .message
+                .unwrap_or_else(|| "it could not be compiled".to_owned())));
+        }
+    }
+    match object.get("type") {
+        Some(serde_json::Value::String(kind)) if kind == "object" => Ok(()),
+        Some(other) => Err(DefineError::NotObjectSchema {
+            name: name.to_owned(),
+            found: format!("its `type` is {other}"),
+        }),
+        None => Err(DefineError::NotObjectSchema {
+            name: name.to_owned(),
+            found: "it has no `type`".to_owned(),
+        }),
+    }
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+impl fmt::Debug for ScriptSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptSource")
+            .field("name", &self.name())
+            .field("policy", &self.policy.is_some())
+            .field("limits", &self.limits)
+            .field("timeout", &self.timeout)
+            .field("check_timeout", &self.check_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for ScriptSourceBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptSourceBuilder")
+            .field("name", &self.name)
+            .field("policy", &self.policy.is_some())
+            .field("limits", &self.limits)
+            .field("timeout", &self.timeout)
+            .field("check_timeout", &self.check_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_are_letters_digits_underscores_and_dashes_up_to_64() {
+        assert!(check_name("add_2-numbers").is_ok());
+        assert!(check_name(&"a".repeat(64)).is_ok());
+        for bad in ["", "a b", "naïve", "a.b", &"a".repeat(65)] {
+            assert!(
+                matches!(check_name(bad), Err(DefineError::BadName { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn parameters_must_be_a_valid_schema_of_an_object() {
+        assert!(check_schema("t", &json!({ "type": "object" })).is_ok());
+        let bad = check_schema("t", &json!({ "type": "objekt" }));
+        assert!(matches!(bad, Err(DefineError::BadSchema { .. })), "{bad:?}");
+        let bad = check_schema(
+            "t",
+            &json!({ "type": "object", "properties": { "a": { "pattern": "(" } } }),
+        );
+        assert!(matches!(bad, Err(DefineError::BadSchema { .. })), "{bad:?}");
+        let bad = check_schema(
+            "t",
+            &json!({ "$schema": "https://example.com/unknown", "type": "object" }),
+        );
+        assert!(matches!(bad, Err(DefineError::BadSchema { .. })), "{bad:?}");
+        for not_object in [
+            json!({ "type": "string" }),
+            json!({}),
+            json!("object"),
+            json!(true),
+        ] {
+            let bad = check_schema("t", &not_object);
+            assert!(
+                matches!(bad, Err(DefineError::NotObjectSchema { .. })),
+                "{not_object}: {bad:?}"
+            );
+        }
+    }
+}
