@@ -142,11 +142,13 @@
 //! ```
 
 mod convert;
+mod define_tool;
 mod pool;
 mod sandbox;
 mod source;
 mod tool;
 
+pub use define_tool::DefineTool;
 pub use pool::{DEFAULT_STACK_LIMIT, PoolOptions, ScriptPool};
 pub use source::{
     DEFAULT_CHECK_TIMEOUT, DefineError, Defined, MAX_NAME_LEN, ScriptDefinition, ScriptSource,

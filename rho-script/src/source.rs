@@ -342,6 +342,12 @@ impl ScriptSource {
         &self.pool
     }
 
+    /// The ready [`DefineTool`](crate::DefineTool) of this source, to add
+    /// to a trusted source of the host.
+    pub fn define_tool(&self) -> crate::DefineTool {
+        crate::DefineTool::new(self.clone())
+    }
+
     /// Removes the source's tool `name`; returns whether it had one. Its
     /// record in the policy (and a quarantine) stays.
     pub fn remove(&self, name: &str) -> bool {
