@@ -65,7 +65,7 @@
 //! | throws another value | `Crashed`, with the value's plain form |
 //! | returns a promise that rejects | `Crashed`, with the reason, as for a throw |
 //! | returns a promise that never settles | `Crashed`, saying so |
-//! | fails to load (a syntax error), defines no `run` | `Crashed`, with the engine's message and line |
+//! | fails to load (a syntax error), defines no `run` | `Crashed`, with the engine's message and line (a [`ScriptSource`] refuses such a script when it is defined) |
 //! | answers a value that cannot be made plain (a cycle, past a limit) | `Failed`, naming why and where |
 //!
 //! A crash counts against the tool in a registry's accounting, like a
@@ -94,18 +94,64 @@
 //! - **In-process.** QuickJS is C: an engine bug can still abort the
 //!   process, which no in-process guard can catch.
 //!
+//! # Tools defined at run time
+//!
+//! A [`ScriptSource`] is an untrusted registry source of script tools.
+//! A tool is a [`ScriptDefinition`]:
+//!
+//! | field | what it is |
+//! |---|---|
+//! | `name` | 1 to 64 ASCII letters, digits, `_` or `-`; not another source's |
+//! | `description` | what the tool does, for the model |
+//! | `parameters` | the JSON Schema of the arguments, `"type": "object"` |
+//! | `source` | a script that defines `run`, as above |
+//! | `timeout` | optional; the source's timeout otherwise |
+//!
+//! [`ScriptSource::define`] checks it **at definition time**, and
+//! registers nothing unless every check passes: the name; the schema
+//! (valid by its meta-schema, compiled, of an object); the script, in a
+//! fresh sandbox with the call's caps and interrupt, where it is parsed (a
+//! syntax error is refused with its line and column) and its top level
+//! runs under a short deadline ([`DEFAULT_CHECK_TIMEOUT`]), after which
+//! `typeof run` must be `"function"` (`run` is not called); last, the
+//! registry refuses a name another source holds. Each refusal is a
+//! [`DefineError`] whose text is written for the model. **At call time**
+//! nothing is reused: each call loads the script in a fresh sandbox again.
+//!
+//! [`DefineTool`] is the ready `define_tool` by which the model defines or
+//! redefines a tool during a turn. It is a call like any other, so the
+//! host's gate sees the whole source before the tool exists; its
+//! annotations say it is not read-only, so an
+//! [`AnnotationGate`](rho_tool_core::AnnotationGate) asks a person by
+//! default. A refused definition is an error result for the model, never
+//! a crash.
+//!
+//! # Accounting
+//!
+//! Crashes and timeouts of a source's tools count against the tool in the
+//! source's policy, like those of any untrusted source; give the source an
+//! [`Accounting`](rho_registry::Accounting) and it quarantines a tool
+//! that keeps failing. The record is kept by tool name, so **redefining a
+//! quarantined tool does not lift its quarantine**: the new code is
+//! accepted, and the model is told the tool stays disabled until the host
+//! re-enables it ([`Accounting::reenable`](rho_registry::Accounting::reenable));
+//! then the new code runs. Accepting rather than refusing keeps the fix
+//! under the name the host is looking at, instead of pushing the model to
+//! the same code under a fresh name. (A fresh name does start with a clean
+//! record: a host that must stop that limits how many tools the model may
+//! define, or asks a person about each definition through the gate.)
+//!
 //! # Not built yet
 //!
-//! This crate is the first step of scripts as tools. Still to come:
-//! a `ScriptSource` (a registry source of script tools, checked at
-//! definition time: syntax, a `run` function, the schema), a ready
-//! `define_tool` tool by which the model defines tools during a turn, host
-//! functions granted by name (partial results with `update`, a `sleep` on
-//! the executor's timer), image answers, a way for a script to answer an
-//! error that is not a crash, and a mode that runs the same scripts in a
-//! worker process for hosts that must survive an engine bug.
+//! Still to come: host functions granted by name (partial results with
+//! `update`, a `sleep` on the executor's timer), image answers, a way for
+//! a script to answer an error that is not a crash, and a mode that runs
+//! the same scripts in a worker process for hosts that must survive an
+//! engine bug.
 //!
 //! # Example
+//!
+//! One tool as a [`ScriptTool`], run directly:
 //!
 //! ```
 //! use std::sync::Arc;
@@ -139,6 +185,75 @@
 //! let pool = ScriptPool::new(2)?;
 //! smol::block_on(example(Runner::new(executors.executor()), pool));
 //! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Tools defined at run time through a [`ScriptSource`], with accounting,
+//! and called through a turn:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
+//! use rho_script::{DefineError, ScriptDefinition, ScriptPool, ScriptSource};
+//! use rho_tool_core::{Outcome, ToolCall};
+//! use rho_turn::TurnRunner;
+//! use serde_json::json;
+//!
+//! let registry = ToolRegistry::new();
+//! let pool = ScriptPool::new(2)?;
+//! let accounting = Arc::new(Accounting::new(QuarantineRule::after(2)));
+//! let scripts = ScriptSource::builder("agent", &pool)
+//!     .with_policy(accounting.clone())
+//!     .register(&registry)?;
+//! // The model defines tools itself through `define_tool` (in a trusted
+//! // source: it is the host's code).
+//! registry.add_source(Source::trusted("host"))?.add(Arc::new(scripts.define_tool()))?;
+//!
+//! let executors = rho_exec_smol::SmolPool::new(1)?;
+//! let turns = TurnRunner::new(executors.executor(), registry);
+//!
+//! smol::block_on(async {
+//!     // The host (or the model, through `define_tool`) defines a tool...
+//!     let add = ScriptDefinition::new(
+//!         "add",
+//!         "Adds `a` and `b`.",
+//!         json!({
+//!             "type": "object",
+//!             "properties": { "a": { "type": "number" }, "b": { "type": "number" } },
+//!             "required": ["a", "b"]
+//!         }),
+//!         "function run({ a, b }) { return { sum: a + b }; }",
+//!     );
+//!     let defined = scripts.define(add).await?;
+//!     assert_eq!(defined.to_string(), "defined tool `add`: it can be called now");
+//!
+//!     // ... and a broken one is refused, with where it is broken.
+//!     let broken = ScriptDefinition::new("sub", "Subtracts.", json!({ "type": "object" }),
+//!         "function run({ a, b }) {\n  return a - ;\n}");
+//!     let error = scripts.define(broken).await.expect_err("a syntax error");
+//!     assert!(matches!(error, DefineError::Syntax { line: 2, column: 14, .. }), "{error}");
+//!
+//!     // The model calls the tool in a turn; its arguments are checked
+//!     // against its schema first.
+//!     let entries = turns.turn([
+//!         ToolCall::new("c1", "add", json!({ "a": 2, "b": 3 })),
+//!         ToolCall::new("c2", "sub", json!({ "a": 2, "b": 3 })),
+//!         ToolCall::new("c3", "define_tool", json!({
+//!             "name": "mul",
+//!             "description": "Multiplies `a` and `b`.",
+//!             "parameters": { "type": "object" },
+//!             "source": "const run = ({ a, b }) => a * b;",
+//!         })),
+//!     ]).await;
+//!     assert_eq!(entries[0].text(), r#"{"sum":5}"#);
+//!     assert!(entries[1].text().contains("no such tool `sub`"));
+//!     assert_eq!(entries[2].outcome, Outcome::Succeeded, "{}", entries[2].text());
+//!
+//!     let entries = turns.turn([ToolCall::new("c4", "mul", json!({ "a": 6, "b": 7 }))]).await;
+//!     assert_eq!(entries[0].text(), "42");
+//!     Ok::<(), DefineError>(())
+//! })?;
+//! assert_eq!(accounting.tool_health("add").map(|health| health.succeeded), Some(1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod convert;
