@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -71,6 +71,19 @@ pub trait TypedTool: Send + Sync + 'static {
         false
     }
 
+    /// What the tool says of itself (read-only, destructive, ...), as
+    /// [`Tool::annotations`]. Default: nothing.
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::default()
+    }
+
+    /// The JSON Schema of the answer's details, as [`Tool::output_schema`].
+    /// Default: none. A tool whose details are a type of its own can give
+    /// `schemars::schema_for!(MyDetails).to_value()`.
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// Runs the tool on its arguments, in the call's own task.
     async fn run(&self, args: Self::Args, context: ToolContext) -> ToolOutput;
 }
@@ -127,6 +140,14 @@ impl<T: TypedTool> Tool for Typed<T> {
         self.tool.is_untrusted()
     }
 
+    fn annotations(&self) -> ToolAnnotations {
+        self.tool.annotations()
+    }
+
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        self.tool.output_schema()
+    }
+
     async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
         match serde_json::from_value::<T::Args>(arguments) {
             Ok(args) => self.tool.run(args, context).await,
@@ -143,5 +164,55 @@ impl<T> fmt::Debug for Typed<T> {
         f.debug_struct("Typed")
             .field("parameters", &self.parameters)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Path {
+        #[allow(dead_code)] // read by serde only; the test checks the schema
+        path: String,
+    }
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)] // only its schema is used
+    struct Listing {
+        files: Vec<String>,
+    }
+
+    struct List;
+
+    #[async_trait]
+    impl TypedTool for List {
+        type Args = Path;
+        fn name(&self) -> &str {
+            "list"
+        }
+        fn description(&self) -> &str {
+            "Lists a folder."
+        }
+        fn annotations(&self) -> ToolAnnotations {
+            ToolAnnotations::new().read_only()
+        }
+        fn output_schema(&self) -> Option<serde_json::Value> {
+            Some(schemars::schema_for!(Listing).to_value())
+        }
+        async fn run(&self, _args: Path, _cx: ToolContext) -> ToolOutput {
+            ToolOutput::text("")
+        }
+    }
+
+    /// What a typed tool says of itself reaches the `Tool` a registry
+    /// reads: its annotations and the schema of its details.
+    #[test]
+    fn a_typed_tool_passes_on_its_annotations_and_output_schema() {
+        let tool = Typed::new(List);
+        assert!(tool.annotations().is_read_only());
+        let schema = tool.output_schema().expect("an output schema");
+        assert_eq!(schema["properties"]["files"]["type"], "array");
+        assert_eq!(tool.parameters()["properties"]["path"]["type"], "string");
     }
 }
