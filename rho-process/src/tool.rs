@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 
 use crate::report;
 use crate::supervise::{self, Caps, Finished};
@@ -68,6 +68,7 @@ pub struct ProcessTool {
     parameters: serde_json::Value,
     timeout: Duration,
     untrusted: bool,
+    annotations: ToolAnnotations,
     program: OsString,
     args: Vec<OsString>,
     current_dir: Option<PathBuf>,
@@ -87,6 +88,7 @@ impl ProcessTool {
             parameters: serde_json::json!({ "type": "object" }),
             timeout: DEFAULT_TIMEOUT,
             untrusted: false,
+            annotations: ToolAnnotations::default(),
             program: program.as_ref().to_owned(),
             args: Vec::new(),
             current_dir: None,
@@ -123,6 +125,14 @@ impl ProcessTool {
     /// time), or not. Default: trusted. See [`Tool::is_untrusted`].
     pub fn untrusted(mut self, untrusted: bool) -> Self {
         self.untrusted = untrusted;
+        self
+    }
+
+    /// What the tool says of itself (read-only, destructive, ...), for a
+    /// gate that decides by it and for the model's tool list. Default:
+    /// nothing, which a gate reads with MCP's cautious defaults.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
         self
     }
 
@@ -240,6 +250,10 @@ impl Tool for ProcessTool {
         self.untrusted
     }
 
+    fn annotations(&self) -> ToolAnnotations {
+        self.annotations.clone()
+    }
+
     /// Runs the command once: `arguments` as one line of JSON on its stdin,
     /// its answer read from stdout. Dropping the future (rho's kill at the
     /// timeout, a host abort) kills the process group.
@@ -265,5 +279,21 @@ impl Tool for ProcessTool {
             }
             None => report::lost(&self.name),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The annotations a host gives a process tool are what a gate and the
+    /// model's tool list read; without any, the tool says nothing.
+    #[test]
+    fn a_process_tool_says_what_the_host_says_of_it() {
+        let plain = ProcessTool::new("ls", "ls");
+        assert_eq!(plain.annotations(), ToolAnnotations::default());
+        let read_only = plain.with_annotations(ToolAnnotations::new().read_only());
+        assert!(read_only.annotations().is_read_only());
+        assert!(!read_only.annotations().is_destructive());
     }
 }
