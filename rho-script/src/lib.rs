@@ -258,6 +258,7 @@
 
 mod convert;
 mod define_tool;
+mod grants;
 mod pool;
 mod sandbox;
 mod source;
