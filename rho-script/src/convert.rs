@@ -103,6 +103,30 @@ impl<'js> Originals<'js> {
         })
     }
 
+    /// The helpers made from their parts (as [`parts`](Self::parts) gives
+    /// them).
+    pub(crate) fn from_parts(
+        function_to_string: Function<'js>,
+        to_well_formed: Function<'js>,
+        promise_resolve: Function<'js>,
+    ) -> Self {
+        Self {
+            function_to_string,
+            to_well_formed,
+            promise_resolve,
+        }
+    }
+
+    /// The helpers, to be handed to the grants' JavaScript half, which
+    /// hands them back with each partial result.
+    pub(crate) fn parts(&self) -> (Function<'js>, Function<'js>, Function<'js>) {
+        (
+            self.function_to_string.clone(),
+            self.to_well_formed.clone(),
+            self.promise_resolve.clone(),
+        )
+    }
+
     /// `Promise.resolve`, bound to `Promise`: a promise of any value, the
     /// same one for a promise, an adopted one for a thenable.
     pub(crate) fn promise_resolve(&self) -> &Function<'js> {

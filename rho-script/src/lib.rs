@@ -42,6 +42,7 @@
 //! | `undefined`, `null` | `null` |
 //! | another number, a boolean | its JSON |
 //! | a promise (or a thenable) | what it settles to, as above |
+//! | `rho.answer(...)`, `rho.error(...)` | the answer it built (see below) |
 //!
 //! Inside objects and arrays the same holds (functions, BigInts and the
 //! non-finite numbers become text, `undefined` becomes null, a `toJSON`
@@ -52,12 +53,98 @@
 //! value that is its own ancestor is refused with the path where the cycle
 //! closes.
 //!
+//! # What a script is granted
+//!
+//! One global, `rho`, and nothing else of the host's:
+//!
+//! | `rho.` | what it does |
+//! |---|---|
+//! | `update(value)` | reports a partial result: the loop gets it as a [`CallEvent::Update`](rho_tool_core::CallEvent::Update), in order, before the call's end |
+//! | `sleep(ms)` | a promise that resolves after `ms` milliseconds, on the timer of the executor the call runs on |
+//! | `answer({ text, images, details })`, `answer({ error, details })` | builds an answer to return (below) |
+//! | `error(text)` | the same as `answer({ error: text })` |
+//!
+//! **`update`** makes the value plain on the script's thread, with the
+//! same walk and limits as an answer (a value that cannot be made plain
+//! throws a `TypeError` in the script, and nothing is reported), and hands
+//! it to the call's future, which passes it to
+//! [`ToolContext::update`](rho_tool_core::ToolContext::update) while it
+//! waits for the answer. At most 64 partial results wait between the two:
+//! past that **the oldest is dropped** for the newest (`update` neither
+//! blocks nor fails), and the loop's side keeps the newest 256, so a
+//! script that floods updates costs bounded memory and its last update
+//! arrives.
+//!
+//! **`sleep`** is a timer of the script's own event loop: when the script
+//! has nothing left to run but pending sleeps, its thread asks the call's
+//! future to sleep until the first is due, on
+//! [`ToolContext::sleep`](rho_tool_core::ToolContext::sleep) (tokio's
+//! timer on tokio, smol's on smol), and resolves it when that ends. Sleeps
+//! resolve in the order they are due, so `Promise.all` of two 50 ms sleeps
+//! takes 50 ms. While it waits, the thread still stops at once when the
+//! call ends: a sleep past the call's timeout ends `TimedOut`, like any
+//! script that runs too long, and frees the thread. At most 10,000 sleeps
+//! may be pending at once (past that `sleep` rejects with a `RangeError`).
+//!
+//! `rho` is an ordinary, frozen global: a script may shadow or replace it
+//! for itself. What rho-script needs of it (the answers' registry, the
+//! sleeps' resolvers, `Promise`, `Reflect.apply`) was kept before the
+//! script ran, so a script that changes the built-ins cannot forge an
+//! answer or wake a sleep early.
+//!
+//! **Granting more, later.** A host will grant further functions by name
+//! (say `rho.fetch`), each a host-written function that takes plain data
+//! and answers plain data on the script's thread, or asks the call's future
+//! to do the work, as `sleep` does, and resolves a promise with its answer.
+//! Nothing but `update` and `sleep` can be granted today.
+//!
+//! # Answers a script builds
+//!
+//! Returning `rho.answer(...)` (or a promise of it) gives the answer all of
+//! rho's forms; the value `rho.answer` returns is a token that only
+//! rho-script recognises, so an ordinary object with keys named `text` or
+//! `images` is still details like any other object.
+//!
+//! ```js
+//! async function run({ page }) {
+//!   if (!page) return rho.error("`page` is required: give a page number");
+//!   rho.update({ rendering: page });
+//!   await rho.sleep(10);
+//!   return rho.answer({
+//!     text: `page ${page}`,
+//!     images: [{ mimeType: "image/png", data: "iVBORw0KGgo..." }],
+//!     details: { page },
+//!   });
+//! }
+//! ```
+//!
+//! | key | what it is |
+//! |---|---|
+//! | `text` | a string, the text the model reads (default: empty) |
+//! | `images` | an array of `{ mimeType, data }`: `mimeType` a string such as `"image/png"`; `data` base64 text (standard or URL-safe, padding optional), a `Uint8Array` (any typed array or `DataView`: its bytes), an `ArrayBuffer` or an array of byte values |
+//! | `details` | any value, made plain as an answer's details |
+//! | `error` | a string: the call ends [`Failed`](rho_tool_core::Outcome::Failed) with it as the text (only `details` may go with it) |
+//!
+//! The answer is read when the call ends (getters run then, under the same
+//! deadline and limits). Images go through
+//! [`ToolOutput::images`](rho_tool_core::ToolOutput::images): rho checks
+//! each (an `image/*` mime type, some bytes) and ends the call `Failed`
+//! with its own text naming the image otherwise. Their size is bounded by
+//! the call's memory cap, in which the script made them. Another key, a
+//! field of the wrong type or data that is not base64 ends the call
+//! `Failed`, saying what was wrong.
+//!
+//! An error answer is the way to say "the input was wrong": it is no
+//! crash, so it is no strike against the tool in a registry's accounting.
+//!
 //! # How a call ends
 //!
 //! | the script | the call |
 //! |---|---|
 //! | answers | [`Outcome::Succeeded`](rho_tool_core::Outcome::Succeeded) |
-//! | runs past the tool's timeout (`while (true) {}`) | `TimedOut`: rho drops the call's future, which sets the call's stop flag; the engine's interrupt sees it and the thread is free for the next call |
+//! | answers `rho.error(text)` or `rho.answer({ error })` | `Failed`, with that text; no strike |
+//! | builds an answer of the wrong shape, or an invalid image | `Failed`, saying what is wrong |
+//! | runs (or sleeps) past the tool's timeout (`while (true) {}`) | `TimedOut`: rho drops the call's future, which sets the call's stop flag; the engine's interrupt sees it (a script waiting for a sleep is woken by it) and the thread is free for the next call |
 //! | is aborted by the host | `Aborted`, stopped the same way |
 //! | allocates past its memory cap (default 64 MiB) | `Crashed`, "exceeded its memory limit of 64 MiB" |
 //! | recurses past the stack limit | `Crashed`, "exceeded its stack limit" |
@@ -76,9 +163,9 @@
 //! - **Fresh every call.** A new QuickJS runtime and context per call;
 //!   nothing (globals, changed prototypes) is carried to the next call.
 //! - **No ambient authority.** The context has the language's built-ins
-//!   only (no `std`/`os` modules, no loader, no file, network, process or
-//!   environment access). The clock (`Date`, `performance.now`) and
-//!   `Math.random` are there.
+//!   and the `rho` grants only (no `std`/`os` modules, no loader, no file,
+//!   network, process or environment access). The clock (`Date`,
+//!   `performance.now`) and `Math.random` are there.
 //! - **Stopped for real.** The engine calls rho-script's interrupt check
 //!   every few thousand operations (and on function calls, loop back-edges
 //!   and inside the regular expression engine); it stops the script when
@@ -143,11 +230,9 @@
 //!
 //! # Not built yet
 //!
-//! Still to come: host functions granted by name (partial results with
-//! `update`, a `sleep` on the executor's timer), image answers, a way for
-//! a script to answer an error that is not a crash, and a mode that runs
-//! the same scripts in a worker process for hosts that must survive an
-//! engine bug.
+//! Still to come: host functions granted by name beyond the two default
+//! ones, and a mode that runs the same scripts in a worker process for
+//! hosts that must survive an engine bug.
 //!
 //! # Example
 //!
@@ -258,6 +343,7 @@
 
 mod convert;
 mod define_tool;
+mod grants;
 mod pool;
 mod sandbox;
 mod source;

@@ -16,9 +16,10 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use rho_tool_core::ToolOutput;
+use rho_tool_core::untrusted::Plain;
+use rho_tool_core::{ToolContext, ToolOutput};
 
 use crate::ScriptLimits;
 use crate::sandbox::{self, CheckFailure};
@@ -173,23 +174,31 @@ impl ScriptPool {
 
     /// Queues `job` and gives the future of its answer, or an error answer
     /// at once when the queue is full.
-    pub(crate) fn submit(&self, job: JobSpec) -> ScriptCall<ToolOutput> {
-        self.enqueue(job, Answer::into_output)
+    /// Partial results and sleeps of the script go to `context`.
+    pub(crate) fn submit(&self, job: JobSpec, context: ToolContext) -> ScriptCall<ToolOutput> {
+        self.enqueue(job, Answer::into_output, Some(context))
     }
 
     /// Queues the definition check `job` (its kind is [`JobKind::Check`])
     /// and gives the future of its verdict.
     pub(crate) fn check(&self, job: JobSpec) -> ScriptCall<Result<(), CheckFailure>> {
-        self.enqueue(job, Answer::into_checked)
+        self.enqueue(job, Answer::into_checked, None)
     }
 
-    fn enqueue<T>(&self, job: JobSpec, read: fn(Answer) -> T) -> ScriptCall<T> {
+    fn enqueue<T>(
+        &self,
+        job: JobSpec,
+        read: fn(Answer) -> T,
+        context: Option<ToolContext>,
+    ) -> ScriptCall<T> {
         let slot = Arc::new(Slot::default());
         let stop = Arc::new(AtomicBool::new(false));
         let call = ScriptCall {
             slot: Arc::clone(&slot),
             stop: Arc::clone(&stop),
             read,
+            context,
+            sleeping: None,
         };
         let name = Arc::clone(&job.name);
         let job = Job {
@@ -270,7 +279,11 @@ fn run(job: Job, stack_limit: usize) -> Option<(Reply, Answer)> {
     if stop.load(Ordering::Acquire) {
         return None;
     }
-    let answer = catch_unwind(AssertUnwindSafe(|| sandbox::run(&spec, &stop, stack_limit))).ok()?;
+    let slot = Arc::clone(&reply.slot);
+    let answer = catch_unwind(AssertUnwindSafe(|| {
+        sandbox::run(&spec, &stop, &slot, stack_limit)
+    }))
+    .ok()?;
     Some((reply, answer))
 }
 
@@ -335,20 +348,96 @@ struct Job {
     reply: Reply,
 }
 
+/// How many partial results wait between the script's thread and the
+/// call's future: past it, the oldest is dropped for the newest.
+pub(crate) const UPDATE_QUEUE: usize = 64;
+
+/// What the script's thread and the call's future share: the answer, the
+/// partial results on their way, and a sleep the script asked for.
 #[derive(Default)]
-struct Slot {
+pub(crate) struct Slot {
     state: Mutex<SlotState>,
+    /// Wakes the script's thread when its sleep is over or the call's
+    /// future is dropped.
+    woke: Condvar,
 }
 
 #[derive(Default)]
 struct SlotState {
     answer: Option<Answer>,
     waker: Option<Waker>,
+    updates: VecDeque<Plain>,
+    sleep: SleepState,
+}
+
+/// A sleep the script asked of the call's executor timer.
+#[derive(Default)]
+enum SleepState {
+    #[default]
+    Idle,
+    /// Asked for by the script's thread, not yet started by the future.
+    Asked(Duration),
+    /// On the executor's timer.
+    Started,
+    /// Over: the script's thread goes on.
+    Done,
 }
 
 impl Slot {
     fn lock(&self) -> MutexGuard<'_, SlotState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands a partial result to the call's future (dropping the oldest
+    /// waiting one when [`UPDATE_QUEUE`] are waiting already).
+    pub(crate) fn push_update(&self, partial: Plain) {
+        let waker = {
+            let mut state = self.lock();
+            if state.updates.len() >= UPDATE_QUEUE {
+                state.updates.pop_front();
+            }
+            state.updates.push_back(partial);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Sleeps `duration` on the call's executor timer, from the script's
+    /// thread: asks the call's future to sleep, and blocks until it says
+    /// the sleep is over. `false` when the wait ended early because the
+    /// future was dropped (`stop`) or `deadline` passed.
+    pub(crate) fn sleep(&self, duration: Duration, stop: &AtomicBool, deadline: Instant) -> bool {
+        let waker = {
+            let mut state = self.lock();
+            state.sleep = SleepState::Asked(duration);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        let mut state = self.lock();
+        loop {
+            if let SleepState::Done = state.sleep {
+                state.sleep = SleepState::Idle;
+                return true;
+            }
+            // Checked under the lock that the future's drop takes before
+            // it notifies: no wake-up is lost.
+            if stop.load(Ordering::Acquire) {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            state = self
+                .woke
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 }
 
@@ -393,38 +482,116 @@ impl Drop for Reply {
 /// and on a host abort) stops the script: the engine's interrupt sees the
 /// flag at its next check and the thread is free for the next call.
 #[must_use = "a script call does nothing useful unless awaited; dropping it stops the script"]
+///
+/// While it waits it forwards the script's partial results to the call's
+/// [`ToolContext::update`], in order, and runs the sleeps the script asks
+/// for on [`ToolContext::sleep`] (the call's executor timer). A check has
+/// no context: its partial results are dropped and its sleeps end at once.
 pub(crate) struct ScriptCall<T> {
     slot: Arc<Slot>,
     stop: Arc<AtomicBool>,
     read: fn(Answer) -> T,
+    context: Option<ToolContext>,
+    sleeping: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
 }
 
 impl<T> Future for ScriptCall<T> {
     type Output = T;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let mut state = self.slot.lock();
-        match state.answer.take() {
-            Some(answer) => Poll::Ready((self.read)(answer)),
-            None => {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let this = &mut *self;
+        let (updates, answer, asked) = {
+            let mut state = this.slot.lock();
+            let updates = std::mem::take(&mut state.updates);
+            let answer = state.answer.take();
+            let asked = match state.sleep {
+                SleepState::Asked(duration) => {
+                    state.sleep = SleepState::Started;
+                    Some(duration)
+                }
+                _ => None,
+            };
+            if answer.is_none() {
                 match &mut state.waker {
                     Some(waker) => waker.clone_from(cx.waker()),
                     None => state.waker = Some(cx.waker().clone()),
                 }
-                Poll::Pending
+            }
+            (updates, answer, asked)
+        };
+        // Updates first: they were sent before the answer.
+        if let Some(context) = &this.context {
+            for partial in &updates {
+                // Already plain data, under the script's answer limits; one
+                // the runner's limits refuse is dropped, as for any tool.
+                let _ = context.update(partial);
             }
         }
+        drop(updates);
+        if let Some(answer) = answer {
+            return Poll::Ready((this.read)(answer));
+        }
+        if let Some(duration) = asked {
+            this.sleeping = Some(match &this.context {
+                Some(context) => context.sleep(duration),
+                None => Box::pin(std::future::ready(())),
+            });
+        }
+        let slept = match &mut this.sleeping {
+            Some(sleep) => sleep.as_mut().poll(cx).is_ready(),
+            None => false,
+        };
+        if slept {
+            this.sleeping = None;
+            this.slot.lock().sleep = SleepState::Done;
+            this.slot.woke.notify_all();
+        }
+        Poll::Pending
     }
 }
 
 impl<T> Drop for ScriptCall<T> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
+        // Wakes a script's thread that waits for a sleep; taken under the
+        // lock so that the thread either saw the flag or is waiting.
+        let _state = self.slot.lock();
+        self.slot.woke.notify_all();
     }
 }
 
 impl<T> fmt::Debug for ScriptCall<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScriptCall").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_of_updates_keeps_only_the_newest_waiting() {
+        let slot = Slot::default();
+        for n in 0..1000 {
+            slot.push_update(Plain::Int(n));
+        }
+        let state = slot.lock();
+        assert_eq!(state.updates.len(), UPDATE_QUEUE);
+        assert_eq!(
+            state.updates.front(),
+            Some(&Plain::Int(1000 - UPDATE_QUEUE as i64))
+        );
+        assert_eq!(state.updates.back(), Some(&Plain::Int(999)));
+    }
+
+    #[test]
+    fn a_sleep_wait_ends_at_once_when_the_call_is_stopped() {
+        let slot = Slot::default();
+        let stop = AtomicBool::new(true);
+        let started = Instant::now();
+        let far = started + std::time::Duration::from_secs(60);
+        assert!(!slot.sleep(std::time::Duration::from_secs(60), &stop, far));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 }

@@ -6,15 +6,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Instant;
 
-use rho_tool_core::ToolOutput;
 use rho_tool_core::untrusted::plain::{Limits, Plain};
 use rho_tool_core::untrusted::timeout_text;
+use rho_tool_core::{Image, ToolOutput};
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Coerced, Context, Ctx, Promise, Runtime, Type, Value};
 
 use crate::convert::{Originals, WalkError, Walker};
-use crate::pool::{Answer, JobKind, JobSpec};
+use crate::grants::{self, Grants};
+use crate::pool::{Answer, JobKind, JobSpec, Slot};
 
 /// The interrupt has not fired.
 const RUNNING: u8 = 0;
@@ -37,10 +38,15 @@ const THROWN_LIMITS: Limits = Limits::new()
 
 /// Runs one job: a call, whose answer is plain data made on this thread,
 /// or a definition check.
-pub(crate) fn run(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) -> Answer {
+pub(crate) fn run(
+    spec: &JobSpec,
+    stop: &Arc<AtomicBool>,
+    slot: &Arc<Slot>,
+    stack_limit: usize,
+) -> Answer {
     match &spec.kind {
-        JobKind::Call(arguments) => Answer::Output(call(spec, arguments, stop, stack_limit)),
-        JobKind::Check => Answer::Checked(check(spec, stop, stack_limit)),
+        JobKind::Call(arguments) => Answer::Output(call(spec, arguments, stop, slot, stack_limit)),
+        JobKind::Check => Answer::Checked(check(spec, stop, slot, stack_limit)),
     }
 }
 
@@ -69,6 +75,7 @@ fn call(
     spec: &JobSpec,
     arguments: &serde_json::Value,
     stop: &Arc<AtomicBool>,
+    slot: &Arc<Slot>,
     stack_limit: usize,
 ) -> ToolOutput {
     let name = &*spec.name;
@@ -86,6 +93,7 @@ fn call(
                 ctx: &ctx,
                 spec,
                 stop,
+                slot,
                 why: &why,
             }
             .run(arguments)
@@ -124,7 +132,12 @@ pub(crate) enum CheckFailure {
 /// Checks a definition's script: loads it in a fresh sandbox with the
 /// call's caps and interrupt (which parses it, then runs its top level),
 /// and looks for a function `run`, without calling it.
-fn check(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) -> Result<(), CheckFailure> {
+fn check(
+    spec: &JobSpec,
+    stop: &Arc<AtomicBool>,
+    slot: &Arc<Slot>,
+    stack_limit: usize,
+) -> Result<(), CheckFailure> {
     let (runtime, why) = runtime(spec, stop, stack_limit).map_err(|error| {
         CheckFailure::Unavailable(format!("no script runtime could be made: {error}"))
     })?;
@@ -134,6 +147,7 @@ fn check(spec: &JobSpec, stop: &Arc<AtomicBool>, stack_limit: usize) -> Result<(
                 ctx: &ctx,
                 spec,
                 stop,
+                slot,
                 why: &why,
             }
             .check()
@@ -182,6 +196,7 @@ struct Call<'a, 'js> {
     ctx: &'a Ctx<'js>,
     spec: &'a JobSpec,
     stop: &'a AtomicBool,
+    slot: &'a Arc<Slot>,
     why: &'a AtomicU8,
 }
 
@@ -193,6 +208,8 @@ impl<'js> Call<'_, 'js> {
     fn check(&self) -> Result<(), CheckFailure> {
         let ctx = self.ctx;
         let originals = Originals::take(ctx).map_err(|error| self.check_failed(&error, None))?;
+        let _grants = grants::install(ctx, &originals, self.slot, &self.spec.limits.answer)
+            .map_err(|error| self.check_failed(&error, Some(&originals)))?;
         let mut options = EvalOptions::default();
         options.filename = Some(self.file_name());
         if let Err(error) =
@@ -281,6 +298,10 @@ impl<'js> Call<'_, 'js> {
             Ok(originals) => originals,
             Err(error) => return self.failed(Phase::Load, &error, None),
         };
+        let grants = match grants::install(ctx, &originals, self.slot, &self.spec.limits.answer) {
+            Ok(grants) => grants,
+            Err(error) => return self.failed(Phase::Load, &error, Some(&originals)),
+        };
         let mut options = EvalOptions::default();
         options.filename = Some(self.file_name());
         if let Err(error) =
@@ -309,11 +330,11 @@ impl<'js> Call<'_, 'js> {
             Ok(answer) => answer,
             Err(error) => return self.failed(Phase::Call, &error, Some(&originals)),
         };
-        let answer = match self.settle(answer, &originals) {
+        let answer = match self.settle(answer, &grants, &originals) {
             Ok(answer) => answer,
             Err(output) => return output,
         };
-        self.answer(answer, &originals)
+        self.answer(answer, &grants, &originals)
     }
 
     /// The answer itself, or what a returned promise (or other thenable)
@@ -321,6 +342,7 @@ impl<'js> Call<'_, 'js> {
     fn settle(
         &self,
         answer: Value<'js>,
+        grants: &Grants<'js>,
         originals: &Originals<'js>,
     ) -> Result<Value<'js>, ToolOutput> {
         let is_thenable = match answer.as_object() {
@@ -348,10 +370,29 @@ impl<'js> Call<'_, 'js> {
             match promise.state() {
                 PromiseState::Resolved | PromiseState::Rejected => break,
                 PromiseState::Pending => {
-                    if !self.ctx.execute_pending_job() && promise.state() == PromiseState::Pending {
+                    if self.ctx.execute_pending_job() || promise.state() != PromiseState::Pending {
+                        continue;
+                    }
+                    let Some(due) = grants.timers.borrow().next_due() else {
                         return Err(self.crashed(
                             "its promise never settled: `run` returned a promise that was still pending when the script had nothing left to run",
                         ));
+                    };
+                    // Nothing to run but a sleep: wait for it on the call's
+                    // executor timer (a stop ends the wait at once; the
+                    // loop's check then says why).
+                    let now = Instant::now();
+                    if due > now && !self.slot.sleep(due - now, self.stop, self.spec.deadline) {
+                        continue;
+                    }
+                    let due = grants.timers.borrow_mut().take_due(Instant::now());
+                    for id in due {
+                        // Ids stay far below 2^53: exact as JavaScript numbers.
+                        #[allow(clippy::cast_precision_loss)]
+                        let id = id as f64;
+                        grants.fire.call::<_, ()>((id,)).map_err(|error| {
+                            self.failed(Phase::Promise, &error, Some(originals))
+                        })?;
                     }
                 }
             }
@@ -371,7 +412,23 @@ impl<'js> Call<'_, 'js> {
     /// The answer made plain: a string is the text; an object or an array
     /// is the details and, as compact JSON, the text; any other value is
     /// the text of its plain form.
-    fn answer(&self, answer: Value<'js>, originals: &Originals<'js>) -> ToolOutput {
+    fn answer(
+        &self,
+        answer: Value<'js>,
+        grants: &Grants<'js>,
+        originals: &Originals<'js>,
+    ) -> ToolOutput {
+        match grants.answer_of.call::<_, Value<'js>>((answer.clone(),)) {
+            Ok(holder) => {
+                if let Some(holder) = holder.as_object() {
+                    return match holder.get::<_, Value<'js>>("spec") {
+                        Ok(spec) => self.built(spec, grants, originals),
+                        Err(error) => self.failed(Phase::Answer, &error, Some(originals)),
+                    };
+                }
+            }
+            Err(error) => return self.failed(Phase::Answer, &error, Some(originals)),
+        }
         if let Some(text) = answer.as_string() {
             // A string answer is the text, under the same length limit.
             let mut walker = Walker::new(originals, &self.spec.limits.answer);
@@ -398,6 +455,156 @@ impl<'js> Call<'_, 'js> {
             },
             Err(error) => self.unplain(error, originals),
         }
+    }
+
+    /// An answer built by `rho.answer` (or `rho.error`) from `spec`:
+    /// `{ text, images, details }` or `{ error, details }`.
+    fn built(
+        &self,
+        spec: Value<'js>,
+        grants: &Grants<'js>,
+        originals: &Originals<'js>,
+    ) -> ToolOutput {
+        self.built_output(spec, grants, originals)
+            .unwrap_or_else(|output| output)
+    }
+
+    fn built_output(
+        &self,
+        spec: Value<'js>,
+        grants: &Grants<'js>,
+        originals: &Originals<'js>,
+    ) -> Result<ToolOutput, ToolOutput> {
+        let fail = |error: rquickjs::Error| self.failed(Phase::Answer, &error, Some(originals));
+        let Some(object) = spec.as_object() else {
+            return Err(self.malformed(
+                "`rho.answer` takes an object: `{ text, images, details }` or `{ error, details }`",
+            ));
+        };
+        for key in object.keys::<String>() {
+            let key = key.map_err(fail)?;
+            if !matches!(key.as_str(), "text" | "images" | "details" | "error") {
+                return Err(self.malformed(&format!(
+                    "unknown key `{key}` (the keys are `text`, `images`, `details` and `error`)"
+                )));
+            }
+        }
+        let field = |name: &str| object.get::<_, Value<'js>>(name).map_err(fail);
+        let error = self.text_field(field("error")?, "error", originals)?;
+        let text = self.text_field(field("text")?, "text", originals)?;
+        let details = field("details")?;
+        let details = if details.is_undefined() {
+            None
+        } else {
+            let mut walker = Walker::new(originals, &self.spec.limits.answer);
+            Some(
+                walker
+                    .convert(details)
+                    .map_err(|error| self.unplain(error, originals))?,
+            )
+        };
+        let images = self.images(field("images")?, grants, originals)?;
+        let output = match error {
+            Some(error) => {
+                if text.is_some() || !images.is_empty() {
+                    return Err(self.malformed(
+                        "an answer with an `error` has no `text` or `images` (only `details`)",
+                    ));
+                }
+                ToolOutput::error(error)
+            }
+            None if images.is_empty() => ToolOutput::text(text.unwrap_or_default()),
+            None => ToolOutput::images(images, text.unwrap_or_default()),
+        };
+        Ok(match details {
+            Some(details) => output.with_plain_details(details),
+            None => output,
+        })
+    }
+
+    /// A string field of a built answer, under the answer's limits.
+    fn text_field(
+        &self,
+        value: Value<'js>,
+        name: &str,
+        originals: &Originals<'js>,
+    ) -> Result<Option<String>, ToolOutput> {
+        if value.is_undefined() {
+            return Ok(None);
+        }
+        if !value.is_string() {
+            return Err(self.malformed(&format!("`{name}` must be a string")));
+        }
+        match Walker::new(originals, &self.spec.limits.answer).convert(value) {
+            Ok(Plain::Text(text)) => Ok(Some(text)),
+            Ok(_) => Ok(Some(String::new())),
+            Err(error) => Err(self.unplain(error, originals)),
+        }
+    }
+
+    /// The images of a built answer: each `{ mimeType, data }`, the data
+    /// base64 text or bytes. Their mime types and sizes are rho's to check.
+    fn images(
+        &self,
+        value: Value<'js>,
+        grants: &Grants<'js>,
+        originals: &Originals<'js>,
+    ) -> Result<Vec<Image>, ToolOutput> {
+        let fail = |error: rquickjs::Error| self.failed(Phase::Answer, &error, Some(originals));
+        if value.is_undefined() {
+            return Ok(Vec::new());
+        }
+        let Some(list) = value.as_array() else {
+            return Err(self.malformed("`images` must be an array of `{ mimeType, data }`"));
+        };
+        let mut images = Vec::with_capacity(list.len().min(64));
+        for index in 0..list.len() {
+            let image: Value<'js> = list.get(index).map_err(fail)?;
+            let Some(image) = image.as_object() else {
+                return Err(self.malformed(&format!(
+                    "`images[{index}]` must be an object `{{ mimeType, data }}`"
+                )));
+            };
+            let mime: Value<'js> = image.get("mimeType").map_err(fail)?;
+            let Some(mime) = mime.as_string() else {
+                return Err(self.malformed(&format!(
+                    "`images[{index}].mimeType` must be a string such as \"image/png\""
+                )));
+            };
+            let mime = mime.to_string().map_err(fail)?;
+            let data: Value<'js> = image.get("data").map_err(fail)?;
+            let bytes = if let Some(text) = data.as_string() {
+                let text = text.to_string().map_err(fail)?;
+                grants::base64(&text).ok_or_else(|| {
+                    self.malformed(&format!(
+                        "`images[{index}].data` is a string that is not base64"
+                    ))
+                })?
+            } else if data.is_object() {
+                let binary: rquickjs::String<'js> = grants.binary.call((data,)).map_err(fail)?;
+                let binary = binary.to_string().map_err(fail)?;
+                // One char per byte, each below 256.
+                binary
+                    .chars()
+                    .map(|byte| (u32::from(byte) & 0xff) as u8)
+                    .collect()
+            } else {
+                return Err(self.malformed(&format!(
+                    "`images[{index}].data` must be base64 text, a Uint8Array or an ArrayBuffer"
+                )));
+            };
+            images.push(Image::new(mime, bytes));
+        }
+        Ok(images)
+    }
+
+    /// A built answer of the wrong shape: the script's mistake, told to the
+    /// model.
+    fn malformed(&self, what: &str) -> ToolOutput {
+        ToolOutput::error(format!(
+            "tool `{}` built its answer wrongly: {what}",
+            self.spec.name
+        ))
     }
 
     /// An answer the walk refused.

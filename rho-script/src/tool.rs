@@ -164,20 +164,23 @@ impl Tool for ScriptTool {
         true
     }
 
-    async fn run(&self, arguments: serde_json::Value, _context: ToolContext) -> ToolOutput {
+    async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
         let now = Instant::now();
         let deadline = now
             .checked_add(self.timeout.saturating_add(OWN_DEADLINE_GRACE))
             .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
         self.pool
-            .submit(JobSpec {
-                name: Arc::clone(&self.name),
-                source: Arc::clone(&self.source),
-                kind: JobKind::Call(arguments),
-                limits: self.limits.clone(),
-                deadline,
-                timeout: self.timeout,
-            })
+            .submit(
+                JobSpec {
+                    name: Arc::clone(&self.name),
+                    source: Arc::clone(&self.source),
+                    kind: JobKind::Call(arguments),
+                    limits: self.limits.clone(),
+                    deadline,
+                    timeout: self.timeout,
+                },
+                context,
+            )
             .await
     }
 }
