@@ -1,6 +1,6 @@
 //! rho's demo: a scripted session of tool calls, printed live.
 //!
-//! Four model messages, each run as one turn of `rho-turn`: the first has
+//! Eight model messages, each run as one turn of `rho-turn`: the first has
 //! one call of each kind a host meets (a gate that waits about a second for
 //! a person while the others run, a build that reports progress and is
 //! killed at its timeout, an agent-written tool that panics with a custom
@@ -8,8 +8,13 @@
 //! struct of its own, a call the gate denies); the second retries the
 //! crashing tool (its source quarantines it), misspells a tool and sends
 //! malformed arguments; the third tries the quarantined tool; in the fourth
-//! a person presses Esc. The session keeps details of at most 120 bytes;
-//! the health table of the agent's tools closes the run.
+//! a person presses Esc. In the last four the model writes tools in
+//! JavaScript (`define_tool`, put to a person first; one has a syntax error
+//! and is refused with its line and column), then calls them at once: one
+//! answers, one spins for ever and is stopped at its deadline, one blows
+//! its memory cap, one throws until its source quarantines it. The session
+//! keeps details of at most 120 bytes; the health table of the agent's
+//! tools closes the run.
 //!
 //! `cargo run -p rho-demo` prints readable lines; `-- --json` prints one JSON
 //! object a line; `-- --runtime smol` runs the same tools and gate on smol

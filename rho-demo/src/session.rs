@@ -1,4 +1,4 @@
-//! The scripted session: the registry, the gate, and four model messages.
+//! The scripted session: the registry, the gate, and eight model messages.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -6,6 +6,7 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
+use rho_script::{ScriptLimits, ScriptPool, ScriptSource};
 use rho_tool_core::{AnnotationGate, ApprovalRequest, Match, Rule, Tool, ToolCall, Verdict};
 use rho_turn::{EventBus, SessionEntry, TurnAbort, TurnEvent};
 use serde_json::json;
@@ -15,6 +16,8 @@ use crate::{fail, tools};
 
 /// How long the demo's person takes to approve a deploy.
 const APPROVAL: Duration = Duration::from_millis(1000);
+/// How long they take to read a tool the model wrote before it exists.
+const CODE_REVIEW: Duration = Duration::from_millis(200);
 
 /// A wait on the runtime's own timer.
 pub(crate) type Wait =
@@ -33,7 +36,9 @@ pub(crate) trait Runtime: Sync {
 /// The demo's gate, the ready one of `rho-tool-core`, deciding by the tools'
 /// annotations: nobody may delete directory trees; read-only tools run at
 /// once; anything else is put to the approver, where a person approves
-/// deploys (it takes them about a second) and the rest is allowed. An
+/// deploys (it takes them about a second) and reads the code of a tool the
+/// model defines (a fifth of a second) before it exists, and the rest is
+/// allowed. An
 /// agent-written tool that claims to be read-only is still put to the
 /// approver: its claim is code the host did not write.
 pub(crate) fn gate(wait: Wait) -> AnnotationGate {
@@ -45,20 +50,41 @@ pub(crate) fn gate(wait: Wait) -> AnnotationGate {
         .with_approver(move |request: ApprovalRequest| {
             let wait = wait.clone();
             async move {
-                if request.tool == "deploy" {
-                    wait(APPROVAL).await;
+                match request.tool.as_str() {
+                    "deploy" => wait(APPROVAL).await,
+                    "define_tool" => wait(CODE_REVIEW).await,
+                    _ => {}
                 }
                 Verdict::Allow
             }
         })
 }
 
-/// The tools, from two sources: the host's own, and the tools the agent
-/// wrote itself, whose source quarantines a tool after two crashes or
-/// timeouts.
+/// How long a script the model writes may run, and how much memory it may
+/// take: small, so the demo shows both ends quickly.
+const SCRIPT_TIMEOUT: Duration = Duration::from_millis(500);
+const SCRIPT_MEMORY: usize = 16 << 20;
+
+/// The tools, from three sources: the host's own (with `define_tool`), the
+/// tools the agent wrote itself in Rust, and the JavaScript tools the model
+/// defines during the session. The agent's sources quarantine a tool after
+/// two crashes or timeouts.
 pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>) {
     let registry = ToolRegistry::new();
-    let builtin: [Arc<dyn Tool>; 6] = [
+    let accounting = Arc::new(Accounting::new(QuarantineRule::after(2)));
+    let scripts = ScriptPool::new(2)
+        .map_err(|error| error.to_string())
+        .and_then(|pool| {
+            ScriptSource::builder("agent-js", &pool)
+                .with_policy(accounting.clone())
+                .with_timeout(SCRIPT_TIMEOUT)
+                .with_limits(ScriptLimits::default().with_memory(SCRIPT_MEMORY))
+                .register(&registry)
+                .map_err(|error| error.to_string())
+        })
+        .unwrap_or_else(|error| fail(&format!("cannot start the script tools: {error}")));
+    let builtin: [Arc<dyn Tool>; 7] = [
+        Arc::new(scripts.define_tool()),
         Arc::new(tools::Deploy),
         Arc::new(tools::ReadFile),
         Arc::new(tools::SlowBuild),
@@ -67,7 +93,6 @@ pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>) {
         Arc::new(tools::RemoveAll),
     ];
     let agent: [Arc<dyn Tool>; 2] = [Arc::new(tools::Flaky), Arc::new(tools::AgentScript)];
-    let accounting = Arc::new(Accounting::new(QuarantineRule::after(2)));
     let added = registry
         .add_source(Source::trusted("builtin"))
         .and_then(|source| source.add_all(builtin))
@@ -83,6 +108,21 @@ pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>) {
 
 fn call(id: &str, tool: &str, arguments: serde_json::Value) -> ToolCall {
     ToolCall::new(id, tool, arguments)
+}
+
+/// A call of `define_tool`: the model writes a JavaScript tool.
+fn define(
+    id: &str,
+    name: &str,
+    what: &str,
+    parameters: serde_json::Value,
+    source: &str,
+) -> ToolCall {
+    call(
+        id,
+        "define_tool",
+        json!({ "name": name, "description": what, "parameters": parameters, "source": source }),
+    )
 }
 
 /// The whole scripted session on `runtime`.
@@ -164,6 +204,75 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
             call("call-14", "cargo_build", json!({ "release": true })),
         ],
         Some(Duration::from_millis(300)),
+    );
+    play(
+        "turn 5: the model writes five JavaScript tools (one with a syntax error)",
+        vec![
+            define(
+                "call-15",
+                "word_count",
+                "Counts the words of `text`.",
+                json!({ "type": "object", "properties": { "text": { "type": "string" } },
+                        "required": ["text"] }),
+                "function run({ text }) { return { words: text.split(/\\s+/).filter(Boolean).length }; }",
+            ),
+            define(
+                "call-16",
+                "spin",
+                "Waits for a condition that never comes.",
+                json!({ "type": "object" }),
+                "function run() { while (true) {} }",
+            ),
+            define(
+                "call-17",
+                "hog",
+                "Caches everything.",
+                json!({ "type": "object" }),
+                "function run() { const cache = []; for (;;) cache.push('x'.repeat(1 << 20)); }",
+            ),
+            define(
+                "call-18",
+                "parse_config",
+                "Parses the config.",
+                json!({ "type": "object" }),
+                "function run() { return JSON.parse('{ oops'); }",
+            ),
+            define(
+                "call-19",
+                "broken",
+                "Never compiles.",
+                json!({ "type": "object" }),
+                "function run() {\n  return [1, 2;\n}",
+            ),
+        ],
+        None,
+    );
+    play(
+        "turn 6: the model calls its JavaScript tools at once",
+        vec![
+            call(
+                "call-20",
+                "word_count",
+                json!({ "text": "the quick brown fox" }),
+            ),
+            call("call-21", "spin", json!({})),
+            call("call-22", "hog", json!({})),
+            call("call-23", "parse_config", json!({})),
+        ],
+        None,
+    );
+    play(
+        "turn 7: the model retries parse_config, whose second crash quarantines it",
+        vec![call("call-24", "parse_config", json!({}))],
+        None,
+    );
+    play(
+        "turn 8: the quarantined script is refused, the others still run",
+        vec![
+            call("call-25", "parse_config", json!({})),
+            call("call-26", "word_count", json!({ "text": "one two" })),
+        ],
+        None,
     );
     printer.health(&accounting.health_table().to_string());
 }
