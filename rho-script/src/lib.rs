@@ -195,7 +195,11 @@
 //! | `timeout` | optional; the source's timeout otherwise |
 //!
 //! [`ScriptSource::define`] checks it **at definition time**, and
-//! registers nothing unless every check passes: the name; the schema
+//! registers nothing unless every check passes: the name; the size of the
+//! source (at most [`DEFAULT_MAX_SOURCE`] bytes unless the host sets
+//! another cap, checked before anything parses it); room for a new name
+//! (a source holds at most [`DEFAULT_MAX_TOOLS`] tools; redefining a held
+//! one needs none); the schema
 //! (valid by its meta-schema, compiled, of an object); the script, in a
 //! fresh sandbox with the call's caps and interrupt, where it is parsed (a
 //! syntax error is refused with its line and column) and its top level
@@ -225,8 +229,9 @@
 //! then the new code runs. Accepting rather than refusing keeps the fix
 //! under the name the host is looking at, instead of pushing the model to
 //! the same code under a fresh name. (A fresh name does start with a clean
-//! record: a host that must stop that limits how many tools the model may
-//! define, or asks a person about each definition through the gate.)
+//! record: the source's cap on its number of tools bounds how often that
+//! can happen, and a host that must stop it asks a person about each
+//! definition through the gate.)
 //!
 //! # Not built yet
 //!
@@ -352,7 +357,7 @@ mod tool;
 pub use define_tool::DefineTool;
 pub use pool::{DEFAULT_STACK_LIMIT, PoolOptions, ScriptPool};
 pub use source::{
-    DEFAULT_CHECK_TIMEOUT, DefineError, Defined, MAX_NAME_LEN, ScriptDefinition, ScriptSource,
-    ScriptSourceBuilder,
+    DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_SOURCE, DEFAULT_MAX_TOOLS, DefineError, Defined,
+    MAX_NAME_LEN, ScriptDefinition, ScriptSource, ScriptSourceBuilder,
 };
 pub use tool::{DEFAULT_MEMORY_LIMIT, ScriptLimits, ScriptTool};

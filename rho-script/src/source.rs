@@ -21,6 +21,16 @@ pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 /// The longest tool name: 64 characters.
 pub const MAX_NAME_LEN: usize = 64;
 
+/// The largest source a definition may have by default: 256 KiB. A tool
+/// the model writes is a function or a few; a source of megabytes is a
+/// mistake or an attack, and each call would parse all of it again.
+pub const DEFAULT_MAX_SOURCE: usize = 256 << 10;
+
+/// How many tools a script source may hold by default: 64. Each new name
+/// starts a clean record in the source's accounting, so without a bound a
+/// model could keep defining a crashing tool under new names.
+pub const DEFAULT_MAX_TOOLS: usize = 64;
+
 /// One tool, as the model (or the host) defines it: what
 /// [`ScriptSource::define`] checks and registers.
 ///
@@ -175,6 +185,28 @@ pub enum DefineError {
         /// What was found instead.
         found: String,
     },
+    /// The source is larger than the source's cap.
+    #[error(
+        "tool `{name}` was not defined: its script is {bytes} bytes, more than the {max} bytes a tool's script may have; keep the tool to the code it needs"
+    )]
+    SourceTooLarge {
+        /// The tool's name.
+        name: String,
+        /// The script's size in bytes.
+        bytes: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// The source holds as many tools as it may, and the name is new.
+    #[error(
+        "tool `{name}` was not defined: this session already has {max} tools of its own, the most it may have; redefine one of them instead"
+    )]
+    TooManyTools {
+        /// The tool's name.
+        name: String,
+        /// The cap.
+        max: usize,
+    },
     /// The definition could not be checked or registered for a reason
     /// that is not in it: the script threads are all busy, the engine
     /// failed, the source was removed from the registry.
@@ -281,6 +313,26 @@ pub struct ScriptSource {
     limits: ScriptLimits,
     timeout: Duration,
     check_timeout: Duration,
+    caps: Caps,
+    /// Held while a definition counts the source's tools and registers its
+    /// own, so that definitions at once cannot pass the cap together.
+    registering: Arc<std::sync::Mutex<()>>,
+}
+
+/// The bounds of a source's definitions.
+#[derive(Debug, Clone, Copy)]
+struct Caps {
+    source: usize,
+    tools: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Self {
+            source: DEFAULT_MAX_SOURCE,
+            tools: DEFAULT_MAX_TOOLS,
+        }
+    }
 }
 
 /// How a [`ScriptSource`] is made; see [`ScriptSource::builder`].
@@ -292,13 +344,16 @@ pub struct ScriptSourceBuilder {
     limits: ScriptLimits,
     timeout: Duration,
     check_timeout: Duration,
+    caps: Caps,
 }
 
 impl ScriptSource {
     /// A source named `name` whose tools run on `pool`'s threads, to be
     /// registered with [`ScriptSourceBuilder::register`]. Defaults: no
     /// policy, [`ScriptLimits::default`], tools' timeout
-    /// [`DEFAULT_TIMEOUT`], check deadline [`DEFAULT_CHECK_TIMEOUT`].
+    /// [`DEFAULT_TIMEOUT`], check deadline [`DEFAULT_CHECK_TIMEOUT`],
+    /// [`DEFAULT_MAX_SOURCE`] bytes of source and [`DEFAULT_MAX_TOOLS`]
+    /// tools.
     pub fn builder(name: impl Into<String>, pool: &ScriptPool) -> ScriptSourceBuilder {
         ScriptSourceBuilder {
             name: name.into(),
@@ -307,6 +362,7 @@ impl ScriptSource {
             limits: ScriptLimits::default(),
             timeout: DEFAULT_TIMEOUT,
             check_timeout: DEFAULT_CHECK_TIMEOUT,
+            caps: Caps::default(),
         }
     }
 
@@ -374,6 +430,14 @@ impl ScriptSource {
             timeout,
         } = definition;
         check_name(&name)?;
+        if source.len() > self.caps.source {
+            return Err(DefineError::SourceTooLarge {
+                name,
+                bytes: source.len(),
+                max: self.caps.source,
+            });
+        }
+        self.check_room(&name)?;
         check_schema(&name, &parameters)?;
         let source: Arc<str> = Arc::from(source);
         let name_arc: Arc<str> = Arc::from(name.as_str());
@@ -396,6 +460,13 @@ impl ScriptSource {
             .with_parameters(parameters)
             .with_timeout(timeout.unwrap_or(self.timeout))
             .with_limits(self.limits.clone());
+        // Counted again under the lock: the check above answers the model
+        // before the script is checked, this one keeps the cap exact.
+        let _registering = self
+            .registering
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.check_room(&name)?;
         let replaced = self
             .handle
             .replace(Arc::new(tool))
@@ -418,6 +489,18 @@ impl ScriptSource {
             replaced,
             disabled,
         })
+    }
+
+    /// Refuses a new name when the source holds as many tools as it may.
+    fn check_room(&self, name: &str) -> Result<(), DefineError> {
+        let tools = self.handle.tools();
+        if tools.len() >= self.caps.tools && !tools.iter().any(|held| held == name) {
+            return Err(DefineError::TooManyTools {
+                name: name.to_owned(),
+                max: self.caps.tools,
+            });
+        }
+        Ok(())
     }
 
     fn refusal(&self, name: &str, failure: CheckFailure) -> DefineError {
@@ -473,6 +556,19 @@ impl ScriptSourceBuilder {
         self
     }
 
+    /// Sets the largest source, in bytes, a definition may have.
+    pub fn with_max_source(mut self, bytes: usize) -> Self {
+        self.caps.source = bytes;
+        self
+    }
+
+    /// Sets how many tools the source may hold; a definition of a new name
+    /// past it is refused (redefining a held one is not).
+    pub fn with_max_tools(mut self, tools: usize) -> Self {
+        self.caps.tools = tools;
+        self
+    }
+
     /// Registers the source in `registry`, untrusted, with the policy.
     ///
     /// # Errors
@@ -492,6 +588,8 @@ impl ScriptSourceBuilder {
             limits: self.limits,
             timeout: self.timeout,
             check_timeout: self.check_timeout,
+            caps: self.caps,
+            registering: Arc::default(),
         })
     }
 }

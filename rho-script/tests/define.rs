@@ -34,6 +34,8 @@ crate::on_both_executors!(
     another_sources_tool_name_is_refused_and_its_tool_kept,
     define_tool_asks_the_gate_before_the_tool_exists_and_answers_mistakes_as_errors,
     a_quarantined_tool_stays_quarantined_when_redefined_until_the_host_reenables_it,
+    a_source_of_many_megabytes_is_refused_before_it_is_parsed,
+    a_new_name_past_the_tool_cap_is_refused_but_a_held_one_is_redefined,
 );
 
 /// An object schema with two numbers `a` and `b`.
@@ -329,6 +331,71 @@ async fn a_bad_name_is_refused_and_nothing_is_registered<E: Executor>(
             "{error}"
         );
     }
+}
+
+async fn a_source_of_many_megabytes_is_refused_before_it_is_parsed<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    let (turns, source) = setup(runner, &pool, None);
+    // Eight megabytes of a valid script: refused by its size, not parsed.
+    let huge = format!(
+        "function run() {{ return 'ok'; }}\n{}",
+        "// padding that parses\n".repeat(8 << 20 >> 4)
+    );
+    let bytes = huge.len();
+    let started = Instant::now();
+    let error = refused(&turns, &source, definition("huge", &huge)).await;
+    assert!(
+        matches!(error, DefineError::SourceTooLarge { max, .. } if max == rho_script::DEFAULT_MAX_SOURCE),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("its script is {bytes} bytes")),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+async fn a_new_name_past_the_tool_cap_is_refused_but_a_held_one_is_redefined<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    let registry = ToolRegistry::new();
+    let source = ScriptSource::builder("agent", &pool)
+        .with_max_tools(2)
+        .register(&registry)
+        .expect("a fresh registry");
+    let turns = TurnRunner::new(runner, registry);
+    for name in ["one", "two"] {
+        source
+            .define(definition(name, "function run() { return 'first'; }"))
+            .await
+            .expect("room for it");
+    }
+    let error = source
+        .define(definition("three", "function run() { return 'third'; }"))
+        .await
+        .expect_err("no room");
+    assert!(
+        matches!(error, DefineError::TooManyTools { max: 2, .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("redefine one of them"),
+        "{error}"
+    );
+    assert!(is_unknown(&turns, "three"));
+    // A held name is a redefinition, not a new tool.
+    source
+        .define(definition("two", "function run() { return 'second'; }"))
+        .await
+        .expect("a redefinition needs no room");
+    let entry = call(&turns, "two", json!({ "a": 1, "b": 2 })).await;
+    assert_eq!(entry.text(), "second");
+    assert_eq!(turns.registry().tools().len(), 2);
 }
 
 /// A host tool, to hold a name.
