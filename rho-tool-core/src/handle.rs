@@ -176,7 +176,7 @@ impl<E: Executor> CallHandle<E> {
                     self.stage = Stage::Draining { since, joined };
                     return Poll::Ready(Some(event));
                 }
-                let end = self.finish_joined_since(*joined, since);
+                let end = self.finish_joined(*joined, since);
                 return Poll::Ready(Some(CallEvent::Ended(end)));
             }
             other => self.stage = other,
@@ -197,7 +197,8 @@ impl<E: Executor> CallHandle<E> {
                     return Poll::Ready(Some(event));
                 }
             }
-            return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined))));
+            let since = self.stage.since();
+            return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined, since))));
         }
         // The host and the clock come before partial results: a tool that
         // reports without pause must not outrun its deadline.
@@ -293,12 +294,9 @@ impl<E: Executor> CallHandle<E> {
         Pin::new(timer).poll(cx).is_ready()
     }
 
-    fn finish_joined(&mut self, joined: Joined<TaskOut>) -> CallEnd {
-        let since = self.stage.since();
-        self.finish_joined_since(joined, since)
-    }
-
-    fn finish_joined_since(&mut self, joined: Joined<TaskOut>, since: Option<Instant>) -> CallEnd {
+    /// Ends the call with the task's end; `since` is when the gate allowed
+    /// it, as the loop saw it.
+    fn finish_joined(&mut self, joined: Joined<TaskOut>, since: Option<Instant>) -> CallEnd {
         let TaskOut {
             call_id,
             call_name,
@@ -308,19 +306,10 @@ impl<E: Executor> CallHandle<E> {
             // Only this handle can kill the task, and it stops polling it
             // when it does; a third-party executor that kills on its own is
             // treated as an abort.
-            Joined::Killed => {
-                return self.finish(Outcome::Aborted, exit(self, Exit::Aborted), None, since);
-            }
-            Joined::Crashed => {
-                return self.finish(Outcome::Crashed, exit(self, Exit::Crashed), None, since);
-            }
+            Joined::Killed => return self.finish_exit_at(Outcome::Aborted, Exit::Aborted, since),
+            Joined::Crashed => return self.finish_exit_at(Outcome::Crashed, Exit::Crashed, since),
             Joined::Lost => {
-                return self.finish(
-                    Outcome::ExecutorGone,
-                    exit(self, Exit::ExecutorGone),
-                    None,
-                    since,
-                );
+                return self.finish_exit_at(Outcome::ExecutorGone, Exit::ExecutorGone, since);
             }
         };
         let (outcome, result) = self.judge(end);
@@ -369,8 +358,13 @@ impl<E: Executor> CallHandle<E> {
     /// Ends the call the loop's way (an abort, a timeout): the task's own
     /// end, if it comes, is never read.
     fn finish_exit(&mut self, outcome: Outcome, why: Exit) -> CallEnd {
-        let since = self.stage.since();
-        let result = exit(self, why);
+        self.finish_exit_at(outcome, why, self.stage.since())
+    }
+
+    /// Ends the call with `exit_text`'s text, which runs no code of the
+    /// reason.
+    fn finish_exit_at(&mut self, outcome: Outcome, why: Exit, since: Option<Instant>) -> CallEnd {
+        let result = ToolResult::error(exit_text(self.notice.tool(), why));
         self.finish(outcome, result, None, since)
     }
 
@@ -424,12 +418,6 @@ impl<E: Executor> CallHandle<E> {
         }
         end
     }
-}
-
-/// The error result of an end the loop decided (`exit_text`, which runs no
-/// code of the reason).
-fn exit<E: Executor>(handle: &CallHandle<E>, why: Exit) -> ToolResult {
-    ToolResult::error(exit_text(handle.notice.tool(), why))
 }
 
 /// `given` when it says the same as `ours`, a copy of `ours` otherwise.
