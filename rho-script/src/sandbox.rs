@@ -70,6 +70,66 @@ fn runtime(
     Ok((runtime, why))
 }
 
+/// How a job in a fresh sandbox went, before the job says what that means.
+enum Sandboxed<R> {
+    /// The job ran to its end and the interrupt did not fire.
+    Done(R),
+    /// The engine could not make what the job needs.
+    NoEngine {
+        /// What it was doing, for the text.
+        doing: &'static str,
+        error: rquickjs::Error,
+    },
+    /// The call's future was dropped (a timeout or an abort in the loop):
+    /// nobody waits for the answer any more.
+    Dropped,
+    /// The sandbox's own deadline passed.
+    PastDeadline,
+}
+
+/// Runs `work` in a fresh runtime and context, with the job's caps and
+/// the interrupt; the interrupt's reason, when it fired, wins over what
+/// `work` answered.
+fn in_sandbox<R>(
+    spec: &JobSpec,
+    stop: &Arc<AtomicBool>,
+    slot: &Arc<Slot>,
+    stack_limit: usize,
+    work: impl for<'a, 'js> FnOnce(&Call<'a, 'js>) -> R,
+) -> Sandboxed<R> {
+    let (runtime, why) = match runtime(spec, stop, stack_limit) {
+        Ok(made) => made,
+        Err(error) => {
+            return Sandboxed::NoEngine {
+                doing: "make a script runtime",
+                error,
+            };
+        }
+    };
+    let done = match Context::full(&runtime) {
+        Ok(context) => context.with(|ctx| {
+            work(&Call {
+                ctx: &ctx,
+                spec,
+                stop,
+                slot,
+                why: &why,
+            })
+        }),
+        Err(error) => {
+            return Sandboxed::NoEngine {
+                doing: "set up the script's context",
+                error,
+            };
+        }
+    };
+    match why.load(Ordering::Acquire) {
+        RUNNING => Sandboxed::Done(done),
+        DROPPED => Sandboxed::Dropped,
+        _ => Sandboxed::PastDeadline,
+    }
+}
+
 /// Runs one call; the answer is plain data, made on this thread.
 fn call(
     spec: &JobSpec,
@@ -79,32 +139,11 @@ fn call(
     stack_limit: usize,
 ) -> ToolOutput {
     let name = &*spec.name;
-    let (runtime, why) = match runtime(spec, stop, stack_limit) {
-        Ok(made) => made,
-        Err(error) => {
-            return ToolOutput::crashed(format!(
-                "tool `{name}` crashed: no script runtime could be made: {error}"
-            ));
-        }
-    };
-    let answer = match Context::full(&runtime) {
-        Ok(context) => context.with(|ctx| {
-            Call {
-                ctx: &ctx,
-                spec,
-                stop,
-                slot,
-                why: &why,
-            }
-            .run(arguments)
-        }),
-        Err(error) => engine_failure(spec, "set up the script's context", &error),
-    };
-    match why.load(Ordering::Acquire) {
-        RUNNING => answer,
-        // Nobody waits for this answer any more.
-        DROPPED => ToolOutput::error(format!("tool `{name}` was stopped")),
-        _ => ToolOutput::crashed(timeout_text(name, spec.timeout)),
+    match in_sandbox(spec, stop, slot, stack_limit, |call| call.run(arguments)) {
+        Sandboxed::Done(answer) => answer,
+        Sandboxed::NoEngine { doing, error } => engine_failure(spec, doing, &error),
+        Sandboxed::Dropped => ToolOutput::error(format!("tool `{name}` was stopped")),
+        Sandboxed::PastDeadline => ToolOutput::crashed(timeout_text(name, spec.timeout)),
     }
 }
 
@@ -138,30 +177,15 @@ fn check(
     slot: &Arc<Slot>,
     stack_limit: usize,
 ) -> Result<(), CheckFailure> {
-    let (runtime, why) = runtime(spec, stop, stack_limit).map_err(|error| {
-        CheckFailure::Unavailable(format!("no script runtime could be made: {error}"))
-    })?;
-    let verdict = match Context::full(&runtime) {
-        Ok(context) => context.with(|ctx| {
-            Call {
-                ctx: &ctx,
-                spec,
-                stop,
-                slot,
-                why: &why,
-            }
-            .check()
-        }),
-        Err(error) => Err(CheckFailure::Unavailable(format!(
-            "the script's context could not be set up: {error}"
+    match in_sandbox(spec, stop, slot, stack_limit, |call| call.check()) {
+        Sandboxed::Done(verdict) => verdict,
+        Sandboxed::NoEngine { doing, error } => Err(CheckFailure::Unavailable(format!(
+            "the engine could not {doing}: {error}"
         ))),
-    };
-    match why.load(Ordering::Acquire) {
-        RUNNING => verdict,
-        DROPPED => Err(CheckFailure::Unavailable(
+        Sandboxed::Dropped => Err(CheckFailure::Unavailable(
             "the check was stopped".to_owned(),
         )),
-        _ => Err(CheckFailure::TimedOut),
+        Sandboxed::PastDeadline => Err(CheckFailure::TimedOut),
     }
 }
 

@@ -308,43 +308,44 @@ impl fmt::Display for Defined {
 #[derive(Clone)]
 pub struct ScriptSource {
     handle: SourceHandle,
-    policy: Option<Arc<dyn SourcePolicy>>,
-    pool: ScriptPool,
-    limits: ScriptLimits,
-    timeout: Duration,
-    check_timeout: Duration,
-    caps: Caps,
+    settings: Settings,
     /// Held while a definition counts the source's tools and registers its
     /// own, so that definitions at once cannot pass the cap together.
     registering: Arc<std::sync::Mutex<()>>,
-}
-
-/// The bounds of a source's definitions.
-#[derive(Debug, Clone, Copy)]
-struct Caps {
-    source: usize,
-    tools: usize,
-}
-
-impl Default for Caps {
-    fn default() -> Self {
-        Self {
-            source: DEFAULT_MAX_SOURCE,
-            tools: DEFAULT_MAX_TOOLS,
-        }
-    }
 }
 
 /// How a [`ScriptSource`] is made; see [`ScriptSource::builder`].
 #[must_use = "a builder does nothing until it is registered"]
 pub struct ScriptSourceBuilder {
     name: String,
+    settings: Settings,
+}
+
+/// What a source's builder sets and the source then keeps.
+#[derive(Clone)]
+struct Settings {
     policy: Option<Arc<dyn SourcePolicy>>,
     pool: ScriptPool,
     limits: ScriptLimits,
     timeout: Duration,
     check_timeout: Duration,
-    caps: Caps,
+    /// The largest source a definition may have, in bytes.
+    max_source: usize,
+    /// How many tools the source may hold.
+    max_tools: usize,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("policy", &self.policy.is_some())
+            .field("limits", &self.limits)
+            .field("timeout", &self.timeout)
+            .field("check_timeout", &self.check_timeout)
+            .field("max_source", &self.max_source)
+            .field("max_tools", &self.max_tools)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ScriptSource {
@@ -357,12 +358,15 @@ impl ScriptSource {
     pub fn builder(name: impl Into<String>, pool: &ScriptPool) -> ScriptSourceBuilder {
         ScriptSourceBuilder {
             name: name.into(),
-            policy: None,
-            pool: pool.clone(),
-            limits: ScriptLimits::default(),
-            timeout: DEFAULT_TIMEOUT,
-            check_timeout: DEFAULT_CHECK_TIMEOUT,
-            caps: Caps::default(),
+            settings: Settings {
+                policy: None,
+                pool: pool.clone(),
+                limits: ScriptLimits::default(),
+                timeout: DEFAULT_TIMEOUT,
+                check_timeout: DEFAULT_CHECK_TIMEOUT,
+                max_source: DEFAULT_MAX_SOURCE,
+                max_tools: DEFAULT_MAX_TOOLS,
+            },
         }
     }
 
@@ -395,7 +399,7 @@ impl ScriptSource {
 
     /// The pool the source's tools run on.
     pub fn pool(&self) -> &ScriptPool {
-        &self.pool
+        &self.settings.pool
     }
 
     /// The ready [`DefineTool`](crate::DefineTool) of this source, to add
@@ -430,11 +434,11 @@ impl ScriptSource {
             timeout,
         } = definition;
         check_name(&name)?;
-        if source.len() > self.caps.source {
+        if source.len() > self.settings.max_source {
             return Err(DefineError::SourceTooLarge {
                 name,
                 bytes: source.len(),
-                max: self.caps.source,
+                max: self.settings.max_source,
             });
         }
         self.check_room(&name)?;
@@ -443,23 +447,24 @@ impl ScriptSource {
         let name_arc: Arc<str> = Arc::from(name.as_str());
         let now = Instant::now();
         let verdict = self
+            .settings
             .pool
             .check(JobSpec {
                 name: name_arc,
                 source: Arc::clone(&source),
                 kind: JobKind::Check,
-                limits: self.limits.clone(),
-                deadline: now + self.check_timeout,
-                timeout: self.check_timeout,
+                limits: self.settings.limits.clone(),
+                deadline: now + self.settings.check_timeout,
+                timeout: self.settings.check_timeout,
             })
             .await;
         if let Err(failure) = verdict {
             return Err(self.refusal(&name, failure));
         }
-        let tool = ScriptTool::new(name.clone(), description, &*source, &self.pool)
+        let tool = ScriptTool::new(name.clone(), description, &*source, &self.settings.pool)
             .with_parameters(parameters)
-            .with_timeout(timeout.unwrap_or(self.timeout))
-            .with_limits(self.limits.clone());
+            .with_timeout(timeout.unwrap_or(self.settings.timeout))
+            .with_limits(self.settings.limits.clone());
         // Counted again under the lock: the check above answers the model
         // before the script is checked, this one keeps the cap exact.
         let _registering = self
@@ -481,6 +486,7 @@ impl ScriptSource {
                 },
             })?;
         let disabled = self
+            .settings
             .policy
             .as_ref()
             .and_then(|policy| call_contained(|| policy.disabled(&name)).ok().flatten());
@@ -494,10 +500,10 @@ impl ScriptSource {
     /// Refuses a new name when the source holds as many tools as it may.
     fn check_room(&self, name: &str) -> Result<(), DefineError> {
         let tools = self.handle.tools();
-        if tools.len() >= self.caps.tools && !tools.iter().any(|held| held == name) {
+        if tools.len() >= self.settings.max_tools && !tools.iter().any(|held| held == name) {
             return Err(DefineError::TooManyTools {
                 name: name.to_owned(),
-                max: self.caps.tools,
+                max: self.settings.max_tools,
             });
         }
         Ok(())
@@ -520,7 +526,7 @@ impl ScriptSource {
             CheckFailure::Failed(text) => DefineError::TopLevel { name, text },
             CheckFailure::TimedOut => DefineError::TopLevelTimedOut {
                 name,
-                limit: self.check_timeout,
+                limit: self.settings.check_timeout,
             },
             CheckFailure::Unavailable(reason) => DefineError::Unavailable { name, reason },
         }
@@ -532,40 +538,40 @@ impl ScriptSourceBuilder {
     /// are disabled: usually an [`Accounting`](rho_registry::Accounting)
     /// the host keeps an `Arc` of.
     pub fn with_policy(mut self, policy: Arc<dyn SourcePolicy>) -> Self {
-        self.policy = Some(policy);
+        self.settings.policy = Some(policy);
         self
     }
 
     /// Sets the memory cap and the answer's limits of every call, and of
     /// the definition check.
     pub fn with_limits(mut self, limits: ScriptLimits) -> Self {
-        self.limits = limits;
+        self.settings.limits = limits;
         self
     }
 
     /// Sets the timeout of tools whose definition has none (all those the
     /// model defines with [`DefineTool`](crate::DefineTool)).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.settings.timeout = timeout;
         self
     }
 
     /// Sets how long a definition's top level may run at its check.
     pub fn with_check_timeout(mut self, timeout: Duration) -> Self {
-        self.check_timeout = timeout;
+        self.settings.check_timeout = timeout;
         self
     }
 
     /// Sets the largest source, in bytes, a definition may have.
     pub fn with_max_source(mut self, bytes: usize) -> Self {
-        self.caps.source = bytes;
+        self.settings.max_source = bytes;
         self
     }
 
     /// Sets how many tools the source may hold; a definition of a new name
     /// past it is refused (redefining a held one is not).
     pub fn with_max_tools(mut self, tools: usize) -> Self {
-        self.caps.tools = tools;
+        self.settings.max_tools = tools;
         self
     }
 
@@ -577,18 +583,13 @@ impl ScriptSourceBuilder {
     /// that name.
     pub fn register(self, registry: &ToolRegistry) -> Result<ScriptSource, RegistryError> {
         let mut source = Source::untrusted(self.name);
-        if let Some(policy) = &self.policy {
+        if let Some(policy) = &self.settings.policy {
             source = source.with_policy(Arc::clone(policy));
         }
         let handle = registry.add_source(source)?;
         Ok(ScriptSource {
             handle,
-            policy: self.policy,
-            pool: self.pool,
-            limits: self.limits,
-            timeout: self.timeout,
-            check_timeout: self.check_timeout,
-            caps: self.caps,
+            settings: self.settings,
             registering: Arc::default(),
         })
     }
@@ -674,10 +675,7 @@ impl fmt::Debug for ScriptSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScriptSource")
             .field("name", &self.name())
-            .field("policy", &self.policy.is_some())
-            .field("limits", &self.limits)
-            .field("timeout", &self.timeout)
-            .field("check_timeout", &self.check_timeout)
+            .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
 }
@@ -686,11 +684,8 @@ impl fmt::Debug for ScriptSourceBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScriptSourceBuilder")
             .field("name", &self.name)
-            .field("policy", &self.policy.is_some())
-            .field("limits", &self.limits)
-            .field("timeout", &self.timeout)
-            .field("check_timeout", &self.check_timeout)
-            .finish_non_exhaustive()
+            .field("settings", &self.settings)
+            .finish()
     }
 }
 
