@@ -52,15 +52,25 @@ impl OutputCap {
     pub fn apply_in_place(&self, result: &mut ToolResult) -> usize {
         let mut total = 0;
         for part in result.content_mut() {
-            if let Content::Text(text) = part {
-                if text.len() > self.max_bytes {
-                    let (kept, cut) = self.cut(text);
-                    *text = kept;
-                    total += cut;
-                }
+            if let Some((kept, cut)) = self.cut_part(part) {
+                *part = kept;
+                total += cut;
             }
         }
         total
+    }
+
+    /// What is kept of `part` and how many bytes were cut, when the cap
+    /// cuts it (a text part longer than the cap); `None` when it is kept
+    /// whole. Only the kept head and tail are copied.
+    pub(crate) fn cut_part(&self, part: &Content) -> Option<(Content, usize)> {
+        match part {
+            Content::Text(text) if text.len() > self.max_bytes => {
+                let (kept, cut) = self.cut(text);
+                Some((Content::Text(kept), cut))
+            }
+            _ => None,
+        }
     }
 }
 

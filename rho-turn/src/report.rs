@@ -56,10 +56,21 @@ pub(crate) fn entry(
         ran,
         ..
     } = &end.end;
-    let mut kept_result =
-        ToolResult::from_content(result.content().iter().cloned(), result.is_error);
+    // Built part by part from the whole result: a text the cap cuts is
+    // copied only as far as it is kept.
+    let mut cut_bytes = 0;
+    let parts = result
+        .content()
+        .iter()
+        .map(|part| match cap.and_then(|cap| cap.cut_part(part)) {
+            Some((kept, cut)) => {
+                cut_bytes += cut;
+                kept
+            }
+            None => part.clone(),
+        });
+    let mut kept_result = ToolResult::from_content(parts, result.is_error);
     kept_result.details = kept;
-    let cut_bytes = cap.map_or(0, |cap| cap.apply_in_place(&mut kept_result));
     SessionEntry {
         call_id: call_id.clone(),
         tool: tool.clone(),
