@@ -127,6 +127,24 @@ impl<'js> Originals<'js> {
         )
     }
 
+    /// `string` as Rust text, each lone surrogate replaced by U+FFFD (with
+    /// the original `toWellFormed`): a JavaScript string is UTF-16 and
+    /// need not be valid Unicode.
+    ///
+    /// # Errors
+    ///
+    /// An error of the engine (a limit, an interrupt) while it replaces.
+    pub(crate) fn well_formed(&self, string: &rquickjs::String<'js>) -> rquickjs::Result<String> {
+        match string.to_string() {
+            Err(rquickjs::Error::Utf8(_)) => {
+                let well_formed: rquickjs::String<'js> =
+                    self.to_well_formed.call((string.clone(),))?;
+                well_formed.to_string()
+            }
+            other => other,
+        }
+    }
+
     /// `Promise.resolve`, bound to `Promise`: a promise of any value, the
     /// same one for a promise, an adopted one for a thenable.
     pub(crate) fn promise_resolve(&self) -> &Function<'js> {
@@ -150,7 +168,9 @@ enum Frame<'js> {
     },
     Map {
         source: Object<'js>,
-        keys: std::vec::IntoIter<String>,
+        /// Each key as the object holds it (to read its value) and as
+        /// well-formed text (for the map and paths).
+        keys: std::vec::IntoIter<(rquickjs::String<'js>, String)>,
         entries: BTreeMap<String, Plain>,
     },
 }
@@ -278,10 +298,10 @@ impl<'a, 'js> Walker<'a, 'js> {
                 Ok(Some((Segment::Index(index), value, index.to_string())))
             }
             Frame::Map { source, keys, .. } => {
-                let Some(key) = keys.next() else {
+                let Some((held, key)) = keys.next() else {
                     return Ok(None);
                 };
-                let value = source.get::<_, Value<'js>>(key.as_str()).map_err(|error| {
+                let value = source.get::<_, Value<'js>>(held).map_err(|error| {
                     let mut at = path_string(path);
                     push_key(&mut at, &key);
                     self.engine_error(error, at)
@@ -422,16 +442,15 @@ impl<'a, 'js> Walker<'a, 'js> {
             });
         }
         let mut keys = Vec::new();
-        for key in object.keys::<String>() {
-            let key = key.map_err(|error| self.engine_error(error, path_string(path)))?;
+        // Read as JavaScript strings, never straight into Rust text: a key
+        // may hold a lone surrogate, which `text` replaces.
+        for key in object.keys::<rquickjs::String<'js>>() {
+            let held = key.map_err(|error| self.engine_error(error, path_string(path)))?;
             if keys.len() >= remaining {
                 return Err(self.too_many(path));
             }
-            if key.len() > self.limits.max_string {
-                return Err(self.limit(Limit::StringLength, path));
-            }
-            self.count_bytes(key.len(), path)?;
-            keys.push(key);
+            let key = self.text(held.clone().into_value(), path)?;
+            keys.push((held, key));
         }
         Ok(Frame::Map {
             source: object,
@@ -467,17 +486,12 @@ impl<'a, 'js> Walker<'a, 'js> {
         let Some(string) = value.as_string() else {
             return Ok(String::new());
         };
-        let text = match string.to_string() {
+        let text = match self.originals.well_formed(string) {
             Ok(text) => text,
             Err(rquickjs::Error::Utf8(_)) => {
-                let well_formed: rquickjs::String<'js> = self
-                    .originals
-                    .to_well_formed
-                    .call((value.clone(),))
-                    .map_err(|error| self.engine_error(error, path_string(path)))?;
-                well_formed.to_string().map_err(|_| WalkError::NotUnicode {
+                return Err(WalkError::NotUnicode {
                     path: path_string(path),
-                })?
+                });
             }
             Err(error) => return Err(self.engine_error(error, path_string(path))),
         };

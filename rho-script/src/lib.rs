@@ -55,7 +55,8 @@
 //!
 //! # What a script is granted
 //!
-//! One global, `rho`, and nothing else of the host's:
+//! One global, `rho`, and nothing else of the host's but the functions
+//! the host grants by name (below):
 //!
 //! | `rho.` | what it does |
 //! |---|---|
@@ -92,12 +93,36 @@
 //! script ran, so a script that changes the built-ins cannot forge an
 //! answer or wake a sleep early.
 //!
-//! **Granting more, later.** A host will grant further functions by name
-//! (say `rho.fetch`), each a host-written function that takes plain data
-//! and answers plain data on the script's thread, or asks the call's future
-//! to do the work, as `sleep` does, and resolves a promise with its answer.
-//! Nothing but `update` and `sleep` can be granted today.
+//! **Host functions granted by name.** Beyond those four a script has
+//! what the host grants it, tool by tool: a [`Grant`] is a host function
+//! under a name, given to a tool ([`ScriptTool::with_grant`]) or to every
+//! tool of a source ([`ScriptSourceBuilder::with_grant`]); the script
+//! calls it as `await rho.<name>(argument)`.
 //!
+//! ```js
+//! async function run({ path }) {
+//!   const page = await rho.read_page({ path }); // granted by the host
+//!   return { words: page.text.split(/\s+/).length };
+//! }
+//! ```
+//!
+//! - The argument is made plain data in the sandbox (the same walk and
+//!   limits as an answer; one that cannot be made plain rejects with a
+//!   `TypeError`) and reaches the host as JSON.
+//! - The host function runs as the host's code: in the call's future, on
+//!   the call's executor, with the call's
+//!   [`ToolContext`](rho_tool_core::ToolContext); never on the script's
+//!   thread. Several run side by side when the script awaits them
+//!   together; at most 64 may be pending at once (past that the call
+//!   rejects with a `RangeError`).
+//! - Its `Ok` value is what the promise resolves to, parsed inside the
+//!   sandbox under the call's memory cap; its `Err` text is the message
+//!   of the `Error` the promise rejects with, which the script may catch.
+//! - Host calls still pending when the call ends (its answer, its
+//!   timeout, a host abort) are dropped with the call's future.
+//! - Only what was granted is there: `rho` of a tool without grants has
+//!   the four functions above and nothing else.
+
 //! # Answers a script builds
 //!
 //! Returning `rho.answer(...)` (or a promise of it) gives the answer all of
@@ -143,10 +168,11 @@
 //! |---|---|
 //! | answers | [`Outcome::Succeeded`](rho_tool_core::Outcome::Succeeded) |
 //! | answers `rho.error(text)` or `rho.answer({ error })` | `Failed`, with that text; no strike |
+//! | throws (or rejects with) `rho.error(text)` or another built answer | that answer, as if returned: a way to stop early, no crash |
 //! | builds an answer of the wrong shape, or an invalid image | `Failed`, saying what is wrong |
 //! | runs (or sleeps) past the tool's timeout (`while (true) {}`) | `TimedOut`: rho drops the call's future, which sets the call's stop flag; the engine's interrupt sees it (a script waiting for a sleep is woken by it) and the thread is free for the next call |
 //! | is aborted by the host | `Aborted`, stopped the same way |
-//! | allocates past its memory cap (default 64 MiB) | `Crashed`, "exceeded its memory limit of 64 MiB" |
+//! | allocates past its memory cap (default 64 MiB) | `Crashed`, "exceeded its memory limit of 64 MiB" (when the engine had no memory left even to make that error it throws `null`, and the text says so) |
 //! | recurses past the stack limit | `Crashed`, "exceeded its stack limit" |
 //! | throws an `Error` | `Crashed`, with the error's name, message and stack |
 //! | throws another value | `Crashed`, with the value's plain form |
@@ -235,9 +261,8 @@
 //!
 //! # Not built yet
 //!
-//! Still to come: host functions granted by name beyond the two default
-//! ones, and a mode that runs the same scripts in a worker process for
-//! hosts that must survive an engine bug.
+//! Still to come: a mode that runs the same scripts in a worker process
+//! for hosts that must survive an engine bug.
 //!
 //! # Example
 //!
@@ -348,13 +373,16 @@
 
 mod convert;
 mod define_tool;
-mod grants;
+mod global;
+mod grant;
 mod pool;
 mod sandbox;
+mod slot;
 mod source;
 mod tool;
 
 pub use define_tool::DefineTool;
+pub use grant::{Grant, GrantError, HostFunction, HostFuture};
 pub use pool::{DEFAULT_STACK_LIMIT, PoolOptions, ScriptPool};
 pub use source::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_SOURCE, DEFAULT_MAX_TOOLS, DefineError, Defined,

@@ -9,20 +9,18 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::future::Future;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use rho_tool_core::untrusted::Plain;
 use rho_tool_core::{ToolContext, ToolOutput};
 
 use crate::ScriptLimits;
+use crate::grant::GrantSet;
 use crate::sandbox::{self, CheckFailure};
+use crate::slot::{Reply, ScriptCall, Slot};
 
 /// The default JavaScript stack limit: 512 KiB.
 pub const DEFAULT_STACK_LIMIT: usize = 512 << 10;
@@ -174,15 +172,21 @@ impl ScriptPool {
 
     /// Queues `job` and gives the future of its answer, or an error answer
     /// at once when the queue is full.
-    /// Partial results and sleeps of the script go to `context`.
-    pub(crate) fn submit(&self, job: JobSpec, context: ToolContext) -> ScriptCall<ToolOutput> {
-        self.enqueue(job, Answer::into_output, Some(context))
+    /// Partial results and sleeps of the script go to `context`; its calls
+    /// of host functions go to `grants`.
+    pub(crate) fn submit(
+        &self,
+        job: JobSpec,
+        context: ToolContext,
+        grants: GrantSet,
+    ) -> ScriptCall<ToolOutput> {
+        self.enqueue(job, Answer::into_output, Some(context), grants)
     }
 
     /// Queues the definition check `job` (its kind is [`JobKind::Check`])
     /// and gives the future of its verdict.
     pub(crate) fn check(&self, job: JobSpec) -> ScriptCall<Result<(), CheckFailure>> {
-        self.enqueue(job, Answer::into_checked, None)
+        self.enqueue(job, Answer::into_checked, None, GrantSet::default())
     }
 
     fn enqueue<T>(
@@ -190,21 +194,16 @@ impl ScriptPool {
         job: JobSpec,
         read: fn(Answer) -> T,
         context: Option<ToolContext>,
+        grants: GrantSet,
     ) -> ScriptCall<T> {
         let slot = Arc::new(Slot::default());
         let stop = Arc::new(AtomicBool::new(false));
-        let call = ScriptCall {
-            slot: Arc::clone(&slot),
-            stop: Arc::clone(&stop),
-            read,
-            context,
-            sleeping: None,
-        };
+        let call = ScriptCall::new(Arc::clone(&slot), Arc::clone(&stop), read, context, grants);
         let name = Arc::clone(&job.name);
         let job = Job {
             spec: job,
             stop,
-            reply: Reply { slot, sent: false },
+            reply: Reply::new(slot),
         };
         let mut queue = self.handle.shared.lock();
         if queue.jobs.len() >= self.handle.shared.options.queue + queue.idle {
@@ -279,7 +278,7 @@ fn run(job: Job, stack_limit: usize) -> Option<(Reply, Answer)> {
     if stop.load(Ordering::Acquire) {
         return None;
     }
-    let slot = Arc::clone(&reply.slot);
+    let slot = Arc::clone(reply.slot());
     let answer = catch_unwind(AssertUnwindSafe(|| {
         sandbox::run(&spec, &stop, &slot, stack_limit)
     }))
@@ -305,6 +304,11 @@ pub(crate) enum Answer {
 }
 
 impl Answer {
+    /// A call's crash, in the sandbox's words.
+    pub(crate) fn crashed(text: &str) -> Self {
+        Answer::Output(ToolOutput::crashed(text))
+    }
+
     fn into_output(self) -> ToolOutput {
         match self {
             Answer::Output(output) => output,
@@ -335,6 +339,8 @@ pub(crate) struct JobSpec {
     pub(crate) source: Arc<str>,
     pub(crate) kind: JobKind,
     pub(crate) limits: ScriptLimits,
+    /// The names of the host functions granted, installed as `rho.<name>`.
+    pub(crate) grants: Arc<[Arc<str>]>,
     /// When the sandbox stops the script on its own, in case the future is
     /// never dropped (a host that polls it without rho's runner).
     pub(crate) deadline: Instant,
@@ -346,252 +352,4 @@ struct Job {
     spec: JobSpec,
     stop: Arc<AtomicBool>,
     reply: Reply,
-}
-
-/// How many partial results wait between the script's thread and the
-/// call's future: past it, the oldest is dropped for the newest.
-pub(crate) const UPDATE_QUEUE: usize = 64;
-
-/// What the script's thread and the call's future share: the answer, the
-/// partial results on their way, and a sleep the script asked for.
-#[derive(Default)]
-pub(crate) struct Slot {
-    state: Mutex<SlotState>,
-    /// Wakes the script's thread when its sleep is over or the call's
-    /// future is dropped.
-    woke: Condvar,
-}
-
-#[derive(Default)]
-struct SlotState {
-    answer: Option<Answer>,
-    waker: Option<Waker>,
-    updates: VecDeque<Plain>,
-    sleep: SleepState,
-}
-
-/// A sleep the script asked of the call's executor timer.
-#[derive(Default)]
-enum SleepState {
-    #[default]
-    Idle,
-    /// Asked for by the script's thread, not yet started by the future.
-    Asked(Duration),
-    /// On the executor's timer.
-    Started,
-    /// Over: the script's thread goes on.
-    Done,
-}
-
-impl Slot {
-    fn lock(&self) -> MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Hands a partial result to the call's future (dropping the oldest
-    /// waiting one when [`UPDATE_QUEUE`] are waiting already).
-    pub(crate) fn push_update(&self, partial: Plain) {
-        let waker = {
-            let mut state = self.lock();
-            if state.updates.len() >= UPDATE_QUEUE {
-                state.updates.pop_front();
-            }
-            state.updates.push_back(partial);
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-    }
-
-    /// Sleeps `duration` on the call's executor timer, from the script's
-    /// thread: asks the call's future to sleep, and blocks until it says
-    /// the sleep is over. `false` when the wait ended early because the
-    /// future was dropped (`stop`) or `deadline` passed.
-    pub(crate) fn sleep(&self, duration: Duration, stop: &AtomicBool, deadline: Instant) -> bool {
-        let waker = {
-            let mut state = self.lock();
-            state.sleep = SleepState::Asked(duration);
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-        let mut state = self.lock();
-        loop {
-            if let SleepState::Done = state.sleep {
-                state.sleep = SleepState::Idle;
-                return true;
-            }
-            // Checked under the lock that the future's drop takes before
-            // it notifies: no wake-up is lost.
-            if stop.load(Ordering::Acquire) {
-                return false;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            state = self
-                .woke
-                .wait_timeout(state, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
-}
-
-/// The sending half of a call's answer. Dropped unsent (a panic on the
-/// script thread), it answers with a crash text so the call still ends.
-struct Reply {
-    slot: Arc<Slot>,
-    sent: bool,
-}
-
-impl Reply {
-    fn send(mut self, answer: Answer) {
-        self.put(answer);
-    }
-
-    fn put(&mut self, answer: Answer) {
-        self.sent = true;
-        let waker = {
-            let mut state = self.slot.lock();
-            state.answer = Some(answer);
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-    }
-}
-
-impl Drop for Reply {
-    fn drop(&mut self) {
-        if !self.sent {
-            self.put(Answer::Output(ToolOutput::crashed(
-                "the script's thread failed while it ran the script (a panic in the engine's binding), so the script gave no answer",
-            )));
-        }
-    }
-}
-
-/// The future of one script call's answer.
-///
-/// Dropping it before the answer came (rho does so at the call's timeout
-/// and on a host abort) stops the script: the engine's interrupt sees the
-/// flag at its next check and the thread is free for the next call.
-#[must_use = "a script call does nothing useful unless awaited; dropping it stops the script"]
-///
-/// While it waits it forwards the script's partial results to the call's
-/// [`ToolContext::update`], in order, and runs the sleeps the script asks
-/// for on [`ToolContext::sleep`] (the call's executor timer). A check has
-/// no context: its partial results are dropped and its sleeps end at once.
-pub(crate) struct ScriptCall<T> {
-    slot: Arc<Slot>,
-    stop: Arc<AtomicBool>,
-    read: fn(Answer) -> T,
-    context: Option<ToolContext>,
-    sleeping: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
-}
-
-impl<T> Future for ScriptCall<T> {
-    type Output = T;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let this = &mut *self;
-        let (updates, answer, asked) = {
-            let mut state = this.slot.lock();
-            let updates = std::mem::take(&mut state.updates);
-            let answer = state.answer.take();
-            let asked = match state.sleep {
-                SleepState::Asked(duration) => {
-                    state.sleep = SleepState::Started;
-                    Some(duration)
-                }
-                _ => None,
-            };
-            if answer.is_none() {
-                match &mut state.waker {
-                    Some(waker) => waker.clone_from(cx.waker()),
-                    None => state.waker = Some(cx.waker().clone()),
-                }
-            }
-            (updates, answer, asked)
-        };
-        // Updates first: they were sent before the answer.
-        if let Some(context) = &this.context {
-            for partial in &updates {
-                // Already plain data, under the script's answer limits; one
-                // the runner's limits refuse is dropped, as for any tool.
-                let _ = context.update(partial);
-            }
-        }
-        drop(updates);
-        if let Some(answer) = answer {
-            return Poll::Ready((this.read)(answer));
-        }
-        if let Some(duration) = asked {
-            this.sleeping = Some(match &this.context {
-                Some(context) => context.sleep(duration),
-                None => Box::pin(std::future::ready(())),
-            });
-        }
-        let slept = match &mut this.sleeping {
-            Some(sleep) => sleep.as_mut().poll(cx).is_ready(),
-            None => false,
-        };
-        if slept {
-            this.sleeping = None;
-            this.slot.lock().sleep = SleepState::Done;
-            this.slot.woke.notify_all();
-        }
-        Poll::Pending
-    }
-}
-
-impl<T> Drop for ScriptCall<T> {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // Wakes a script's thread that waits for a sleep; taken under the
-        // lock so that the thread either saw the flag or is waiting.
-        let _state = self.slot.lock();
-        self.slot.woke.notify_all();
-    }
-}
-
-impl<T> fmt::Debug for ScriptCall<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScriptCall").finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_flood_of_updates_keeps_only_the_newest_waiting() {
-        let slot = Slot::default();
-        for n in 0..1000 {
-            slot.push_update(Plain::Int(n));
-        }
-        let state = slot.lock();
-        assert_eq!(state.updates.len(), UPDATE_QUEUE);
-        assert_eq!(
-            state.updates.front(),
-            Some(&Plain::Int(1000 - UPDATE_QUEUE as i64))
-        );
-        assert_eq!(state.updates.back(), Some(&Plain::Int(999)));
-    }
-
-    #[test]
-    fn a_sleep_wait_ends_at_once_when_the_call_is_stopped() {
-        let slot = Slot::default();
-        let stop = AtomicBool::new(true);
-        let started = Instant::now();
-        let far = started + std::time::Duration::from_secs(60);
-        assert!(!slot.sleep(std::time::Duration::from_secs(60), &stop, far));
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    }
 }

@@ -14,8 +14,9 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Coerced, Context, Ctx, Promise, Runtime, Type, Value};
 
 use crate::convert::{Originals, WalkError, Walker};
-use crate::grants::{self, Grants};
-use crate::pool::{Answer, JobKind, JobSpec, Slot};
+use crate::global::{self, RhoGlobal, id_value};
+use crate::pool::{Answer, JobKind, JobSpec};
+use crate::slot::{HostAnswer, Slot, Woken};
 
 /// The interrupt has not fired.
 const RUNNING: u8 = 0;
@@ -232,7 +233,8 @@ impl<'js> Call<'_, 'js> {
     fn check(&self) -> Result<(), CheckFailure> {
         let ctx = self.ctx;
         let originals = Originals::take(ctx).map_err(|error| self.check_failed(&error, None))?;
-        let _grants = grants::install(ctx, &originals, self.slot, &self.spec.limits.answer)
+        let _global = self
+            .install(&originals)
             .map_err(|error| self.check_failed(&error, Some(&originals)))?;
         let mut options = EvalOptions::default();
         options.filename = Some(self.file_name());
@@ -322,8 +324,8 @@ impl<'js> Call<'_, 'js> {
             Ok(originals) => originals,
             Err(error) => return self.failed(Phase::Load, &error, None),
         };
-        let grants = match grants::install(ctx, &originals, self.slot, &self.spec.limits.answer) {
-            Ok(grants) => grants,
+        let global = match self.install(&originals) {
+            Ok(global) => global,
             Err(error) => return self.failed(Phase::Load, &error, Some(&originals)),
         };
         let mut options = EvalOptions::default();
@@ -352,13 +354,24 @@ impl<'js> Call<'_, 'js> {
         };
         let answer: Value<'js> = match run.call((arguments,)) {
             Ok(answer) => answer,
-            Err(error) => return self.failed(Phase::Call, &error, Some(&originals)),
+            Err(error) => return self.threw(Phase::Call, &error, &global, &originals),
         };
-        let answer = match self.settle(answer, &grants, &originals) {
+        let answer = match self.settle(answer, &global, &originals) {
             Ok(answer) => answer,
             Err(output) => return output,
         };
-        self.answer(answer, &grants, &originals)
+        self.answer(answer, &global, &originals)
+    }
+
+    /// Installs the global `rho`, with the job's grants.
+    fn install(&self, originals: &Originals<'js>) -> rquickjs::Result<RhoGlobal<'js>> {
+        global::install(
+            self.ctx,
+            originals,
+            self.slot,
+            &self.spec.limits.answer,
+            &self.spec.grants,
+        )
     }
 
     /// The answer itself, or what a returned promise (or other thenable)
@@ -366,7 +379,7 @@ impl<'js> Call<'_, 'js> {
     fn settle(
         &self,
         answer: Value<'js>,
-        grants: &Grants<'js>,
+        global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
     ) -> Result<Value<'js>, ToolOutput> {
         let is_thenable = match answer.as_object() {
@@ -397,34 +410,68 @@ impl<'js> Call<'_, 'js> {
                     if self.ctx.execute_pending_job() || promise.state() != PromiseState::Pending {
                         continue;
                     }
-                    let Some(due) = grants.timers.borrow().next_due() else {
+                    if global.pending.borrow().is_empty() {
                         return Err(self.crashed(
                             "its promise never settled: `run` returned a promise that was still pending when the script had nothing left to run",
                         ));
-                    };
-                    // Nothing to run but a sleep: wait for it on the call's
-                    // executor timer (a stop ends the wait at once; the
-                    // loop's check then says why).
-                    let now = Instant::now();
-                    if due > now && !self.slot.sleep(due - now, self.stop, self.spec.deadline) {
-                        continue;
                     }
-                    let due = grants.timers.borrow_mut().take_due(Instant::now());
+                    // Nothing to run but sleeps and host calls: wait for
+                    // the first to end (a stop ends the wait at once; the
+                    // loop's check then says why).
+                    let due = global.pending.borrow().timers.next_due();
+                    match self.slot.wait(due, self.stop, self.spec.deadline) {
+                        Woken::Answers(answers) => {
+                            for answer in answers {
+                                global.pending.borrow_mut().host_calls -= 1;
+                                self.settle_host(answer, global, originals)?;
+                            }
+                        }
+                        Woken::Due => {}
+                        Woken::Stopped => continue,
+                    }
+                    let due = global.pending.borrow_mut().timers.take_due(Instant::now());
                     for id in due {
-                        // Ids stay far below 2^53: exact as JavaScript numbers.
-                        #[allow(clippy::cast_precision_loss)]
-                        let id = id as f64;
-                        grants.fire.call::<_, ()>((id,)).map_err(|error| {
-                            self.failed(Phase::Promise, &error, Some(originals))
-                        })?;
+                        global
+                            .settle
+                            .call::<_, ()>((
+                                id_value(id),
+                                true,
+                                Value::new_undefined(self.ctx.clone()),
+                            ))
+                            .map_err(|error| {
+                                self.failed(Phase::Promise, &error, Some(originals))
+                            })?;
                     }
                 }
             }
         }
         match promise.result::<Value<'js>>() {
             Some(Ok(value)) => Ok(value),
-            Some(Err(error)) => Err(self.failed(Phase::Promise, &error, Some(originals))),
+            Some(Err(error)) => Err(self.threw(Phase::Promise, &error, global, originals)),
             None => Err(self.crashed("its promise never settled")),
+        }
+    }
+
+    /// Hands the end of a host call to the promise that waits for it.
+    fn settle_host(
+        &self,
+        answer: HostAnswer,
+        global: &RhoGlobal<'js>,
+        originals: &Originals<'js>,
+    ) -> Result<(), ToolOutput> {
+        let fail = |error: rquickjs::Error| self.failed(Phase::Promise, &error, Some(originals));
+        let id = id_value(answer.id);
+        match answer.result {
+            Ok(value) => {
+                // The host's value, as the JSON text it stands for: parsed
+                // in the sandbox, under its memory cap.
+                let json = serde_json::to_string(&value).map_err(|error| {
+                    self.crashed(&format!("a host function's answer is not JSON: {error}"))
+                })?;
+                let value = self.ctx.json_parse(json).map_err(fail)?;
+                global.settle.call::<_, ()>((id, true, value)).map_err(fail)
+            }
+            Err(text) => global.settle.call::<_, ()>((id, false, text)).map_err(fail),
         }
     }
 
@@ -439,19 +486,11 @@ impl<'js> Call<'_, 'js> {
     fn answer(
         &self,
         answer: Value<'js>,
-        grants: &Grants<'js>,
+        global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
     ) -> ToolOutput {
-        match grants.answer_of.call::<_, Value<'js>>((answer.clone(),)) {
-            Ok(holder) => {
-                if let Some(holder) = holder.as_object() {
-                    return match holder.get::<_, Value<'js>>("spec") {
-                        Ok(spec) => self.built(spec, grants, originals),
-                        Err(error) => self.failed(Phase::Answer, &error, Some(originals)),
-                    };
-                }
-            }
-            Err(error) => return self.failed(Phase::Answer, &error, Some(originals)),
+        if let Some(output) = self.built_answer(&answer, global, originals) {
+            return output;
         }
         if let Some(text) = answer.as_string() {
             // A string answer is the text, under the same length limit.
@@ -481,22 +520,70 @@ impl<'js> Call<'_, 'js> {
         }
     }
 
+    /// The answer `value` stands for when `rho.answer` or `rho.error` made
+    /// it.
+    fn built_answer(
+        &self,
+        value: &Value<'js>,
+        global: &RhoGlobal<'js>,
+        originals: &Originals<'js>,
+    ) -> Option<ToolOutput> {
+        match global.answer_of.call::<_, Value<'js>>((value.clone(),)) {
+            Ok(holder) => {
+                holder
+                    .as_object()
+                    .map(|holder| match holder.get::<_, Value<'js>>("spec") {
+                        Ok(spec) => self.built(spec, global, originals),
+                        Err(error) => self.failed(Phase::Answer, &error, Some(originals)),
+                    })
+            }
+            Err(error) => Some(self.failed(Phase::Answer, &error, Some(originals))),
+        }
+    }
+
+    /// What a throw (or a rejection) from `run` ends the call with: the
+    /// answer it carries when the script threw one it built
+    /// (`throw rho.error(...)`: a way to stop early, no crash), else a
+    /// crash with what was thrown.
+    fn threw(
+        &self,
+        phase: Phase,
+        error: &rquickjs::Error,
+        global: &RhoGlobal<'js>,
+        originals: &Originals<'js>,
+    ) -> ToolOutput {
+        let rquickjs::Error::Exception = error else {
+            return self.failed(phase, error, Some(originals));
+        };
+        let thrown = self.ctx.catch();
+        // Only an object can be a built answer (an exception for a limit
+        // may be no value at all).
+        if thrown.is_object() {
+            if let Some(output) = self.built_answer(&thrown, global, originals) {
+                return output;
+            }
+        }
+        match self.describe(thrown, phase, originals) {
+            Described::Limit(text) | Described::Threw(text) => self.crashed(&text),
+        }
+    }
+
     /// An answer built by `rho.answer` (or `rho.error`) from `spec`:
     /// `{ text, images, details }` or `{ error, details }`.
     fn built(
         &self,
         spec: Value<'js>,
-        grants: &Grants<'js>,
+        global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
     ) -> ToolOutput {
-        self.built_output(spec, grants, originals)
+        self.built_output(spec, global, originals)
             .unwrap_or_else(|output| output)
     }
 
     fn built_output(
         &self,
         spec: Value<'js>,
-        grants: &Grants<'js>,
+        global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
     ) -> Result<ToolOutput, ToolOutput> {
         let fail = |error: rquickjs::Error| self.failed(Phase::Answer, &error, Some(originals));
@@ -505,8 +592,9 @@ impl<'js> Call<'_, 'js> {
                 "`rho.answer` takes an object: `{ text, images, details }` or `{ error, details }`",
             ));
         };
-        for key in object.keys::<String>() {
-            let key = key.map_err(fail)?;
+        // Keys read as JavaScript strings: one may hold a lone surrogate.
+        for key in object.keys::<rquickjs::String<'js>>() {
+            let key = originals.well_formed(&key.map_err(fail)?).map_err(fail)?;
             if !matches!(key.as_str(), "text" | "images" | "details" | "error") {
                 return Err(self.malformed(&format!(
                     "unknown key `{key}` (the keys are `text`, `images`, `details` and `error`)"
@@ -527,7 +615,7 @@ impl<'js> Call<'_, 'js> {
                     .map_err(|error| self.unplain(error, originals))?,
             )
         };
-        let images = self.images(field("images")?, grants, originals)?;
+        let images = self.images(field("images")?, global, originals)?;
         let output = match error {
             Some(error) => {
                 if text.is_some() || !images.is_empty() {
@@ -571,7 +659,7 @@ impl<'js> Call<'_, 'js> {
     fn images(
         &self,
         value: Value<'js>,
-        grants: &Grants<'js>,
+        global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
     ) -> Result<Vec<Image>, ToolOutput> {
         let fail = |error: rquickjs::Error| self.failed(Phase::Answer, &error, Some(originals));
@@ -595,17 +683,17 @@ impl<'js> Call<'_, 'js> {
                     "`images[{index}].mimeType` must be a string such as \"image/png\""
                 )));
             };
-            let mime = mime.to_string().map_err(fail)?;
+            let mime = originals.well_formed(mime).map_err(fail)?;
             let data: Value<'js> = image.get("data").map_err(fail)?;
             let bytes = if let Some(text) = data.as_string() {
-                let text = text.to_string().map_err(fail)?;
-                grants::base64(&text).ok_or_else(|| {
+                let text = originals.well_formed(text).map_err(fail)?;
+                global::base64(&text).ok_or_else(|| {
                     self.malformed(&format!(
                         "`images[{index}].data` is a string that is not base64"
                     ))
                 })?
             } else if data.is_object() {
-                let binary: rquickjs::String<'js> = grants.binary.call((data,)).map_err(fail)?;
+                let binary: rquickjs::String<'js> = global.binary.call((data,)).map_err(fail)?;
                 let binary = binary.to_string().map_err(fail)?;
                 // One char per byte, each below 256.
                 binary
@@ -690,8 +778,8 @@ impl<'js> Call<'_, 'js> {
                 if value.is_undefined() {
                     return None;
                 }
-                let Coerced(text) = value.get::<Coerced<String>>().ok()?;
-                Some(text)
+                let Coerced(text) = value.get::<Coerced<rquickjs::String<'js>>>().ok()?;
+                originals.well_formed(&text).ok()
             };
             let name = read("name").unwrap_or_else(|| "Error".to_owned());
             let message = read("message").unwrap_or_default();
@@ -760,6 +848,15 @@ impl Phase {
 fn limit_of(thrown: &Value<'_>, spec: &JobSpec) -> Option<String> {
     if thrown.type_of() == Type::Uninitialized {
         return Some(memory_text(spec));
+    }
+    // Out of memory while it makes the error itself, the engine throws
+    // `null` instead; nothing tells that apart from a script's own
+    // `throw null`, so the text says both.
+    if thrown.is_null() {
+        return Some(format!(
+            "the script threw `null`, which is what the engine throws when a script exceeds its memory limit of {} (a script's own `throw null` reads the same)",
+            bytes_text(spec.limits.memory)
+        ));
     }
     if !thrown.is_error() {
         return None;

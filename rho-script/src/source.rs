@@ -9,6 +9,7 @@ use rho_registry::{Disabled, RegistryError, Source, SourceHandle, SourcePolicy, 
 use rho_tool_core::DEFAULT_TIMEOUT;
 use rho_tool_core::untrusted::call_contained;
 
+use crate::grant::{Grant, GrantSet};
 use crate::pool::{JobKind, JobSpec, ScriptPool};
 use crate::sandbox::CheckFailure;
 use crate::tool::{ScriptLimits, ScriptTool};
@@ -333,6 +334,8 @@ struct Settings {
     max_source: usize,
     /// How many tools the source may hold.
     max_tools: usize,
+    /// The host functions every tool of the source is granted.
+    grants: GrantSet,
 }
 
 impl fmt::Debug for Settings {
@@ -344,6 +347,7 @@ impl fmt::Debug for Settings {
             .field("check_timeout", &self.check_timeout)
             .field("max_source", &self.max_source)
             .field("max_tools", &self.max_tools)
+            .field("grants", &self.grants)
             .finish_non_exhaustive()
     }
 }
@@ -366,6 +370,7 @@ impl ScriptSource {
                 check_timeout: DEFAULT_CHECK_TIMEOUT,
                 max_source: DEFAULT_MAX_SOURCE,
                 max_tools: DEFAULT_MAX_TOOLS,
+                grants: GrantSet::default(),
             },
         }
     }
@@ -454,6 +459,7 @@ impl ScriptSource {
                 source: Arc::clone(&source),
                 kind: JobKind::Check,
                 limits: self.settings.limits.clone(),
+                grants: self.settings.grants.names(),
                 deadline: now + self.settings.check_timeout,
                 timeout: self.settings.check_timeout,
             })
@@ -464,7 +470,8 @@ impl ScriptSource {
         let tool = ScriptTool::new(name.clone(), description, &*source, &self.settings.pool)
             .with_parameters(parameters)
             .with_timeout(timeout.unwrap_or(self.settings.timeout))
-            .with_limits(self.settings.limits.clone());
+            .with_limits(self.settings.limits.clone())
+            .with_grant_set(self.settings.grants.clone());
         // Counted again under the lock: the check above answers the model
         // before the script is checked, this one keeps the cap exact.
         let _registering = self
@@ -572,6 +579,14 @@ impl ScriptSourceBuilder {
     /// past it is refused (redefining a held one is not).
     pub fn with_max_tools(mut self, tools: usize) -> Self {
         self.settings.max_tools = tools;
+        self
+    }
+
+    /// Grants `grant` to every tool of the source, as `rho.<name>`
+    /// (replacing an earlier grant of the same name). A definition's check
+    /// sees the name but cannot call it.
+    pub fn with_grant(mut self, grant: Grant) -> Self {
+        self.settings.grants = self.settings.grants.with(grant);
         self
     }
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use rho_tool_core::untrusted::Limits;
 use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
 
+use crate::grant::{Grant, GrantSet};
 use crate::pool::{JobKind, JobSpec, ScriptPool};
 
 /// The default memory cap of one call: 64 MiB.
@@ -83,6 +84,7 @@ pub struct ScriptTool {
     source: Arc<str>,
     timeout: Duration,
     limits: ScriptLimits,
+    grants: GrantSet,
     pool: ScriptPool,
 }
 
@@ -106,6 +108,7 @@ impl ScriptTool {
             source: Arc::from(source.into()),
             timeout: DEFAULT_TIMEOUT,
             limits: ScriptLimits::default(),
+            grants: GrantSet::default(),
             pool: pool.clone(),
         }
     }
@@ -128,6 +131,19 @@ impl ScriptTool {
     #[must_use]
     pub fn with_limits(mut self, limits: ScriptLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Grants `grant` to the script, as `rho.<name>` (replacing an earlier
+    /// grant of the same name).
+    #[must_use]
+    pub fn with_grant(mut self, grant: Grant) -> Self {
+        self.grants = self.grants.with(grant);
+        self
+    }
+
+    pub(crate) fn with_grant_set(mut self, grants: GrantSet) -> Self {
+        self.grants = grants;
         self
     }
 
@@ -176,10 +192,12 @@ impl Tool for ScriptTool {
                     source: Arc::clone(&self.source),
                     kind: JobKind::Call(arguments),
                     limits: self.limits.clone(),
+                    grants: self.grants.names(),
                     deadline,
                     timeout: self.timeout,
                 },
                 context,
+                self.grants.clone(),
             )
             .await
     }
@@ -192,6 +210,7 @@ impl fmt::Debug for ScriptTool {
             .field("source_bytes", &self.source.len())
             .field("timeout", &self.timeout)
             .field("limits", &self.limits)
+            .field("grants", &self.grants)
             .finish_non_exhaustive()
     }
 }

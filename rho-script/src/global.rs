@@ -1,15 +1,15 @@
-//! The host functions a script is granted: the global `rho`, with
-//! `update`, `sleep`, `answer` and `error`. Installed in every sandbox
-//! before the script loads; runs on the script's thread only.
+//! The global `rho` of every sandbox: `update`, `sleep`, `answer`,
+//! `error`, and the host functions granted by name. Installed before the
+//! script loads; runs on the script's thread only.
 //!
 //! The JavaScript half (the prelude) runs before the script, so what it
 //! keeps (`Reflect.apply`, the answers' `WeakMap` and its methods,
-//! `Promise`) are the originals, whatever the script changes later. The
-//! Rust half holds no JavaScript value inside a function the script can
-//! reach (the engine's collector cannot see into Rust closures): the
-//! native functions capture plain Rust data only, and the helpers Rust
-//! calls back are kept on the Rust stack of the call, dropped before its
-//! runtime.
+//! `Promise`, `Error`) are the originals, whatever the script changes
+//! later. The Rust half holds no JavaScript value inside a function the
+//! script can reach (the engine's collector cannot see into Rust
+//! closures): the native functions capture plain Rust data only, and the
+//! helpers Rust calls back are kept on the Rust stack of the call, dropped
+//! before its runtime.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -21,21 +21,25 @@ use rho_tool_core::untrusted::plain::Limits;
 use rquickjs::{Array, Coerced, Ctx, Exception, Function, Value};
 
 use crate::convert::{Originals, WalkError, Walker};
-use crate::pool::Slot;
+use crate::slot::{HostAsk, Slot};
 
 /// The most sleeps one call may have pending at once.
 pub(crate) const MAX_SLEEPS: usize = 10_000;
+
+/// The most calls of host functions one call may have pending at once.
+pub(crate) const MAX_HOST_CALLS: usize = 64;
 
 /// The longest sleep a script can ask for, in milliseconds (a year); longer
 /// ones are cut to it (the call's timeout ends it long before).
 const MAX_SLEEP_MS: f64 = 365.0 * 24.0 * 3600.0 * 1000.0;
 
-const PRELUDE: &str = r#"(function (nativeUpdate, nativeSleep, functionToString, toWellFormed, promiseResolve) {
+const PRELUDE: &str = r#"(function (nativeUpdate, nativeSleep, nativeHost, granted, functionToString, toWellFormed, promiseResolve) {
   "use strict";
   const apply = Reflect.apply;
   const freeze = Object.freeze;
   const create = Object.create;
   const PromiseOf = Promise;
+  const ErrorOf = Error;
   const Bytes = Uint8Array;
   const isView = ArrayBuffer.isView;
   const subarray = Uint8Array.prototype.subarray;
@@ -51,10 +55,11 @@ const PRELUDE: &str = r#"(function (nativeUpdate, nativeSleep, functionToString,
     apply(setAnswer, answers, [token, holder]);
     return token;
   }
-  function fire(id) {
-    const resolve = waiting[id];
+  function settle(id, ok, value) {
+    const waiter = waiting[id];
     delete waiting[id];
-    if (resolve !== undefined) resolve();
+    if (waiter === undefined) return;
+    if (ok) waiter.resolve(value); else waiter.reject(new ErrorOf(value));
   }
   function answerOf(value) {
     if ((typeof value !== "object" && typeof value !== "function") || value === null) return undefined;
@@ -68,19 +73,33 @@ const PRELUDE: &str = r#"(function (nativeUpdate, nativeSleep, functionToString,
     }
     return text;
   }
-  globalThis.rho = freeze({
+  function waitFor(id, resolve, reject) {
+    const waiter = create(null);
+    waiter.resolve = resolve;
+    waiter.reject = reject;
+    waiting[id] = waiter;
+  }
+  const api = {
     update(value) { nativeUpdate(value, functionToString, toWellFormed, promiseResolve); },
-    sleep(ms) { return new PromiseOf((resolve) => { waiting[nativeSleep(ms)] = resolve; }); },
+    sleep(ms) { return new PromiseOf((resolve, reject) => { waitFor(nativeSleep(ms), resolve, reject); }); },
     answer,
     error(text) { return answer({ error: text }); },
-  });
-  return [fire, answerOf, binary];
+  };
+  for (let index = 0; index < granted.length; index++) {
+    const name = granted[index];
+    api[name] = function (argument) {
+      return new PromiseOf((resolve, reject) => {
+        waitFor(nativeHost(name, argument, functionToString, toWellFormed, promiseResolve), resolve, reject);
+      });
+    };
+  }
+  globalThis.rho = freeze(api);
+  return [settle, answerOf, binary];
 })"#;
 
 /// The sleeps a call has pending: when each is due, and its id.
 #[derive(Default)]
 pub(crate) struct Timers {
-    next: u64,
     pending: BTreeSet<(Instant, u64)>,
 }
 
@@ -104,28 +123,83 @@ impl Timers {
     }
 }
 
-/// What the call keeps of the grants: the helpers it calls back and the
-/// pending sleeps.
-pub(crate) struct Grants<'js> {
-    /// `fire(id)`: resolves the promise of sleep `id`.
-    pub(crate) fire: Function<'js>,
+/// What the script waits for from outside: its sleeps and its calls of
+/// host functions, under ids shared by both.
+#[derive(Default)]
+pub(crate) struct Pending {
+    next_id: u64,
+    pub(crate) timers: Timers,
+    /// Host calls asked for and not yet answered.
+    pub(crate) host_calls: usize,
+}
+
+impl Pending {
+    fn id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Whether the script waits for anything at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.host_calls == 0 && self.timers.pending.is_empty()
+    }
+}
+
+/// What the call keeps of the global: the helpers it calls back and what
+/// the script waits for.
+pub(crate) struct RhoGlobal<'js> {
+    /// `settle(id, ok, value)`: resolves the promise waiting under `id`
+    /// with `value`, or rejects it with an `Error` of the text `value`.
+    pub(crate) settle: Function<'js>,
     /// `answerOf(value)`: the holder `{ spec }` of an answer built by
     /// `rho.answer`, or `undefined`.
     pub(crate) answer_of: Function<'js>,
     /// `binary(data)`: the bytes of a typed array, `ArrayBuffer` or array
     /// of byte values, as a string of one char per byte.
     pub(crate) binary: Function<'js>,
-    pub(crate) timers: Rc<RefCell<Timers>>,
+    pub(crate) pending: Rc<RefCell<Pending>>,
 }
 
-/// Installs `rho` in `ctx`: partial results go to `slot`, made plain under
-/// `limits`.
+/// Makes a value plain under `limits` with the helpers handed back by the
+/// prelude, or the error the script sees (`what` names the function).
+fn plain_for<'js>(
+    ctx: &Ctx<'js>,
+    what: &str,
+    value: Value<'js>,
+    helpers: (Function<'js>, Function<'js>, Function<'js>),
+    limits: &Limits,
+) -> rquickjs::Result<rho_tool_core::untrusted::Plain> {
+    let originals = Originals::from_parts(helpers.0, helpers.1, helpers.2);
+    match Walker::new(&originals, limits).convert(value) {
+        Ok(plain) => Ok(plain),
+        // The exception is pending: it goes on in the script.
+        Err(WalkError::Threw { .. }) => Err(rquickjs::Error::Exception),
+        Err(error) => Err(Exception::throw_type(
+            ctx,
+            &format!(
+                "{what}: the value cannot be made plain data: {}",
+                error.describe()
+            ),
+        )),
+    }
+}
+
+/// Ids stay far below 2^53: exact as JavaScript numbers.
+#[allow(clippy::cast_precision_loss)]
+pub(crate) fn id_value(id: u64) -> f64 {
+    id as f64
+}
+
+/// Installs `rho` in `ctx`, with `granted` host functions: partial results
+/// and host calls go to `slot`, made plain under `limits`.
 pub(crate) fn install<'js>(
     ctx: &Ctx<'js>,
     originals: &Originals<'js>,
     slot: &Arc<Slot>,
     limits: &Limits,
-) -> rquickjs::Result<Grants<'js>> {
+    granted: &[Arc<str>],
+) -> rquickjs::Result<RhoGlobal<'js>> {
     let update = {
         let slot = Arc::clone(slot);
         let limits = limits.clone();
@@ -137,34 +211,21 @@ pub(crate) fn install<'js>(
                   to_well_formed: Function<'js>,
                   promise_resolve: Function<'js>|
                   -> rquickjs::Result<()> {
-                let originals =
-                    Originals::from_parts(function_to_string, to_well_formed, promise_resolve);
-                match Walker::new(&originals, &limits).convert(value) {
-                    Ok(partial) => {
-                        slot.push_update(partial);
-                        Ok(())
-                    }
-                    // The exception is pending: it goes on in the script.
-                    Err(WalkError::Threw { .. }) => Err(rquickjs::Error::Exception),
-                    Err(error) => Err(Exception::throw_type(
-                        &ctx,
-                        &format!(
-                            "rho.update: the value cannot be made plain data: {}",
-                            error.describe()
-                        ),
-                    )),
-                }
+                let helpers = (function_to_string, to_well_formed, promise_resolve);
+                let partial = plain_for(&ctx, "rho.update", value, helpers, &limits)?;
+                slot.push_update(partial);
+                Ok(())
             },
         )?
     };
-    let timers = Rc::new(RefCell::new(Timers::default()));
+    let pending = Rc::new(RefCell::new(Pending::default()));
     let sleep = {
-        let timers = Rc::clone(&timers);
+        let pending = Rc::clone(&pending);
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, Coerced(ms): Coerced<f64>| -> rquickjs::Result<f64> {
-                let mut timers = timers.borrow_mut();
-                if timers.pending.len() >= MAX_SLEEPS {
+                let mut pending = pending.borrow_mut();
+                if pending.timers.pending.len() >= MAX_SLEEPS {
                     return Err(Exception::throw_range(
                         &ctx,
                         &format!("rho.sleep: more than {MAX_SLEEPS} sleeps pending at once"),
@@ -179,29 +240,70 @@ pub(crate) fn install<'js>(
                 let due = now
                     .checked_add(Duration::from_secs_f64(ms / 1000.0))
                     .unwrap_or(now);
-                let id = timers.next;
-                timers.next += 1;
-                timers.pending.insert((due, id));
-                // Ids stay far below 2^53: exact as JavaScript numbers.
-                #[allow(clippy::cast_precision_loss)]
-                Ok(id as f64)
+                let id = pending.id();
+                pending.timers.pending.insert((due, id));
+                Ok(id_value(id))
             },
         )?
     };
+    let host = {
+        let pending = Rc::clone(&pending);
+        let slot = Arc::clone(slot);
+        let limits = limits.clone();
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>,
+                  name: String,
+                  argument: Value<'js>,
+                  function_to_string: Function<'js>,
+                  to_well_formed: Function<'js>,
+                  promise_resolve: Function<'js>|
+                  -> rquickjs::Result<f64> {
+                if pending.borrow().host_calls >= MAX_HOST_CALLS {
+                    return Err(Exception::throw_range(
+                        &ctx,
+                        &format!(
+                            "rho.{name}: more than {MAX_HOST_CALLS} calls of host functions pending at once"
+                        ),
+                    ));
+                }
+                let helpers = (function_to_string, to_well_formed, promise_resolve);
+                let what = format!("rho.{name}");
+                let argument = plain_for(&ctx, &what, argument, helpers, &limits)?;
+                let id = {
+                    let mut pending = pending.borrow_mut();
+                    pending.host_calls += 1;
+                    pending.id()
+                };
+                slot.ask_host(HostAsk {
+                    id,
+                    name: Arc::from(name),
+                    argument,
+                });
+                Ok(id_value(id))
+            },
+        )?
+    };
+    let names = Array::new(ctx.clone())?;
+    for (index, name) in granted.iter().enumerate() {
+        names.set(index, &**name)?;
+    }
     let prelude: Function<'js> = ctx.eval(PRELUDE)?;
     let (function_to_string, to_well_formed, promise_resolve) = originals.parts();
     let helpers: Array<'js> = prelude.call((
         update,
         sleep,
+        host,
+        names,
         function_to_string,
         to_well_formed,
         promise_resolve,
     ))?;
-    Ok(Grants {
-        fire: helpers.get(0)?,
+    Ok(RhoGlobal {
+        settle: helpers.get(0)?,
         answer_of: helpers.get(1)?,
         binary: helpers.get(2)?,
-        timers,
+        pending,
     })
 }
 

@@ -1,0 +1,424 @@
+//! What a script's thread and its call's future share while the script
+//! runs, and the future itself.
+//!
+//! The script's thread never runs host code and the future never runs
+//! JavaScript: they trade plain data through a [`Slot`]. The thread puts
+//! in partial results, calls of granted host functions and the time its
+//! next sleep is due; the future forwards the partial results to the
+//! call's [`ToolContext`], runs the host functions and the sleep on the
+//! call's executor, and puts their ends back; the thread puts in the
+//! answer last. The future's drop is the stop: it sets the flag the
+//! engine's interrupt reads and wakes a thread that waits.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use rho_tool_core::ToolContext;
+use rho_tool_core::untrusted::Plain;
+
+use crate::grant::{GrantSet, HostFuture};
+use crate::pool::Answer;
+
+/// How many partial results wait between the script's thread and the
+/// call's future: past it, the oldest is dropped for the newest.
+pub(crate) const UPDATE_QUEUE: usize = 64;
+
+/// A call of a granted host function, asked by the script's thread.
+pub(crate) struct HostAsk {
+    /// The id the script's promise waits under.
+    pub(crate) id: u64,
+    /// The grant's name.
+    pub(crate) name: Arc<str>,
+    /// The argument, made plain in the sandbox.
+    pub(crate) argument: Plain,
+}
+
+/// How a host function's call ended, for the script's thread.
+pub(crate) struct HostAnswer {
+    /// The id the script's promise waits under.
+    pub(crate) id: u64,
+    /// What the promise resolves to, or the text it rejects with.
+    pub(crate) result: Result<serde_json::Value, String>,
+}
+
+/// What the script's thread and the call's future share: the answer, and
+/// what goes each way while the script runs.
+#[derive(Default)]
+pub(crate) struct Slot {
+    state: Mutex<SlotState>,
+    /// Wakes the script's thread when a host call or its sleep ended, or
+    /// the call's future was dropped.
+    woke: Condvar,
+}
+
+#[derive(Default)]
+struct SlotState {
+    answer: Option<Answer>,
+    waker: Option<Waker>,
+    updates: VecDeque<Plain>,
+    /// Host calls asked for, not yet started by the future.
+    asks: VecDeque<HostAsk>,
+    /// Host calls ended, not yet taken by the script's thread.
+    answers: VecDeque<HostAnswer>,
+    timer: Timer,
+}
+
+/// The sleep the script's thread asked of the call's executor timer: one
+/// at a time, until the first of the script's pending sleeps is due.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    #[default]
+    Idle,
+    /// Asked for by the script's thread, not yet started by the future.
+    Asked(Instant),
+    /// On the executor's timer, until then.
+    Started(Instant),
+    /// Over: the script's thread may go on.
+    Fired,
+}
+
+/// Why [`Slot::wait`] returned.
+pub(crate) enum Woken {
+    /// Host calls ended (and the timer may have fired too).
+    Answers(Vec<HostAnswer>),
+    /// The sleep asked for is over.
+    Due,
+    /// The call's future was dropped, or the sandbox's own deadline
+    /// passed: the interrupt's check says which.
+    Stopped,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands a partial result to the call's future (dropping the oldest
+    /// waiting one when [`UPDATE_QUEUE`] are waiting already).
+    pub(crate) fn push_update(&self, partial: Plain) {
+        let waker = {
+            let mut state = self.lock();
+            if state.updates.len() >= UPDATE_QUEUE {
+                state.updates.pop_front();
+            }
+            state.updates.push_back(partial);
+            state.waker.take()
+        };
+        wake(waker);
+    }
+
+    /// Asks the call's future to run a granted host function.
+    pub(crate) fn ask_host(&self, ask: HostAsk) {
+        let waker = {
+            let mut state = self.lock();
+            state.asks.push_back(ask);
+            state.waker.take()
+        };
+        wake(waker);
+    }
+
+    /// Blocks the script's thread, which has nothing to run, until a host
+    /// call ends, `until` (the first pending sleep) is due on the call's
+    /// executor timer, the future is dropped (`stop`) or `deadline` passes.
+    pub(crate) fn wait(
+        &self,
+        until: Option<Instant>,
+        stop: &AtomicBool,
+        deadline: Instant,
+    ) -> Woken {
+        let mut state = self.lock();
+        if let Some(due) = until {
+            if due <= Instant::now() {
+                return Woken::Due;
+            }
+            if !matches!(state.timer, Timer::Asked(asked) | Timer::Started(asked) if asked == due) {
+                state.timer = Timer::Asked(due);
+                let waker = state.waker.take();
+                drop(state);
+                wake(waker);
+                state = self.lock();
+            }
+        }
+        loop {
+            if !state.answers.is_empty() {
+                return Woken::Answers(state.answers.drain(..).collect());
+            }
+            if state.timer == Timer::Fired {
+                state.timer = Timer::Idle;
+                return Woken::Due;
+            }
+            // Checked under the lock that the future's drop takes before
+            // it notifies: no wake-up is lost.
+            if stop.load(Ordering::Acquire) {
+                return Woken::Stopped;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Woken::Stopped;
+            }
+            state = self
+                .woke
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+fn wake(waker: Option<Waker>) {
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
+
+/// The sending half of a call's answer. Dropped unsent (a panic on the
+/// script thread), it answers with a crash text so the call still ends.
+pub(crate) struct Reply {
+    slot: Arc<Slot>,
+    sent: bool,
+}
+
+impl Reply {
+    pub(crate) fn new(slot: Arc<Slot>) -> Self {
+        Self { slot, sent: false }
+    }
+
+    /// The slot the answer goes to.
+    pub(crate) fn slot(&self) -> &Arc<Slot> {
+        &self.slot
+    }
+
+    pub(crate) fn send(mut self, answer: Answer) {
+        self.put(answer);
+    }
+
+    fn put(&mut self, answer: Answer) {
+        self.sent = true;
+        let waker = {
+            let mut state = self.slot.lock();
+            state.answer = Some(answer);
+            state.waker.take()
+        };
+        wake(waker);
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.put(Answer::crashed(
+                "the script's thread failed while it ran the script (a panic in the engine's binding), so the script gave no answer",
+            ));
+        }
+    }
+}
+
+/// The future of one script call's answer.
+///
+/// Dropping it before the answer came (rho does so at the call's timeout
+/// and on a host abort) stops the script: the engine's interrupt sees the
+/// flag at its next check and the thread is free for the next call. Host
+/// calls it runs for the script are dropped with it.
+///
+/// While it waits it forwards the script's partial results to the call's
+/// [`ToolContext::update`], in order, runs the host functions the script
+/// calls and the sleeps it asks for on [`ToolContext::sleep`] (the call's
+/// executor timer). A check has no context: its partial results are
+/// dropped, its sleeps end at once and its host calls fail.
+#[must_use = "a script call does nothing useful unless awaited; dropping it stops the script"]
+pub(crate) struct ScriptCall<T> {
+    slot: Arc<Slot>,
+    stop: Arc<AtomicBool>,
+    read: fn(Answer) -> T,
+    context: Option<ToolContext>,
+    grants: GrantSet,
+    sleeping: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
+    host_calls: Vec<(u64, HostFuture)>,
+}
+
+impl<T> ScriptCall<T> {
+    pub(crate) fn new(
+        slot: Arc<Slot>,
+        stop: Arc<AtomicBool>,
+        read: fn(Answer) -> T,
+        context: Option<ToolContext>,
+        grants: GrantSet,
+    ) -> Self {
+        Self {
+            slot,
+            stop,
+            read,
+            context,
+            grants,
+            sleeping: None,
+            host_calls: Vec::new(),
+        }
+    }
+
+    /// Starts the host call `ask`, or answers it at once when it cannot run.
+    fn start(&mut self, ask: HostAsk) -> Option<HostAnswer> {
+        let failed = |text: String| {
+            Some(HostAnswer {
+                id: ask.id,
+                result: Err(text),
+            })
+        };
+        let Some(context) = &self.context else {
+            return failed(format!(
+                "rho.{} cannot be called while a tool's definition is checked",
+                ask.name
+            ));
+        };
+        let Some(grant) = self.grants.get(&ask.name) else {
+            return failed(format!("rho.{} is not granted to this tool", ask.name));
+        };
+        // Plain data: only library-owned impls run here.
+        let argument = match serde_json::to_value(&ask.argument) {
+            Ok(argument) => argument,
+            Err(error) => return failed(format!("rho.{}: its argument: {error}", ask.name)),
+        };
+        self.host_calls
+            .push((ask.id, grant.call(argument, context.clone())));
+        None
+    }
+}
+
+impl<T> Future for ScriptCall<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let this = &mut *self;
+        let (updates, answer, asks, timer) = {
+            let mut state = this.slot.lock();
+            let updates = std::mem::take(&mut state.updates);
+            let answer = state.answer.take();
+            let asks = std::mem::take(&mut state.asks);
+            let timer = match state.timer {
+                Timer::Asked(due) => {
+                    state.timer = Timer::Started(due);
+                    Some(due)
+                }
+                _ => None,
+            };
+            if answer.is_none() {
+                match &mut state.waker {
+                    Some(waker) => waker.clone_from(cx.waker()),
+                    None => state.waker = Some(cx.waker().clone()),
+                }
+            }
+            (updates, answer, asks, timer)
+        };
+        // Updates first: they were sent before the answer.
+        if let Some(context) = &this.context {
+            for partial in &updates {
+                // Already plain data, under the script's answer limits; one
+                // the runner's limits refuse is dropped, as for any tool.
+                let _ = context.update(partial);
+            }
+        }
+        drop(updates);
+        if let Some(answer) = answer {
+            return Poll::Ready((this.read)(answer));
+        }
+        let mut ended: Vec<HostAnswer> =
+            asks.into_iter().filter_map(|ask| this.start(ask)).collect();
+        let mut index = 0;
+        while index < this.host_calls.len() {
+            if let Poll::Ready(result) = this.host_calls[index].1.as_mut().poll(cx) {
+                let (id, _) = this.host_calls.swap_remove(index);
+                ended.push(HostAnswer { id, result });
+            } else {
+                index += 1;
+            }
+        }
+        if let Some(due) = timer {
+            let wait = due.saturating_duration_since(Instant::now());
+            this.sleeping = Some(match &this.context {
+                Some(context) => context.sleep(wait),
+                None => Box::pin(std::future::ready(())),
+            });
+        }
+        let slept = match &mut this.sleeping {
+            Some(sleep) => sleep.as_mut().poll(cx).is_ready(),
+            None => false,
+        };
+        if slept {
+            this.sleeping = None;
+        }
+        if slept || !ended.is_empty() {
+            let mut state = this.slot.lock();
+            // A newer ask replaced the sleep that just ended: it stands.
+            if slept && matches!(state.timer, Timer::Started(_)) {
+                state.timer = Timer::Fired;
+            }
+            state.answers.extend(ended);
+            drop(state);
+            this.slot.woke.notify_all();
+        }
+        Poll::Pending
+    }
+}
+
+impl<T> Drop for ScriptCall<T> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Wakes a script's thread that waits; taken under the lock so that
+        // the thread either saw the flag or is waiting.
+        let _state = self.slot.lock();
+        self.slot.woke.notify_all();
+    }
+}
+
+impl<T> fmt::Debug for ScriptCall<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptCall").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_flood_of_updates_keeps_only_the_newest_waiting() {
+        let slot = Slot::default();
+        for n in 0..1000 {
+            slot.push_update(Plain::Int(n));
+        }
+        let state = slot.lock();
+        assert_eq!(state.updates.len(), UPDATE_QUEUE);
+        assert_eq!(
+            state.updates.front(),
+            Some(&Plain::Int(1000 - UPDATE_QUEUE as i64))
+        );
+        assert_eq!(state.updates.back(), Some(&Plain::Int(999)));
+    }
+
+    #[test]
+    fn a_wait_ends_at_once_when_the_call_is_stopped() {
+        let slot = Slot::default();
+        let stop = AtomicBool::new(true);
+        let started = Instant::now();
+        let far = started + Duration::from_secs(60);
+        assert!(matches!(slot.wait(Some(far), &stop, far), Woken::Stopped));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_wait_for_a_sleep_already_due_returns_at_once() {
+        let slot = Slot::default();
+        let stop = AtomicBool::new(false);
+        let now = Instant::now();
+        assert!(matches!(
+            slot.wait(Some(now), &stop, now + Duration::from_secs(60)),
+            Woken::Due
+        ));
+    }
+}
