@@ -100,6 +100,14 @@
 //! (`waitpid(-1)`, `SIGCHLD` set to `SIG_IGN`) takes the exit status away,
 //! and the call then fails saying the status could not be read.
 //!
+//! # Children kept between calls
+//!
+//! A [`ChildGroup`] is the same boundary for a child that lives longer than
+//! a call (a worker, a server spoken to over its pipes): its own process
+//! group killed whole when it is dropped, reaped by a thread of its own,
+//! its end seen at once, its stderr's end kept for the text that explains
+//! its death.
+//!
 //! # Platforms
 //!
 //! Unix only (process groups, signals); the crate is empty elsewhere. Linux
@@ -135,10 +143,12 @@
 
 mod answer;
 mod capture;
+mod child;
 mod group;
 mod oneshot;
 mod report;
 mod supervise;
 mod tool;
 
+pub use child::{ChildExit, ChildGroup, DEFAULT_STDERR_TAIL, Exited, GroupKiller};
 pub use tool::{DEFAULT_MAX_STDERR, DEFAULT_MAX_STDOUT, ProcessTool};

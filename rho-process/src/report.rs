@@ -153,7 +153,7 @@ fn tail(bytes: &[u8]) -> String {
 
 /// "SIGABRT (6)": the signal's name, and its number (which differs between
 /// systems).
-fn signal_text(number: i32) -> String {
+pub(crate) fn signal_text(number: i32) -> String {
     const NAMES: [(Signal, &str); 28] = [
         (Signal::HUP, "SIGHUP"),
         (Signal::INT, "SIGINT"),
