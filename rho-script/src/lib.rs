@@ -204,8 +204,11 @@
 //!   number, with a bounded queue; a call past the queue ends at once with
 //!   an error), never on the executor's workers, so a script never holds up
 //!   other tasks, on tokio, smol or any other executor.
-//! - **In-process.** QuickJS is C: an engine bug can still abort the
-//!   process, which no in-process guard can catch.
+//! - **In-process, unless asked otherwise.** QuickJS is C: an engine bug
+//!   can still abort the process, which no in-process guard can catch. A
+//!   pool made with [`Isolation::WorkerProcesses`] runs the same scripts
+//!   in worker processes instead, with the same results, so that such a
+//!   bug ends only the call (as a crash) and its worker (see [`worker`]).
 //!
 //! # Tools defined at run time
 //!
@@ -259,10 +262,18 @@
 //! can happen, and a host that must stop it asks a person about each
 //! definition through the gate.)
 //!
-//! # Not built yet
+//! # Threads or worker processes
 //!
-//! Still to come: a mode that runs the same scripts in a worker process
-//! for hosts that must survive an engine bug.
+//! | [`Isolation`] | where scripts run | an engine bug (abort, segfault) |
+//! |---|---|---|
+//! | `Threads` (default) | on the pool's own threads, in the host's process | ends the host |
+//! | `WorkerProcesses(command)` | in one worker process per pool thread, each its own process group | ends the call, `Crashed` with the signal and the end of the worker's stderr; the next call gets a fresh worker |
+//!
+//! Everything else is the same in both: the sandbox, the caps, the
+//! interrupt, the answers and their texts, partial results, sleeps on the
+//! call's executor and host functions (which always run in the host's
+//! process, in the call's future). The crate's tests run every behaviour
+//! in both modes. See [`worker`] for the worker program and its life.
 //!
 //! # Example
 //!
@@ -375,17 +386,22 @@ mod convert;
 mod define_tool;
 mod global;
 mod grant;
+mod output;
 mod pool;
 mod sandbox;
 mod slot;
 mod source;
 mod tool;
+#[cfg(unix)]
+pub mod worker;
 
 pub use define_tool::DefineTool;
 pub use grant::{Grant, GrantError, HostFunction, HostFuture};
-pub use pool::{DEFAULT_STACK_LIMIT, PoolOptions, ScriptPool};
+pub use pool::{DEFAULT_STACK_LIMIT, Isolation, PoolOptions, ScriptPool};
 pub use source::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_SOURCE, DEFAULT_MAX_TOOLS, DefineError, Defined,
     MAX_NAME_LEN, ScriptDefinition, ScriptSource, ScriptSourceBuilder,
 };
 pub use tool::{DEFAULT_MEMORY_LIMIT, ScriptLimits, ScriptTool};
+#[cfg(unix)]
+pub use worker::WorkerCommand;

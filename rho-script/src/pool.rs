@@ -19,6 +19,7 @@ use rho_tool_core::{ToolContext, ToolOutput};
 
 use crate::ScriptLimits;
 use crate::grant::GrantSet;
+use crate::output::ScriptOutput;
 use crate::sandbox::{self, CheckFailure};
 use crate::slot::{Reply, ScriptCall, Slot};
 
@@ -27,7 +28,22 @@ pub const DEFAULT_STACK_LIMIT: usize = 512 << 10;
 
 /// The room each thread has on its stack beyond the JavaScript stack limit,
 /// for rho-script's own frames and the engine's native ones.
-const STACK_MARGIN: usize = 2 << 20;
+pub(crate) const STACK_MARGIN: usize = 2 << 20;
+
+/// Where a pool runs its scripts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Isolation {
+    /// On the pool's own threads, in the host's process (the default):
+    /// the fastest, and an engine bug can take the host down.
+    #[default]
+    Threads,
+    /// In worker processes, one per pool thread, each started by this
+    /// command: the same results, and an engine bug ends only the call
+    /// (as a crash) and its worker. See [`worker`](crate::worker).
+    #[cfg(unix)]
+    WorkerProcesses(crate::WorkerCommand),
+}
 
 /// How a [`ScriptPool`] is made: its threads, its queue and the JavaScript
 /// stack limit of every call it runs.
@@ -49,6 +65,8 @@ pub struct PoolOptions {
     /// ends the call with a stack error. Default: [`DEFAULT_STACK_LIMIT`].
     /// Each thread's own stack is this plus 2 MiB.
     pub stack_limit: usize,
+    /// Where the scripts run. Default: [`Isolation::Threads`].
+    pub isolation: Isolation,
 }
 
 impl PoolOptions {
@@ -59,6 +77,7 @@ impl PoolOptions {
             threads: threads.max(1),
             queue: 64,
             stack_limit: DEFAULT_STACK_LIMIT,
+            isolation: Isolation::Threads,
         }
     }
 
@@ -73,6 +92,13 @@ impl PoolOptions {
     #[must_use]
     pub fn with_stack_limit(mut self, stack_limit: usize) -> Self {
         self.stack_limit = stack_limit;
+        self
+    }
+
+    /// Sets where the scripts run.
+    #[must_use]
+    pub fn with_isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
         self
     }
 }
@@ -209,7 +235,7 @@ impl ScriptPool {
         if queue.jobs.len() >= self.handle.shared.options.queue + queue.idle {
             drop(queue);
             let options = &self.handle.shared.options;
-            job.reply.send(Answer::Output(ToolOutput::error(format!(
+            job.reply.send(Answer::Output(ScriptOutput::error(format!(
                 "tool `{name}` could not start: all {} script threads are busy and {} calls are already waiting",
                 options.threads, options.queue
             ))));
@@ -242,6 +268,7 @@ impl Shared {
 /// One thread's life: take the next job, run it, answer; end when the pool
 /// is gone and the queue is empty.
 fn work(shared: &Shared) {
+    let mut own = ThreadState::default();
     loop {
         let job = {
             let mut queue = shared.lock();
@@ -259,7 +286,7 @@ fn work(shared: &Shared) {
                     .unwrap_or_else(PoisonError::into_inner);
             }
         };
-        let answered = run(job, shared.options.stack_limit);
+        let answered = run(job, &shared.options, &mut own);
         shared.lock().idle += 1;
         if let Some((reply, answer)) = answered {
             reply.send(answer);
@@ -273,17 +300,31 @@ fn work(shared: &Shared) {
 /// panic in the engine's binding is contained here: the reply then goes
 /// unsent and answers with its own crash text; the payload is dropped on
 /// this thread, never in the loop.
-fn run(job: Job, stack_limit: usize) -> Option<(Reply, Answer)> {
+fn run(job: Job, options: &PoolOptions, own: &mut ThreadState) -> Option<(Reply, Answer)> {
     let Job { spec, stop, reply } = job;
     if stop.load(Ordering::Acquire) {
         return None;
     }
     let slot = Arc::clone(reply.slot());
-    let answer = catch_unwind(AssertUnwindSafe(|| {
-        sandbox::run(&spec, &stop, &slot, stack_limit)
+    let stack_limit = options.stack_limit;
+    let answer = catch_unwind(AssertUnwindSafe(|| match &options.isolation {
+        Isolation::Threads => sandbox::run(&spec, &stop, &slot, stack_limit),
+        #[cfg(unix)]
+        Isolation::WorkerProcesses(command) => {
+            crate::worker::relay::run(&mut own.worker, command, spec, &stop, &slot, stack_limit)
+        }
     }))
     .ok()?;
     Some((reply, answer))
+}
+
+/// What a pool thread keeps between jobs.
+#[derive(Default)]
+struct ThreadState {
+    /// Its worker process, in that mode: started on the first job, killed
+    /// when the thread ends (with the pool).
+    #[cfg(unix)]
+    worker: Option<crate::worker::relay::Worker>,
 }
 
 /// What a job asks of the sandbox: run a call, or check a definition.
@@ -298,7 +339,7 @@ pub(crate) enum JobKind {
 /// What the sandbox answers a job.
 pub(crate) enum Answer {
     /// A call's output (also any job's failure to run at all).
-    Output(ToolOutput),
+    Output(ScriptOutput),
     /// A definition check's verdict.
     Checked(Result<(), CheckFailure>),
 }
@@ -306,12 +347,12 @@ pub(crate) enum Answer {
 impl Answer {
     /// A call's crash, in the sandbox's words.
     pub(crate) fn crashed(text: &str) -> Self {
-        Answer::Output(ToolOutput::crashed(text))
+        Answer::Output(ScriptOutput::crashed(text))
     }
 
     fn into_output(self) -> ToolOutput {
         match self {
-            Answer::Output(output) => output,
+            Answer::Output(output) => output.into_tool_output(),
             Answer::Checked(_) => {
                 ToolOutput::crashed("the script's thread answered a call with a check")
             }
@@ -322,13 +363,7 @@ impl Answer {
         match self {
             Answer::Checked(verdict) => verdict,
             // The pool was busy, or the thread failed: no verdict.
-            // (Our own texts, with no details: `to_result` cannot fail.)
-            Answer::Output(output) => Err(CheckFailure::Unavailable(
-                output
-                    .to_result(&rho_tool_core::untrusted::Limits::default())
-                    .map(|result| result.text())
-                    .unwrap_or_default(),
-            )),
+            Answer::Output(output) => Err(CheckFailure::Unavailable(output.message().to_owned())),
         }
     }
 }

@@ -1,20 +1,21 @@
 //! One call in a fresh QuickJS runtime: load the script, call `run(args)`,
 //! drive a returned promise, make the answer plain, and put every way it can
-//! end into one [`ToolOutput`]. Runs on a script thread only.
+//! end into one [`ScriptOutput`]. Runs on a script thread only.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Instant;
 
+use rho_tool_core::Image;
 use rho_tool_core::untrusted::plain::{Limits, Plain};
 use rho_tool_core::untrusted::timeout_text;
-use rho_tool_core::{Image, ToolOutput};
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Coerced, Context, Ctx, Promise, Runtime, Type, Value};
 
 use crate::convert::{Originals, WalkError, Walker};
 use crate::global::{self, RhoGlobal, id_value};
+use crate::output::ScriptOutput;
 use crate::pool::{Answer, JobKind, JobSpec};
 use crate::slot::{HostAnswer, Slot, Woken};
 
@@ -138,13 +139,13 @@ fn call(
     stop: &Arc<AtomicBool>,
     slot: &Arc<Slot>,
     stack_limit: usize,
-) -> ToolOutput {
+) -> ScriptOutput {
     let name = &*spec.name;
     match in_sandbox(spec, stop, slot, stack_limit, |call| call.run(arguments)) {
         Sandboxed::Done(answer) => answer,
         Sandboxed::NoEngine { doing, error } => engine_failure(spec, doing, &error),
-        Sandboxed::Dropped => ToolOutput::error(format!("tool `{name}` was stopped")),
-        Sandboxed::PastDeadline => ToolOutput::crashed(timeout_text(name, spec.timeout)),
+        Sandboxed::Dropped => ScriptOutput::error(format!("tool `{name}` was stopped")),
+        Sandboxed::PastDeadline => ScriptOutput::crashed(timeout_text(name, spec.timeout)),
     }
 }
 
@@ -318,7 +319,7 @@ impl<'js> Call<'_, 'js> {
         format!("{}.js", self.spec.name)
     }
 
-    fn run(&self, arguments: &serde_json::Value) -> ToolOutput {
+    fn run(&self, arguments: &serde_json::Value) -> ScriptOutput {
         let ctx = self.ctx;
         let originals = match Originals::take(ctx) {
             Ok(originals) => originals,
@@ -381,7 +382,7 @@ impl<'js> Call<'_, 'js> {
         answer: Value<'js>,
         global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
-    ) -> Result<Value<'js>, ToolOutput> {
+    ) -> Result<Value<'js>, ScriptOutput> {
         let is_thenable = match answer.as_object() {
             Some(object) if !answer.is_function() => {
                 answer.is_promise()
@@ -402,7 +403,7 @@ impl<'js> Call<'_, 'js> {
         loop {
             if self.should_stop() {
                 // The caller replaces this with the reason's own text.
-                return Err(ToolOutput::error("stopped"));
+                return Err(ScriptOutput::error("stopped"));
             }
             match promise.state() {
                 PromiseState::Resolved | PromiseState::Rejected => break,
@@ -426,7 +427,8 @@ impl<'js> Call<'_, 'js> {
                                 self.settle_host(answer, global, originals)?;
                             }
                         }
-                        Woken::Due => {}
+                        // Nothing is relayed to a script's own thread.
+                        Woken::Due | Woken::Relayed(_) => {}
                         Woken::Stopped => continue,
                     }
                     let due = global.pending.borrow_mut().timers.take_due(Instant::now());
@@ -458,7 +460,7 @@ impl<'js> Call<'_, 'js> {
         answer: HostAnswer,
         global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
-    ) -> Result<(), ToolOutput> {
+    ) -> Result<(), ScriptOutput> {
         let fail = |error: rquickjs::Error| self.failed(Phase::Promise, &error, Some(originals));
         let id = id_value(answer.id);
         match answer.result {
@@ -488,7 +490,7 @@ impl<'js> Call<'_, 'js> {
         answer: Value<'js>,
         global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
-    ) -> ToolOutput {
+    ) -> ScriptOutput {
         if let Some(output) = self.built_answer(&answer, global, originals) {
             return output;
         }
@@ -496,22 +498,22 @@ impl<'js> Call<'_, 'js> {
             // A string answer is the text, under the same length limit.
             let mut walker = Walker::new(originals, &self.spec.limits.answer);
             return match walker.convert(text.clone().into_value()) {
-                Ok(Plain::Text(text)) => ToolOutput::text(text),
-                Ok(_) => ToolOutput::text(String::new()),
+                Ok(Plain::Text(text)) => ScriptOutput::text(text),
+                Ok(_) => ScriptOutput::text(String::new()),
                 Err(error) => self.unplain(error, originals),
             };
         }
         let mut walker = Walker::new(originals, &self.spec.limits.answer);
         match walker.convert(answer) {
             Ok(plain @ (Plain::Map(_) | Plain::List(_))) => match serde_json::to_string(&plain) {
-                Ok(json) => ToolOutput::text(json).with_plain_details(plain),
+                Ok(json) => ScriptOutput::text(json).with_plain_details(plain),
                 Err(error) => {
                     self.crashed(&format!("its answer could not be written as JSON: {error}"))
                 }
             },
-            Ok(Plain::Text(text)) => ToolOutput::text(text),
+            Ok(Plain::Text(text)) => ScriptOutput::text(text),
             Ok(scalar) => match serde_json::to_string(&scalar) {
-                Ok(json) => ToolOutput::text(json),
+                Ok(json) => ScriptOutput::text(json),
                 Err(error) => {
                     self.crashed(&format!("its answer could not be written as JSON: {error}"))
                 }
@@ -527,7 +529,7 @@ impl<'js> Call<'_, 'js> {
         value: &Value<'js>,
         global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
-    ) -> Option<ToolOutput> {
+    ) -> Option<ScriptOutput> {
         match global.answer_of.call::<_, Value<'js>>((value.clone(),)) {
             Ok(holder) => {
                 holder
@@ -551,7 +553,7 @@ impl<'js> Call<'_, 'js> {
         error: &rquickjs::Error,
         global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
-    ) -> ToolOutput {
+    ) -> ScriptOutput {
         let rquickjs::Error::Exception = error else {
             return self.failed(phase, error, Some(originals));
         };
@@ -575,7 +577,7 @@ impl<'js> Call<'_, 'js> {
         spec: Value<'js>,
         global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
-    ) -> ToolOutput {
+    ) -> ScriptOutput {
         self.built_output(spec, global, originals)
             .unwrap_or_else(|output| output)
     }
@@ -585,7 +587,7 @@ impl<'js> Call<'_, 'js> {
         spec: Value<'js>,
         global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
-    ) -> Result<ToolOutput, ToolOutput> {
+    ) -> Result<ScriptOutput, ScriptOutput> {
         let fail = |error: rquickjs::Error| self.failed(Phase::Answer, &error, Some(originals));
         let Some(object) = spec.as_object() else {
             return Err(self.malformed(
@@ -623,10 +625,10 @@ impl<'js> Call<'_, 'js> {
                         "an answer with an `error` has no `text` or `images` (only `details`)",
                     ));
                 }
-                ToolOutput::error(error)
+                ScriptOutput::error(error)
             }
-            None if images.is_empty() => ToolOutput::text(text.unwrap_or_default()),
-            None => ToolOutput::images(images, text.unwrap_or_default()),
+            None if images.is_empty() => ScriptOutput::text(text.unwrap_or_default()),
+            None => ScriptOutput::images(images, text.unwrap_or_default()),
         };
         Ok(match details {
             Some(details) => output.with_plain_details(details),
@@ -640,7 +642,7 @@ impl<'js> Call<'_, 'js> {
         value: Value<'js>,
         name: &str,
         originals: &Originals<'js>,
-    ) -> Result<Option<String>, ToolOutput> {
+    ) -> Result<Option<String>, ScriptOutput> {
         if value.is_undefined() {
             return Ok(None);
         }
@@ -661,7 +663,7 @@ impl<'js> Call<'_, 'js> {
         value: Value<'js>,
         global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
-    ) -> Result<Vec<Image>, ToolOutput> {
+    ) -> Result<Vec<Image>, ScriptOutput> {
         let fail = |error: rquickjs::Error| self.failed(Phase::Answer, &error, Some(originals));
         if value.is_undefined() {
             return Ok(Vec::new());
@@ -712,15 +714,15 @@ impl<'js> Call<'_, 'js> {
 
     /// A built answer of the wrong shape: the script's mistake, told to the
     /// model.
-    fn malformed(&self, what: &str) -> ToolOutput {
-        ToolOutput::error(format!(
+    fn malformed(&self, what: &str) -> ScriptOutput {
+        ScriptOutput::error(format!(
             "tool `{}` built its answer wrongly: {what}",
             self.spec.name
         ))
     }
 
     /// An answer the walk refused.
-    fn unplain(&self, error: WalkError, originals: &Originals<'js>) -> ToolOutput {
+    fn unplain(&self, error: WalkError, originals: &Originals<'js>) -> ScriptOutput {
         if let WalkError::Threw { path } = &error {
             let thrown = self.ctx.catch();
             let text = self.describe(thrown, Phase::Answer, originals);
@@ -731,7 +733,7 @@ impl<'js> Call<'_, 'js> {
                 }
             };
         }
-        ToolOutput::error(format!(
+        ScriptOutput::error(format!(
             "tool `{}` answered a value that cannot be made plain data: {}",
             self.spec.name,
             error.describe()
@@ -745,7 +747,7 @@ impl<'js> Call<'_, 'js> {
         phase: Phase,
         error: &rquickjs::Error,
         originals: Option<&Originals<'js>>,
-    ) -> ToolOutput {
+    ) -> ScriptOutput {
         match (error, originals) {
             (rquickjs::Error::Exception, Some(originals)) => {
                 let thrown = self.ctx.catch();
@@ -805,8 +807,8 @@ impl<'js> Call<'_, 'js> {
         Described::Threw(format!("{lead} a value that is not an Error: {shown}"))
     }
 
-    fn crashed(&self, what: &str) -> ToolOutput {
-        ToolOutput::crashed(format!("tool `{}` crashed: {what}", self.spec.name))
+    fn crashed(&self, what: &str) -> ScriptOutput {
+        ScriptOutput::crashed(format!("tool `{}` crashed: {what}", self.spec.name))
     }
 }
 
@@ -880,8 +882,8 @@ fn memory_text(spec: &JobSpec) -> String {
 }
 
 /// A failure of the engine's binding itself (not of the script).
-fn engine_failure(spec: &JobSpec, doing: &str, error: &rquickjs::Error) -> ToolOutput {
-    ToolOutput::crashed(format!(
+fn engine_failure(spec: &JobSpec, doing: &str, error: &rquickjs::Error) -> ScriptOutput {
+    ScriptOutput::crashed(format!(
         "tool `{}` crashed: the engine could not {doing}: {error}",
         spec.name
     ))

@@ -24,6 +24,7 @@ use rho_tool_core::untrusted::Plain;
 
 use crate::grant::{GrantSet, HostFuture};
 use crate::pool::Answer;
+use crate::worker::wire::FromWorker;
 
 /// How many partial results wait between the script's thread and the
 /// call's future: past it, the oldest is dropped for the newest.
@@ -67,6 +68,27 @@ struct SlotState {
     /// Host calls ended, not yet taken by the script's thread.
     answers: VecDeque<HostAnswer>,
     timer: Timer,
+    /// What a worker process sent, for the pool's thread that relays a
+    /// job to it (empty when the script runs on the pool's own thread).
+    relayed: VecDeque<Relayed>,
+}
+
+/// What the reader of a worker process hands the pool's thread.
+pub(crate) enum Relayed {
+    /// A message of the job.
+    Message(FromWorker),
+    /// The worker's stdout ended or carried garbage: why.
+    Broken(String),
+}
+
+/// What the script's thread asked of the call's future since the future
+/// last looked ([`Slot::take_outgoing`]).
+pub(crate) struct Outgoing {
+    pub(crate) updates: VecDeque<Plain>,
+    pub(crate) asks: VecDeque<HostAsk>,
+    /// A sleep to start, until then (replacing one that runs).
+    pub(crate) timer: Option<Instant>,
+    pub(crate) answer: Option<Answer>,
 }
 
 /// The sleep the script's thread asked of the call's executor timer: one
@@ -87,6 +109,8 @@ enum Timer {
 pub(crate) enum Woken {
     /// Host calls ended (and the timer may have fired too).
     Answers(Vec<HostAnswer>),
+    /// A worker process sent these (relaying only).
+    Relayed(Vec<Relayed>),
     /// The sleep asked for is over.
     Due,
     /// The call's future was dropped, or the sandbox's own deadline
@@ -146,6 +170,9 @@ impl Slot {
             }
         }
         loop {
+            if !state.relayed.is_empty() {
+                return Woken::Relayed(state.relayed.drain(..).collect());
+            }
             if !state.answers.is_empty() {
                 return Woken::Answers(state.answers.drain(..).collect());
             }
@@ -168,6 +195,83 @@ impl Slot {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
+    }
+}
+
+impl Slot {
+    /// Hands the pool's thread what a worker process sent.
+    pub(crate) fn relay(&self, relayed: Relayed) {
+        self.lock().relayed.push_back(relayed);
+        self.woke.notify_all();
+    }
+
+    /// Waits, past a stop, only for what a worker process sends, until
+    /// `deadline`; empty when nothing came.
+    pub(crate) fn wait_relayed(&self, deadline: Instant) -> Vec<Relayed> {
+        let mut state = self.lock();
+        loop {
+            if !state.relayed.is_empty() {
+                return state.relayed.drain(..).collect();
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Vec::new();
+            }
+            state = self
+                .woke
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// The future's side: takes what the script's thread asked for, and
+    /// leaves `waker` to be woken when it asks more (unless the answer is
+    /// there: then nothing more comes).
+    pub(crate) fn take_outgoing(&self, waker: &Waker) -> Outgoing {
+        let mut state = self.lock();
+        let timer = match state.timer {
+            Timer::Asked(due) => {
+                state.timer = Timer::Started(due);
+                Some(due)
+            }
+            _ => None,
+        };
+        let outgoing = Outgoing {
+            updates: std::mem::take(&mut state.updates),
+            asks: std::mem::take(&mut state.asks),
+            timer,
+            answer: state.answer.take(),
+        };
+        if outgoing.answer.is_none() {
+            match &mut state.waker {
+                Some(held) => held.clone_from(waker),
+                None => state.waker = Some(waker.clone()),
+            }
+        }
+        outgoing
+    }
+
+    /// The future's side: the sleep it ran is over (`slept`) and host
+    /// calls ended; wakes the script's thread.
+    pub(crate) fn give_back(&self, slept: bool, answers: Vec<HostAnswer>) {
+        let mut state = self.lock();
+        // A newer ask replaced the sleep that just ended: it stands.
+        if slept && matches!(state.timer, Timer::Started(_)) {
+            state.timer = Timer::Fired;
+        }
+        state.answers.extend(answers);
+        drop(state);
+        self.woke.notify_all();
+    }
+
+    /// The future's side: the call is gone. Sets `stop` (which the
+    /// engine's interrupt reads) and wakes the script's thread; under the
+    /// lock, so the thread either saw the flag or is waiting.
+    pub(crate) fn stop(&self, stop: &AtomicBool) {
+        stop.store(true, Ordering::Release);
+        let _state = self.lock();
+        self.woke.notify_all();
     }
 }
 
@@ -294,26 +398,12 @@ impl<T> Future for ScriptCall<T> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = &mut *self;
-        let (updates, answer, asks, timer) = {
-            let mut state = this.slot.lock();
-            let updates = std::mem::take(&mut state.updates);
-            let answer = state.answer.take();
-            let asks = std::mem::take(&mut state.asks);
-            let timer = match state.timer {
-                Timer::Asked(due) => {
-                    state.timer = Timer::Started(due);
-                    Some(due)
-                }
-                _ => None,
-            };
-            if answer.is_none() {
-                match &mut state.waker {
-                    Some(waker) => waker.clone_from(cx.waker()),
-                    None => state.waker = Some(cx.waker().clone()),
-                }
-            }
-            (updates, answer, asks, timer)
-        };
+        let Outgoing {
+            updates,
+            asks,
+            timer,
+            answer,
+        } = this.slot.take_outgoing(cx.waker());
         // Updates first: they were sent before the answer.
         if let Some(context) = &this.context {
             for partial in &updates {
@@ -352,14 +442,7 @@ impl<T> Future for ScriptCall<T> {
             this.sleeping = None;
         }
         if slept || !ended.is_empty() {
-            let mut state = this.slot.lock();
-            // A newer ask replaced the sleep that just ended: it stands.
-            if slept && matches!(state.timer, Timer::Started(_)) {
-                state.timer = Timer::Fired;
-            }
-            state.answers.extend(ended);
-            drop(state);
-            this.slot.woke.notify_all();
+            this.slot.give_back(slept, ended);
         }
         Poll::Pending
     }
@@ -367,11 +450,7 @@ impl<T> Future for ScriptCall<T> {
 
 impl<T> Drop for ScriptCall<T> {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // Wakes a script's thread that waits; taken under the lock so that
-        // the thread either saw the flag or is waiting.
-        let _state = self.slot.lock();
-        self.slot.woke.notify_all();
+        self.slot.stop(&self.stop);
     }
 }
 
