@@ -12,7 +12,7 @@ use rho_untrusted::{Exit, call_contained, exit_text, panic_text_at};
 use crate::call::TaskId;
 use crate::end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Running, Update};
 use crate::executor::{Executor, Joined, TaskHandle};
-use crate::notice::{Notice, Seen};
+use crate::notice::{Notice, Paused, Seen};
 use crate::result::ToolResult;
 use crate::runner::{TaskEnd, TaskOut};
 
@@ -46,6 +46,13 @@ pub struct CallHandle<E: Executor> {
     stage: Stage<E::Sleep>,
 }
 
+/// The deadline's timer, and the time from the running notice it was
+/// made for.
+struct Armed<S> {
+    budget: Duration,
+    timer: S,
+}
+
 /// Where a call is, as the loop has seen and reported it.
 ///
 /// A call moves forward only: `Gating`, perhaps `AwaitingApproval`, then
@@ -63,8 +70,12 @@ enum Stage<S> {
     Allowed { since: Instant },
     /// The loop reported that the call runs; the clock counts from `since`.
     /// The deadline's timer is made when the clock is first checked with
-    /// the task still running (a task that already ended needs none).
-    Running { since: Instant, deadline: Option<S> },
+    /// the task still running (a task that already ended needs none), and
+    /// made again when the tool's pauses move the deadline.
+    Running {
+        since: Instant,
+        deadline: Option<Armed<S>>,
+    },
     /// The task ended; partial results it queued before are reported
     /// before its end. Boxed: it is rare, and a handle is part of every
     /// call in flight.
@@ -207,7 +218,7 @@ impl<E: Executor> CallHandle<E> {
             let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
             return Poll::Ready(Some(CallEvent::Ended(end)));
         }
-        if self.deadline_passed(cx) {
+        if self.deadline_passed(seen.paused, cx) {
             self.task.kill();
             let end = self.finish_exit(Outcome::TimedOut, Exit::TimedOut(self.timeout));
             return Poll::Ready(Some(CallEvent::Ended(end)));
@@ -283,15 +294,32 @@ impl<E: Executor> CallHandle<E> {
     /// The deadline's timer is made at the first check, for what is left of
     /// the timeout counted from the notice itself (not from the moment this
     /// loop got round to looking).
-    fn deadline_passed(&mut self, cx: &mut Context<'_>) -> bool {
+    ///
+    /// The tool's pauses of its clock move the deadline by the time they
+    /// held, up to the runner's most; while one is held the deadline is the
+    /// latest that most allows, and the pause's end (which wakes the loop)
+    /// brings it back to the time actually held.
+    fn deadline_passed(&mut self, paused: Paused, cx: &mut Context<'_>) -> bool {
         let Stage::Running { since, deadline } = &mut self.stage else {
             return false;
         };
-        let timer = deadline.get_or_insert_with(|| {
-            let left = self.timeout.saturating_sub(since.elapsed());
-            self.executor.sleep(left)
-        });
-        Pin::new(timer).poll(cx).is_ready()
+        let max_pause = self.notice.parts.max_clock_pause;
+        let moved = if paused.held {
+            max_pause
+        } else {
+            paused.total.min(max_pause)
+        };
+        // Counted as a time from `since`, not as an instant: the longest
+        // timeouts have no instant.
+        let budget = self.timeout.saturating_add(moved);
+        let armed = match deadline {
+            Some(armed) if armed.budget == budget => armed,
+            _ => deadline.insert(Armed {
+                budget,
+                timer: self.executor.sleep(budget.saturating_sub(since.elapsed())),
+            }),
+        };
+        Pin::new(&mut armed.timer).poll(cx).is_ready()
     }
 
     /// Ends the call with the task's end; `since` is when the gate allowed

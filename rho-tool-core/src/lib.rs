@@ -92,8 +92,8 @@ pub use gate::{AllowAll, Gate, Verdict};
 pub use handle::{AbortHandle, CallHandle};
 pub use output::{AnswerError, Image, ToolOutput};
 pub use result::ToolResult;
-pub use runner::{Runner, start};
-pub use tool::{DEFAULT_TIMEOUT, Tool, ToolContext};
+pub use runner::{DEFAULT_MAX_CLOCK_PAUSE, Runner, start};
+pub use tool::{ClockPause, DEFAULT_TIMEOUT, Tool, ToolContext};
 pub use watch::Watch;
 
 /// Re-exported so tool authors use the same `async_trait` as the traits.

@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rho_untrusted::Plain;
 
@@ -50,6 +50,8 @@ struct State {
     /// Partial results, made only when a tool first reports one: most
     /// tools never do, and this state is part of every call in flight.
     updates: Option<Box<Updates>>,
+    /// The tool's pauses of its clock, made only at its first pause.
+    pause: Option<Box<Pause>>,
     loop_waker: Option<Waker>,
 }
 
@@ -101,6 +103,26 @@ struct Updates {
     dropped: u64,
 }
 
+/// How the tool paused its clock ([`ToolContext::pause_clock`](crate::ToolContext::pause_clock)).
+#[derive(Debug, Default)]
+struct Pause {
+    /// Guards alive.
+    holders: u32,
+    /// When the guards alive began to hold it.
+    since: Option<Instant>,
+    /// The time held by guards that ended.
+    total: Duration,
+}
+
+/// The tool's pauses of its clock, as the loop sees them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Paused {
+    /// The time held by pauses that ended.
+    pub(crate) total: Duration,
+    /// A pause is held now.
+    pub(crate) held: bool,
+}
+
 /// What the loop saw when it looked.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Seen {
@@ -111,6 +133,8 @@ pub(crate) struct Seen {
     pub(crate) abort: bool,
     /// Partial results are queued.
     pub(crate) has_update: bool,
+    /// The tool's pauses of its clock.
+    pub(crate) paused: Paused,
 }
 
 impl Notice {
@@ -213,6 +237,38 @@ impl Notice {
         });
     }
 
+    /// Called by the tool: its clock is paused until as many
+    /// [`release_clock`](Self::release_clock)s.
+    pub(crate) fn hold_clock(&self) {
+        self.change(|state| {
+            let pause = state.pause.get_or_insert_with(Box::default);
+            pause.holders += 1;
+            if pause.holders == 1 {
+                pause.since = Some(Instant::now());
+                return true;
+            }
+            false
+        });
+    }
+
+    /// Called by the tool: one pause ended; the last one wakes the loop,
+    /// which sets the deadline again.
+    pub(crate) fn release_clock(&self) {
+        self.change(|state| {
+            let Some(pause) = state.pause.as_mut() else {
+                return false;
+            };
+            pause.holders = pause.holders.saturating_sub(1);
+            if pause.holders > 0 {
+                return false;
+            }
+            if let Some(since) = pause.since.take() {
+                pause.total = pause.total.saturating_add(since.elapsed());
+            }
+            true
+        });
+    }
+
     /// Called by the host: stop the call.
     pub(crate) fn request_abort(&self) {
         self.change(|state| {
@@ -245,6 +301,13 @@ impl Notice {
                 .updates
                 .as_ref()
                 .is_some_and(|updates| !updates.queue.is_empty()),
+            paused: state
+                .pause
+                .as_ref()
+                .map_or_else(Paused::default, |pause| Paused {
+                    total: pause.total,
+                    held: pause.holders > 0,
+                }),
         }
     }
 

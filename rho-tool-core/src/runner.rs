@@ -4,6 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rho_untrusted::{Caught, Limits, Phase, call_contained};
 
@@ -53,7 +54,13 @@ pub(crate) struct Parts {
     pub(crate) watch: Option<Arc<dyn Watch>>,
     pub(crate) limits: Limits,
     pub(crate) timer: Arc<dyn Timer>,
+    /// The most a call's own pauses may move its deadline.
+    pub(crate) max_clock_pause: Duration,
 }
+
+/// The most a call's pauses of its clock move its deadline by default:
+/// one hour ([`Runner::with_max_clock_pause`]).
+pub const DEFAULT_MAX_CLOCK_PAUSE: Duration = Duration::from_secs(3600);
 
 /// Starts calls on an executor, with a gate, a watch and answer limits.
 ///
@@ -80,6 +87,7 @@ impl<E: fmt::Debug> fmt::Debug for Runner<E> {
             .field("executor", &self.executor)
             .field("watch", &self.parts.watch.is_some())
             .field("limits", &self.parts.limits)
+            .field("max_clock_pause", &self.parts.max_clock_pause)
             .finish_non_exhaustive()
     }
 }
@@ -94,6 +102,7 @@ impl<E: Executor> Runner<E> {
                 watch: None,
                 limits: Limits::default(),
                 timer: Arc::new(ExecutorTimer(executor.clone())),
+                max_clock_pause: DEFAULT_MAX_CLOCK_PAUSE,
             }),
             executor,
         }
@@ -108,6 +117,15 @@ impl<E: Executor> Runner<E> {
     /// Tells `watch` of every call's task and how it ended.
     pub fn with_watch(mut self, watch: Arc<dyn Watch>) -> Self {
         Arc::make_mut(&mut self.parts).watch = Some(watch);
+        self
+    }
+
+    /// Bounds how far a call's own pauses of its clock
+    /// ([`ToolContext::pause_clock`](crate::ToolContext::pause_clock)) may
+    /// move its deadline, in all (default [`DEFAULT_MAX_CLOCK_PAUSE`]): a
+    /// tool that pauses for ever still ends at its timeout plus this.
+    pub fn with_max_clock_pause(mut self, most: Duration) -> Self {
+        Arc::make_mut(&mut self.parts).max_clock_pause = most;
         self
     }
 
@@ -418,6 +436,7 @@ mod tests {
             watch: None,
             limits: Limits::default(),
             timer: Arc::new(NoTimer),
+            max_clock_pause: DEFAULT_MAX_CLOCK_PAUSE,
         });
         let call = ToolCall::new("call-1", "idle", serde_json::Value::Null);
         let notice = Notice::new(

@@ -169,6 +169,24 @@ impl ToolContext {
         self.notice.task
     }
 
+    /// Pauses the call's timeout clock until the guard is dropped: for a
+    /// tool that waits on something whose time should not count against
+    /// it, such as a call it makes that waits for a person's approval.
+    ///
+    /// The deadline moves by the time the pauses held (overlapping pauses
+    /// count once), up to the runner's most
+    /// ([`Runner::with_max_clock_pause`](crate::Runner::with_max_clock_pause),
+    /// an hour by default), so a tool that never releases its pause still
+    /// ends. Only the clock stops: the tool runs on, and the host can
+    /// still abort it. A pause taken before the gate allowed the call, or
+    /// after it ended, moves nothing that matters.
+    pub fn pause_clock(&self) -> ClockPause {
+        self.notice.hold_clock();
+        ClockPause {
+            notice: Arc::clone(&self.notice),
+        }
+    }
+
     /// Waits for `duration` on the timer of the executor the call runs on.
     ///
     /// A tool that waits this way runs unchanged on tokio, on smol, or on
@@ -183,6 +201,27 @@ impl fmt::Debug for ToolContext {
         f.debug_struct("ToolContext")
             .field("call_id", &self.notice.call_id())
             .field("task", &self.notice.task)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A pause of a call's timeout clock ([`ToolContext::pause_clock`]); the
+/// clock runs again when it is dropped (and no other pause holds it).
+#[must_use = "the clock runs again as soon as the pause is dropped"]
+pub struct ClockPause {
+    notice: Arc<Notice>,
+}
+
+impl Drop for ClockPause {
+    fn drop(&mut self) {
+        self.notice.release_clock();
+    }
+}
+
+impl fmt::Debug for ClockPause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClockPause")
+            .field("call_id", &self.notice.call_id())
             .finish_non_exhaustive()
     }
 }

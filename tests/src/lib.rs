@@ -215,6 +215,9 @@ macro_rules! __rho_conformance_points {
             partial_results_arrive_in_order_before_the_end_as_plain_data
             a_tool_sleeping_past_its_timeout_ends_timed_out_and_its_future_is_dropped
             a_tool_that_never_yields_ends_at_its_deadline
+            a_paused_clock_moves_the_deadline_by_the_time_it_held
+            the_clock_runs_again_after_a_pause
+            a_pause_held_for_ever_ends_at_the_timeout_plus_the_runners_most
             a_tool_future_whose_drop_panics_killed_at_its_timeout_leaves_the_process_running
             a_tool_future_whose_drop_panics_aborted_by_the_host_leaves_the_process_running
             dropping_an_unfinished_call_handle_kills_its_task
