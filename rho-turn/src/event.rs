@@ -98,6 +98,14 @@ impl TurnEvent {
         }
     }
 
+    /// The call that made this one, for a call made by a running call.
+    pub fn parent_call_id(&self) -> Option<&str> {
+        match self.about() {
+            About::Call(call) => call.parent_call_id.as_deref(),
+            About::End(end) => end.parent_call_id.as_deref(),
+        }
+    }
+
     /// The id the model gave the call.
     pub fn call_id(&self) -> &str {
         match self.about() {
@@ -154,6 +162,12 @@ pub struct CallRef {
     pub call_id: String,
     /// The tool's name, as the model called it.
     pub tool: String,
+    /// The call that made this one, for a call made by a running call (a
+    /// script's call of a tool: see
+    /// [`TurnRunner::turn_within`](crate::TurnRunner::turn_within)); not
+    /// in the JSON when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<String>,
 }
 
 /// `tool_execution_start`.
@@ -219,6 +233,9 @@ pub struct ExecutionEnd {
     pub turn: TurnId,
     /// The call's position in the model's message, from 0.
     pub index: usize,
+    /// The call that made this one, as [`CallRef::parent_call_id`] says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<String>,
     /// How the call ended.
     #[serde(flatten)]
     pub end: CallEnd,

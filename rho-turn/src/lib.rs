@@ -134,7 +134,7 @@ pub use event::{
     ExecutionUpdate, TurnEvent, TurnId,
 };
 pub use keep::{KeepDetails, KeepFn, json_size};
-pub use runner::TurnRunner;
+pub use runner::{TurnRunner, WeakTurnRunner};
 pub use stream::EventStream;
 pub use subscriber::{Subscriber, Subscription};
 pub use turn::Turn;

@@ -36,6 +36,7 @@ pub(crate) fn end(call: &CallRef, end: CallEnd) -> ExecutionEnd {
     ExecutionEnd {
         turn: call.turn,
         index: call.index,
+        parent_call_id: call.parent_call_id.clone(),
         end,
     }
 }

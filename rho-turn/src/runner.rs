@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use rho_registry::ToolRegistry;
 use rho_tool_core::{Executor, Gate, Runner, ToolCall};
@@ -155,7 +155,62 @@ impl<E: Executor> TurnRunner<E> {
     /// until the turn is first polled: await it for the session entries,
     /// and take its [`abort_handle`](Turn::abort_handle) before.
     pub fn turn(&self, calls: impl IntoIterator<Item = ToolCall>) -> Turn<E> {
-        Turn::new(self.config.clone(), calls.into_iter().collect())
+        Turn::new(self.config.clone(), None, calls.into_iter().collect())
+    }
+
+    /// A turn of `calls` made by the running call `parent` (a script's
+    /// calls of tools, a sub-agent's): the same as [`turn`](Self::turn),
+    /// on the same bus, and every event of its calls names `parent` as its
+    /// `parent_call_id`, so screens can show them under the call that made
+    /// them.
+    pub fn turn_within(
+        &self,
+        parent: impl Into<String>,
+        calls: impl IntoIterator<Item = ToolCall>,
+    ) -> Turn<E> {
+        Turn::new(
+            self.config.clone(),
+            Some(parent.into()),
+            calls.into_iter().collect(),
+        )
+    }
+
+    /// A handle that does not keep the runner (its registry, its bus)
+    /// alive: for what the registry itself holds, such as a tool that
+    /// calls other tools, so that the two do not keep each other alive.
+    pub fn downgrade(&self) -> WeakTurnRunner<E> {
+        WeakTurnRunner {
+            config: Arc::downgrade(&self.config),
+        }
+    }
+}
+
+/// A [`TurnRunner`] that does not keep it alive
+/// ([`TurnRunner::downgrade`]).
+pub struct WeakTurnRunner<E: Executor> {
+    config: Weak<Config<E>>,
+}
+
+impl<E: Executor> WeakTurnRunner<E> {
+    /// The runner, while a [`TurnRunner`] of it is alive.
+    pub fn upgrade(&self) -> Option<TurnRunner<E>> {
+        self.config.upgrade().map(|config| TurnRunner { config })
+    }
+}
+
+impl<E: Executor> Clone for WeakTurnRunner<E> {
+    fn clone(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+        }
+    }
+}
+
+impl<E: Executor> fmt::Debug for WeakTurnRunner<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakTurnRunner")
+            .field("alive", &(self.config.strong_count() > 0))
+            .finish()
     }
 }
 

@@ -53,6 +53,8 @@ const EVENTS_PER_POLL: usize = 64;
 pub struct Turn<E: Executor> {
     id: TurnId,
     config: Arc<Config<E>>,
+    /// The running call that made this turn's calls, if one did.
+    parent: Option<String>,
     /// One slot per call, in the model's order; each ends holding the
     /// call's session entry.
     slots: Vec<Slot<E>>,
@@ -127,7 +129,11 @@ impl<E: Executor> Slot<E> {
 }
 
 impl<E: Executor> Turn<E> {
-    pub(crate) fn new(config: Arc<Config<E>>, calls: Vec<ToolCall>) -> Self {
+    pub(crate) fn new(
+        config: Arc<Config<E>>,
+        parent: Option<String>,
+        calls: Vec<ToolCall>,
+    ) -> Self {
         let count = calls.len();
         let ids: Arc<[String]> = calls.iter().map(|call| call.id.clone()).collect();
         let mut first: HashMap<&str, usize> = HashMap::new();
@@ -159,6 +165,7 @@ impl<E: Executor> Turn<E> {
         Self {
             id: TurnId::next(),
             config,
+            parent,
             slots,
             waiting: (0..count).collect(),
             in_flight: 0,
@@ -195,6 +202,7 @@ impl<E: Executor> Turn<E> {
             index,
             call_id: call.id.clone(),
             tool: call.name.clone(),
+            parent_call_id: self.parent.clone(),
         }
     }
 
@@ -284,6 +292,7 @@ impl<E: Executor> Turn<E> {
         let end = ExecutionEnd {
             turn: self.id,
             index,
+            parent_call_id: self.parent.clone(),
             end: CallEnd {
                 result: ToolResult::error(exit_text(&call.name, Exit::Aborted)),
                 call_id: call.id,

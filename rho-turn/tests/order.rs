@@ -228,3 +228,49 @@ fn an_empty_turn_ends_at_once() {
     assert!(turn.is_empty());
     assert!(runtime.block_on(turn).is_empty());
 }
+
+/// A turn made within a running call names that call in every event of
+/// its calls (and in their JSON); a plain turn's events name none.
+#[test]
+fn calls_made_within_a_call_name_it_as_their_parent_in_every_event() {
+    let runtime = runtime();
+    let tools = Tools::new().add(echo());
+    let turns = tools.turns(executor(&runtime), Arc::new(AllowAll));
+    let recorder = Recorder::default();
+    let _subscription = recorder.subscribe(&turns);
+    let nested = runtime.block_on(turns.turn_within(
+        "script-call-1",
+        [call("nested-1", "echo", json!({ "text": "hi" }))],
+    ));
+    assert_eq!(nested[0].outcome, Outcome::Succeeded);
+    let plain = runtime.block_on(turns.turn([call("top-1", "echo", json!({ "text": "hi" }))]));
+    assert_eq!(plain[0].outcome, Outcome::Succeeded);
+    support::wait_until("both ends", || recorder.count("tool_execution_end") == 2);
+    for event in recorder.all() {
+        let json = serde_json::to_value(&event).expect("JSON");
+        match event.call_id() {
+            "nested-1" => {
+                assert_eq!(event.parent_call_id(), Some("script-call-1"), "{event:?}");
+                assert_eq!(json["parent_call_id"], "script-call-1");
+            }
+            _ => {
+                assert_eq!(event.parent_call_id(), None, "{event:?}");
+                assert!(json.get("parent_call_id").is_none(), "{json}");
+            }
+        }
+    }
+}
+
+/// A weak handle does not keep the runner alive, and gives it back while
+/// it lives.
+#[test]
+fn a_weak_turn_runner_gives_the_runner_back_only_while_it_lives() {
+    let runtime = runtime();
+    let turns = Tools::new()
+        .add(echo())
+        .turns(executor(&runtime), Arc::new(AllowAll));
+    let weak = turns.downgrade();
+    assert!(weak.upgrade().is_some());
+    drop(turns);
+    assert!(weak.upgrade().is_none());
+}
