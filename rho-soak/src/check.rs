@@ -322,6 +322,7 @@ mod tests {
             cut_bytes: 0,
             waited: Duration::from_millis(waited_ms),
             ran: Some(Duration::from_millis(50)),
+            nested: Vec::new(),
         }
     }
 

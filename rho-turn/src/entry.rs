@@ -42,6 +42,12 @@ pub struct SessionEntry {
     /// How long the tool ran; `None` if it never started.
     #[serde(rename = "ran_ms", serialize_with = "rho_tool_core::millis::optional")]
     pub ran: Option<Duration>,
+    /// The calls this call made while it ran (a script's calls of tools,
+    /// through [`TurnRunner::turn_within`](crate::TurnRunner::turn_within)),
+    /// each as the session keeps it, in the order they ended; empty for
+    /// most calls, and then not in the JSON.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<SessionEntry>,
 }
 
 impl SessionEntry {

@@ -114,6 +114,7 @@ mod entry;
 mod event;
 mod keep;
 mod mailbox;
+mod nested;
 mod ready;
 mod report;
 mod runner;

@@ -80,6 +80,7 @@ pub(crate) fn entry(
         cut_bytes,
         waited: *waited,
         ran: *ran,
+        nested: Vec::new(),
     }
 }
 

@@ -5,11 +5,12 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use rho_registry::ToolRegistry;
-use rho_tool_core::{Executor, Gate, Runner, ToolCall};
+use rho_tool_core::{Executor, Gate, Runner, ToolCall, ToolContext};
 
 use crate::bus::EventBus;
 use crate::cap::OutputCap;
 use crate::keep::KeepDetails;
+use crate::nested::{NestedEntries, Parent};
 use crate::turn::Turn;
 use crate::validate::SchemaCache;
 
@@ -50,6 +51,8 @@ pub(crate) struct Config<E: Executor> {
     pub(crate) max_concurrent: usize,
     pub(crate) schemas: SchemaCache,
     pub(crate) validate: bool,
+    /// Entries of calls made within calls, shared by every turn.
+    pub(crate) nested: Arc<NestedEntries>,
 }
 
 impl<E: Executor> Config<E> {
@@ -79,6 +82,7 @@ impl<E: Executor> TurnRunner<E> {
                 max_concurrent: usize::MAX,
                 schemas: SchemaCache::new(),
                 validate: true,
+                nested: Arc::default(),
             }),
         }
     }
@@ -158,19 +162,28 @@ impl<E: Executor> TurnRunner<E> {
         Turn::new(self.config.clone(), None, calls.into_iter().collect())
     }
 
-    /// A turn of `calls` made by the running call `parent` (a script's
-    /// calls of tools, a sub-agent's): the same as [`turn`](Self::turn),
-    /// on the same bus, and every event of its calls names `parent` as its
-    /// `parent_call_id`, so screens can show them under the call that made
-    /// them.
+    /// A turn of `calls` made by the running call whose context is
+    /// `parent` (a script's calls of tools, a sub-agent's): the same as
+    /// [`turn`](Self::turn), on the same bus, and
+    ///
+    /// - every event of its calls names the parent as its
+    ///   `parent_call_id`, so screens can show them under it;
+    /// - while one of its calls waits for its gate (a person asked), the
+    ///   parent's clock is paused
+    ///   ([`ToolContext::pause_clock`](rho_tool_core::ToolContext::pause_clock)):
+    ///   an approval is not charged to the call that asked for it, as a
+    ///   call's own gate is not;
+    /// - its session entries are also kept for the parent's entry
+    ///   ([`SessionEntry::nested`](crate::SessionEntry::nested)) when the
+    ///   parent is a call of a turn of this runner.
     pub fn turn_within(
         &self,
-        parent: impl Into<String>,
+        parent: &ToolContext,
         calls: impl IntoIterator<Item = ToolCall>,
     ) -> Turn<E> {
         Turn::new(
             self.config.clone(),
-            Some(parent.into()),
+            Some(Parent::of(parent)),
             calls.into_iter().collect(),
         )
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rho_tool_core::untrusted::{Exit, Plain, exit_text};
 use rho_tool_core::{
-    CallEnd, CallEvent, CallHandle, Executor, Outcome, TaskId, ToolCall, ToolResult,
+    CallEnd, CallEvent, CallHandle, ClockPause, Executor, Outcome, TaskId, ToolCall, ToolResult,
 };
 use tracing::Span;
 
@@ -18,6 +18,7 @@ use crate::abort::{Control, TurnAbort};
 use crate::depth;
 use crate::entry::SessionEntry;
 use crate::event::{CallRef, ExecutionEnd, ExecutionStart, TurnEvent, TurnId};
+use crate::nested::Parent;
 use crate::ready::ReadySet;
 use crate::report;
 use crate::runner::Config;
@@ -54,7 +55,7 @@ pub struct Turn<E: Executor> {
     id: TurnId,
     config: Arc<Config<E>>,
     /// The running call that made this turn's calls, if one did.
-    parent: Option<String>,
+    parent: Option<Parent>,
     /// One slot per call, in the model's order; each ends holding the
     /// call's session entry.
     slots: Vec<Slot<E>>,
@@ -102,6 +103,9 @@ struct Started<E: Executor> {
     waker: Waker,
     span: Span,
     call: CallRef,
+    /// Held while the call waits for its gate, in a turn made within a
+    /// call: that call's clock does not run meanwhile.
+    parent_pause: Option<ClockPause>,
 }
 
 impl<E: Executor> Slot<E> {
@@ -124,6 +128,7 @@ impl<E: Executor> Slot<E> {
             cut_bytes: 0,
             waited: Duration::ZERO,
             ran: None,
+            nested: Vec::new(),
         }
     }
 }
@@ -131,7 +136,7 @@ impl<E: Executor> Slot<E> {
 impl<E: Executor> Turn<E> {
     pub(crate) fn new(
         config: Arc<Config<E>>,
-        parent: Option<String>,
+        parent: Option<Parent>,
         calls: Vec<ToolCall>,
     ) -> Self {
         let count = calls.len();
@@ -202,8 +207,12 @@ impl<E: Executor> Turn<E> {
             index,
             call_id: call.id.clone(),
             tool: call.name.clone(),
-            parent_call_id: self.parent.clone(),
+            parent_call_id: self.parent_call_id(),
         }
+    }
+
+    fn parent_call_id(&self) -> Option<String> {
+        self.parent.as_ref().map(|parent| parent.call_id.clone())
     }
 
     /// Starts waiting calls while the bound allows, polling each once.
@@ -265,11 +274,13 @@ impl<E: Executor> Turn<E> {
             }
         };
         self.control.started(index, handle.abort_handle());
+        config.nested.expect(handle.task());
         self.slots[index] = Slot::Started(Box::new(Started {
             handle,
             waker: self.ready.waker(index),
             span,
             call: reference,
+            parent_pause: None,
         }));
         self.in_flight += 1;
     }
@@ -292,7 +303,7 @@ impl<E: Executor> Turn<E> {
         let end = ExecutionEnd {
             turn: self.id,
             index,
-            parent_call_id: self.parent.clone(),
+            parent_call_id: self.parent_call_id(),
             end: CallEnd {
                 result: ToolResult::error(exit_text(&call.name, Exit::Aborted)),
                 call_id: call.id,
@@ -329,6 +340,13 @@ impl<E: Executor> Turn<E> {
                     break Some(report::end(&started.call, end));
                 }
                 Poll::Ready(Some(event)) => {
+                    match (&event, &self.parent) {
+                        (CallEvent::AwaitingApproval(_), Some(parent)) => {
+                            started.parent_pause = Some(parent.context.pause_clock());
+                        }
+                        (CallEvent::Running(_), _) => started.parent_pause = None,
+                        _ => {}
+                    }
                     if let Some(event) = report::progress(&started.call, event) {
                         self.config.events.publish(event);
                     }
@@ -348,7 +366,9 @@ impl<E: Executor> Turn<E> {
         let cap = self.config.cap_for(&end.end.tool);
         let kept: Option<Plain> = self.config.keep.keep(&end);
         let index = end.index;
-        self.slots[index] = Slot::Ended(report::entry(&end, kept, cap));
+        let mut entry = report::entry(&end, kept, cap);
+        entry.nested = self.config.nested.take(end.end.task);
+        self.slots[index] = Slot::Ended(entry);
         self.control.ended(index);
         self.left -= 1;
         self.config.events.publish(TurnEvent::ToolExecutionEnd(end));
@@ -395,13 +415,15 @@ impl<E: Executor> Future for Turn<E> {
         }
         this.finished = true;
         let slots = std::mem::take(&mut this.slots);
-        Poll::Ready(
-            slots
-                .into_iter()
-                .enumerate()
-                .map(|(index, slot)| slot.into_entry(index))
-                .collect(),
-        )
+        let entries: Vec<SessionEntry> = slots
+            .into_iter()
+            .enumerate()
+            .map(|(index, slot)| slot.into_entry(index))
+            .collect();
+        if let Some(parent) = &this.parent {
+            this.config.nested.add(parent.context.task(), &entries);
+        }
+        Poll::Ready(entries)
     }
 }
 
@@ -434,6 +456,7 @@ impl<E: Executor> Drop for Turn<E> {
             span::record_end(&started.span, outcome);
             if let Some(end) = end {
                 let end = report::end(&started.call, end);
+                self.config.nested.take(end.end.task);
                 self.config.events.publish(TurnEvent::ToolExecutionEnd(end));
             }
             *slot = Slot::Vacant;

@@ -230,28 +230,45 @@ fn an_empty_turn_ends_at_once() {
 }
 
 /// A turn made within a running call names that call in every event of
-/// its calls (and in their JSON); a plain turn's events name none.
+/// its calls (and in their JSON), and its entries end up in the parent's
+/// session entry; a plain turn's events name no parent.
 #[test]
-fn calls_made_within_a_call_name_it_as_their_parent_in_every_event() {
+fn calls_made_within_a_call_name_it_and_land_in_its_entry() {
     let runtime = runtime();
-    let tools = Tools::new().add(echo());
+    let weak = Arc::new(std::sync::OnceLock::<
+        rho_turn::WeakTurnRunner<rho_exec_tokio::TokioExecutor>,
+    >::new());
+    let inner = weak.clone();
+    let parent = tool("parent", move |_, cx: ToolContext| {
+        let turns = inner.get().and_then(rho_turn::WeakTurnRunner::upgrade);
+        async move {
+            let Some(turns) = turns else {
+                return ToolOutput::error("no runner");
+            };
+            let entries = turns
+                .turn_within(&cx, [call("nested-1", "echo", json!({ "text": "hi" }))])
+                .await;
+            ToolOutput::text(format!("nested said {}", entries[0].text()))
+        }
+    });
+    let tools = Tools::new().add(echo()).add(parent);
     let turns = tools.turns(executor(&runtime), Arc::new(AllowAll));
+    weak.set(turns.downgrade()).expect("set once");
     let recorder = Recorder::default();
     let _subscription = recorder.subscribe(&turns);
-    let nested = runtime.block_on(turns.turn_within(
-        "script-call-1",
-        [call("nested-1", "echo", json!({ "text": "hi" }))],
-    ));
-    assert_eq!(nested[0].outcome, Outcome::Succeeded);
-    let plain = runtime.block_on(turns.turn([call("top-1", "echo", json!({ "text": "hi" }))]));
-    assert_eq!(plain[0].outcome, Outcome::Succeeded);
+    let entries = runtime.block_on(turns.turn([call("top-1", "parent", json!({}))]));
+    assert_eq!(entries[0].outcome, Outcome::Succeeded, "{:?}", entries[0]);
+    assert_eq!(entries[0].nested.len(), 1);
+    assert_eq!(entries[0].nested[0].call_id, "nested-1");
+    let json = serde_json::to_value(&entries[0]).expect("JSON");
+    assert_eq!(json["nested"][0]["call_id"], "nested-1");
     support::wait_until("both ends", || recorder.count("tool_execution_end") == 2);
     for event in recorder.all() {
         let json = serde_json::to_value(&event).expect("JSON");
         match event.call_id() {
             "nested-1" => {
-                assert_eq!(event.parent_call_id(), Some("script-call-1"), "{event:?}");
-                assert_eq!(json["parent_call_id"], "script-call-1");
+                assert_eq!(event.parent_call_id(), Some("top-1"), "{event:?}");
+                assert_eq!(json["parent_call_id"], "top-1");
             }
             _ => {
                 assert_eq!(event.parent_call_id(), None, "{event:?}");
@@ -259,6 +276,47 @@ fn calls_made_within_a_call_name_it_as_their_parent_in_every_event() {
             }
         }
     }
+}
+
+/// A nested call that waits for a person at its gate does not run its
+/// parent's clock: the parent, whose timeout is shorter than the wait,
+/// still succeeds.
+#[test]
+fn a_nested_calls_gate_wait_is_not_charged_to_its_parent() {
+    struct SlowForEcho;
+    #[async_trait]
+    impl Gate for SlowForEcho {
+        async fn check(&self, call: &ToolCall, _tool: &dyn Tool) -> Verdict {
+            if call.name == "echo" {
+                tokio::time::sleep(Duration::from_millis(600)).await;
+            }
+            Verdict::Allow
+        }
+    }
+    let runtime = runtime();
+    let weak = Arc::new(std::sync::OnceLock::<
+        rho_turn::WeakTurnRunner<rho_exec_tokio::TokioExecutor>,
+    >::new());
+    let inner = weak.clone();
+    let parent = tool("parent", move |_, cx: ToolContext| {
+        let turns = inner.get().and_then(rho_turn::WeakTurnRunner::upgrade);
+        async move {
+            let Some(turns) = turns else {
+                return ToolOutput::error("no runner");
+            };
+            let entries = turns
+                .turn_within(&cx, [call("nested-1", "echo", json!({ "text": "hi" }))])
+                .await;
+            ToolOutput::text(entries[0].text())
+        }
+    })
+    .with_timeout(Duration::from_millis(300));
+    let tools = Tools::new().add(echo()).add(parent);
+    let turns = tools.turns(executor(&runtime), Arc::new(SlowForEcho));
+    weak.set(turns.downgrade()).expect("set once");
+    let entries = runtime.block_on(turns.turn([call("top-1", "parent", json!({}))]));
+    assert_eq!(entries[0].outcome, Outcome::Succeeded, "{:?}", entries[0]);
+    assert!(entries[0].ran.expect("ran") >= Duration::from_millis(600));
 }
 
 /// A weak handle does not keep the runner alive, and gives it back while

@@ -101,6 +101,11 @@ impl<F> FnTool<F> {
         self.parameters = parameters;
         self
     }
+
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
 }
 
 #[async_trait]
