@@ -21,7 +21,7 @@ use rho_tool_core::untrusted::plain::Limits;
 use rquickjs::{Array, Coerced, Ctx, Exception, Function, Value};
 
 use crate::convert::{Originals, WalkError, Walker};
-use crate::slot::{HostAsk, Slot};
+use crate::slot::{Callee, HostAsk, Slot};
 
 /// The most sleeps one call may have pending at once.
 pub(crate) const MAX_SLEEPS: usize = 10_000;
@@ -33,8 +33,11 @@ pub(crate) const MAX_HOST_CALLS: usize = 64;
 /// ones are cut to it (the call's timeout ends it long before).
 const MAX_SLEEP_MS: f64 = 365.0 * 24.0 * 3600.0 * 1000.0;
 
-const PRELUDE: &str = r#"(function (nativeUpdate, nativeSleep, nativeHost, granted, functionToString, toWellFormed, promiseResolve) {
+const PRELUDE: &str = r#"(function (nativeUpdate, nativeSleep, nativeHost, granted, nativeTool, toolNames, originals) {
   "use strict";
+  const functionToString = originals[0];
+  const toWellFormed = originals[1];
+  const promiseResolve = originals[2];
   const apply = Reflect.apply;
   const freeze = Object.freeze;
   const create = Object.create;
@@ -94,6 +97,31 @@ const PRELUDE: &str = r#"(function (nativeUpdate, nativeSleep, nativeHost, grant
     };
   }
   globalThis.rho = freeze(api);
+  if (toolNames !== null) {
+    const ProxyOf = Proxy;
+    function caller(name) {
+      return function (args) {
+        return new PromiseOf((resolve, reject) => {
+          waitFor(nativeTool(name, args === undefined ? {} : args, functionToString, toWellFormed, promiseResolve), resolve, reject);
+        });
+      };
+    }
+    const allowed = create(null);
+    for (let index = 0; index < toolNames.length; index++) {
+      allowed[toolNames[index]] = caller(toolNames[index]);
+    }
+    freeze(allowed);
+    // A name the script may not call still answers as the host would
+    // answer the model (no such tool, the nearest names), not with a
+    // TypeError about `undefined`.
+    globalThis.tools = new ProxyOf(allowed, {
+      get(target, name) {
+        if (typeof name !== "string") return undefined;
+        const known = target[name];
+        return known !== undefined ? known : caller(name);
+      },
+    });
+  }
   return [settle, answerOf, binary];
 })"#;
 
@@ -185,20 +213,84 @@ fn plain_for<'js>(
     }
 }
 
+/// `names` as a JavaScript array.
+fn names_array<'js>(ctx: &Ctx<'js>, names: &[Arc<str>]) -> rquickjs::Result<Array<'js>> {
+    let array = Array::new(ctx.clone())?;
+    for (index, name) in names.iter().enumerate() {
+        array.set(index, &**name)?;
+    }
+    Ok(array)
+}
+
+/// The native half of `rho.<name>` (`callee` a grant) or `tools.<name>`
+/// (a tool): makes the argument plain, hands the call to the slot, and
+/// gives the id its promise waits under.
+fn host_function<'js>(
+    ctx: &Ctx<'js>,
+    pending: &Rc<RefCell<Pending>>,
+    slot: &Arc<Slot>,
+    limits: &Limits,
+    callee: Callee,
+) -> rquickjs::Result<Function<'js>> {
+    let pending = Rc::clone(pending);
+    let slot = Arc::clone(slot);
+    let limits = limits.clone();
+    let prefix = match callee {
+        Callee::Grant => "rho",
+        Callee::Tool => "tools",
+    };
+    Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>,
+              name: String,
+              argument: Value<'js>,
+              function_to_string: Function<'js>,
+              to_well_formed: Function<'js>,
+              promise_resolve: Function<'js>|
+              -> rquickjs::Result<f64> {
+            if pending.borrow().host_calls >= MAX_HOST_CALLS {
+                return Err(Exception::throw_range(
+                    &ctx,
+                    &format!(
+                        "{prefix}.{name}: more than {MAX_HOST_CALLS} calls of host functions and tools pending at once"
+                    ),
+                ));
+            }
+            let helpers = (function_to_string, to_well_formed, promise_resolve);
+            let what = format!("{prefix}.{name}");
+            let argument = plain_for(&ctx, &what, argument, helpers, &limits)?;
+            let id = {
+                let mut pending = pending.borrow_mut();
+                pending.host_calls += 1;
+                pending.id()
+            };
+            slot.ask_host(HostAsk {
+                id,
+                callee,
+                name: Arc::from(name),
+                argument,
+            });
+            Ok(id_value(id))
+        },
+    )
+}
+
 /// Ids stay far below 2^53: exact as JavaScript numbers.
 #[allow(clippy::cast_precision_loss)]
 pub(crate) fn id_value(id: u64) -> f64 {
     id as f64
 }
 
-/// Installs `rho` in `ctx`, with `granted` host functions: partial results
-/// and host calls go to `slot`, made plain under `limits`.
+/// Installs `rho` in `ctx`, with `granted` host functions, and (code
+/// mode) `tools`, one function per tool named: partial results, host calls
+/// and calls of tools go to `slot`, made plain under `limits`.
 pub(crate) fn install<'js>(
     ctx: &Ctx<'js>,
     originals: &Originals<'js>,
     slot: &Arc<Slot>,
     limits: &Limits,
     granted: &[Arc<str>],
+    tools: Option<&[Arc<str>]>,
 ) -> rquickjs::Result<RhoGlobal<'js>> {
     let update = {
         let slot = Arc::clone(slot);
@@ -246,59 +338,20 @@ pub(crate) fn install<'js>(
             },
         )?
     };
-    let host = {
-        let pending = Rc::clone(&pending);
-        let slot = Arc::clone(slot);
-        let limits = limits.clone();
-        Function::new(
-            ctx.clone(),
-            move |ctx: Ctx<'js>,
-                  name: String,
-                  argument: Value<'js>,
-                  function_to_string: Function<'js>,
-                  to_well_formed: Function<'js>,
-                  promise_resolve: Function<'js>|
-                  -> rquickjs::Result<f64> {
-                if pending.borrow().host_calls >= MAX_HOST_CALLS {
-                    return Err(Exception::throw_range(
-                        &ctx,
-                        &format!(
-                            "rho.{name}: more than {MAX_HOST_CALLS} calls of host functions pending at once"
-                        ),
-                    ));
-                }
-                let helpers = (function_to_string, to_well_formed, promise_resolve);
-                let what = format!("rho.{name}");
-                let argument = plain_for(&ctx, &what, argument, helpers, &limits)?;
-                let id = {
-                    let mut pending = pending.borrow_mut();
-                    pending.host_calls += 1;
-                    pending.id()
-                };
-                slot.ask_host(HostAsk {
-                    id,
-                    name: Arc::from(name),
-                    argument,
-                });
-                Ok(id_value(id))
-            },
-        )?
+    let host = host_function(ctx, &pending, slot, limits, Callee::Grant)?;
+    let tool = host_function(ctx, &pending, slot, limits, Callee::Tool)?;
+    let names = names_array(ctx, granted)?;
+    let tool_names = match tools {
+        Some(tools) => names_array(ctx, tools)?.into_value(),
+        None => Value::new_null(ctx.clone()),
     };
-    let names = Array::new(ctx.clone())?;
-    for (index, name) in granted.iter().enumerate() {
-        names.set(index, &**name)?;
-    }
     let prelude: Function<'js> = ctx.eval(PRELUDE)?;
     let (function_to_string, to_well_formed, promise_resolve) = originals.parts();
-    let helpers: Array<'js> = prelude.call((
-        update,
-        sleep,
-        host,
-        names,
-        function_to_string,
-        to_well_formed,
-        promise_resolve,
-    ))?;
+    let kept = Array::new(ctx.clone())?;
+    kept.set(0, function_to_string)?;
+    kept.set(1, to_well_formed)?;
+    kept.set(2, promise_resolve)?;
+    let helpers: Array<'js> = prelude.call((update, sleep, host, names, tool, tool_names, kept))?;
     Ok(RhoGlobal {
         settle: helpers.get(0)?,
         answer_of: helpers.get(1)?,

@@ -262,6 +262,40 @@
 //! can happen, and a host that must stop it asks a person about each
 //! definition through the gate.)
 //!
+//! # Code mode: a script that calls tools
+//!
+//! A model does better, and reads far less, when it writes one short
+//! program that calls several tools and keeps the intermediate results to
+//! itself. Give a script tool a [`CodeMode`] (made from the host's
+//! [`TurnRunner`](rho_turn::TurnRunner), allowing tools by source or by
+//! name) and the script finds them as the global `tools`:
+//!
+//! ```js
+//! async function run({ paths, word }) {
+//!   const texts = await Promise.all(paths.map((path) => tools.read_file({ path })));
+//!   const hits = [];
+//!   for (const text of texts) hits.push((await tools.grep({ text, word })).matches);
+//!   return { files: paths.length, hits };
+//! }
+//! ```
+//!
+//! Each call is a full rho call, not a function call: its arguments are
+//! checked against the tool's schema, the host's gate decides (a person
+//! may be asked, and that wait does not run the script's clock; see
+//! [`ToolContext::pause_clock`](rho_tool_core::ToolContext::pause_clock)),
+//! it has its own timeout from approval and is killed at its deadline, its
+//! crash counts against the tool it called (not the script), subscribers
+//! see it as a call of its own whose `parent_call_id` is the script's, and
+//! the session keeps it inside the script's entry
+//! ([`SessionEntry::nested`](rho_turn::SessionEntry::nested)). A failure
+//! of any kind is a thrown `Error` with the text the model would have
+//! read; [`CodeLimits`] bound a run's calls, its calls in flight and the
+//! bytes passed back. When the script's call ends, its calls still in
+//! flight are aborted. [`CodeMode::declarations`] renders the allowed tools
+//! as TypeScript for the model's prompt. It works the same in both
+//! isolation modes: the tools always run in the host, the script only
+//! hands them plain data.
+//!
 //! # Threads or worker processes
 //!
 //! | [`Isolation`] | where scripts run | an engine bug (abort, segfault) |
@@ -382,7 +416,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod code;
 mod convert;
+mod declare;
 mod define_tool;
 mod global;
 mod grant;
@@ -395,6 +431,7 @@ mod tool;
 #[cfg(unix)]
 pub mod worker;
 
+pub use code::{CodeLimits, CodeMode};
 pub use define_tool::DefineTool;
 pub use grant::{Grant, GrantError, HostFunction, HostFuture};
 pub use pool::{DEFAULT_STACK_LIMIT, Isolation, PoolOptions, ScriptPool};

@@ -18,6 +18,7 @@ use std::time::Instant;
 use rho_tool_core::{ToolContext, ToolOutput};
 
 use crate::ScriptLimits;
+use crate::code::CodeMode;
 use crate::grant::GrantSet;
 use crate::output::ScriptOutput;
 use crate::sandbox::{self, CheckFailure};
@@ -205,14 +206,15 @@ impl ScriptPool {
         job: JobSpec,
         context: ToolContext,
         grants: GrantSet,
+        code: Option<CodeMode>,
     ) -> ScriptCall<ToolOutput> {
-        self.enqueue(job, Answer::into_output, Some(context), grants)
+        self.enqueue(job, Answer::into_output, Some(context), grants, code)
     }
 
     /// Queues the definition check `job` (its kind is [`JobKind::Check`])
     /// and gives the future of its verdict.
     pub(crate) fn check(&self, job: JobSpec) -> ScriptCall<Result<(), CheckFailure>> {
-        self.enqueue(job, Answer::into_checked, None, GrantSet::default())
+        self.enqueue(job, Answer::into_checked, None, GrantSet::default(), None)
     }
 
     fn enqueue<T>(
@@ -221,10 +223,18 @@ impl ScriptPool {
         read: fn(Answer) -> T,
         context: Option<ToolContext>,
         grants: GrantSet,
+        code: Option<CodeMode>,
     ) -> ScriptCall<T> {
         let slot = Arc::new(Slot::default());
         let stop = Arc::new(AtomicBool::new(false));
-        let call = ScriptCall::new(Arc::clone(&slot), Arc::clone(&stop), read, context, grants);
+        let call = ScriptCall::new(
+            Arc::clone(&slot),
+            Arc::clone(&stop),
+            read,
+            context,
+            grants,
+            code,
+        );
         let name = Arc::clone(&job.name);
         let job = Job {
             spec: job,
@@ -376,6 +386,9 @@ pub(crate) struct JobSpec {
     pub(crate) limits: ScriptLimits,
     /// The names of the host functions granted, installed as `rho.<name>`.
     pub(crate) grants: Arc<[Arc<str>]>,
+    /// Code mode: the names of the tools the script may call, installed
+    /// as `tools.<name>`; `None` without code mode (no `tools` at all).
+    pub(crate) tools: Option<Arc<[Arc<str>]>>,
     /// When the sandbox stops the script on its own, in case the future is
     /// never dropped (a host that polls it without rho's runner).
     pub(crate) deadline: Instant,

@@ -372,6 +372,7 @@ impl<'js> Call<'_, 'js> {
             self.slot,
             &self.spec.limits.answer,
             &self.spec.grants,
+            self.spec.tools.as_deref(),
         )
     }
 

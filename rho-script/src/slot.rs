@@ -22,6 +22,7 @@ use std::time::Instant;
 use rho_tool_core::ToolContext;
 use rho_tool_core::untrusted::Plain;
 
+use crate::code::{self, CodeMode, EntryFuture};
 use crate::grant::{GrantSet, HostFuture};
 use crate::pool::Answer;
 use crate::worker::wire::FromWorker;
@@ -30,11 +31,22 @@ use crate::worker::wire::FromWorker;
 /// call's future: past it, the oldest is dropped for the newest.
 pub(crate) const UPDATE_QUEUE: usize = 64;
 
-/// A call of a granted host function, asked by the script's thread.
+/// What a script's call from the sandbox is to: a granted host function
+/// (`rho.<name>`) or a tool (`tools.<name>`, code mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Callee {
+    Grant,
+    Tool,
+}
+
+/// A call of a granted host function or of a tool, asked by the script's
+/// thread.
 pub(crate) struct HostAsk {
     /// The id the script's promise waits under.
     pub(crate) id: u64,
-    /// The grant's name.
+    /// A grant or a tool.
+    pub(crate) callee: Callee,
+    /// The grant's or the tool's name.
     pub(crate) name: Arc<str>,
     /// The argument, made plain in the sandbox.
     pub(crate) argument: Plain,
@@ -344,6 +356,17 @@ pub(crate) struct ScriptCall<T> {
     grants: GrantSet,
     sleeping: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
     host_calls: Vec<(u64, HostFuture)>,
+    /// Code mode: the tools the script may call, and its calls of them.
+    code: Option<CodeCalls>,
+}
+
+/// A script run's calls of tools, under its [`CodeLimits`](crate::CodeLimits).
+struct CodeCalls {
+    mode: CodeMode,
+    /// Calls made so far (each is numbered by it).
+    made: usize,
+    bytes_back: usize,
+    in_flight: Vec<(u64, Arc<str>, EntryFuture)>,
 }
 
 impl<T> ScriptCall<T> {
@@ -353,6 +376,7 @@ impl<T> ScriptCall<T> {
         read: fn(Answer) -> T,
         context: Option<ToolContext>,
         grants: GrantSet,
+        code: Option<CodeMode>,
     ) -> Self {
         Self {
             slot,
@@ -362,6 +386,12 @@ impl<T> ScriptCall<T> {
             grants,
             sleeping: None,
             host_calls: Vec::new(),
+            code: code.map(|mode| CodeCalls {
+                mode,
+                made: 0,
+                bytes_back: 0,
+                in_flight: Vec::new(),
+            }),
         }
     }
 
@@ -374,11 +404,18 @@ impl<T> ScriptCall<T> {
             })
         };
         let Some(context) = &self.context else {
+            let what = match ask.callee {
+                Callee::Grant => "rho",
+                Callee::Tool => "tools",
+            };
             return failed(format!(
-                "rho.{} cannot be called while a tool's definition is checked",
+                "{what}.{} cannot be called while a tool's definition is checked",
                 ask.name
             ));
         };
+        if ask.callee == Callee::Tool {
+            return self.start_tool(ask);
+        }
         let Some(grant) = self.grants.get(&ask.name) else {
             return failed(format!("rho.{} is not granted to this tool", ask.name));
         };
@@ -390,6 +427,77 @@ impl<T> ScriptCall<T> {
         self.host_calls
             .push((ask.id, grant.call(argument, context.clone())));
         None
+    }
+}
+
+impl<T> ScriptCall<T> {
+    /// Starts the script's call of a tool (code mode), or answers it at
+    /// once when it cannot run.
+    fn start_tool(&mut self, ask: HostAsk) -> Option<HostAnswer> {
+        let failed = |text: String| {
+            Some(HostAnswer {
+                id: ask.id,
+                result: Err(text),
+            })
+        };
+        let (Some(code), Some(context)) = (&mut self.code, &self.context) else {
+            return failed(format!(
+                "tools.{}: no tools are granted to this tool",
+                ask.name
+            ));
+        };
+        let limits = code.mode.limits().clone();
+        if code.made >= limits.max_calls {
+            return failed(format!(
+                "tools.{}: this script run has made its {} calls of tools; it may make no more",
+                ask.name, limits.max_calls
+            ));
+        }
+        if code.in_flight.len() >= limits.max_in_flight {
+            return failed(format!(
+                "tools.{}: {} calls of tools are in flight from this script already; await some of them first",
+                ask.name, limits.max_in_flight
+            ));
+        }
+        let argument = crate::output::plain_to_wire(&ask.argument);
+        code.made += 1;
+        match code.mode.call(context, code.made, &ask.name, argument) {
+            Ok(entry) => {
+                code.in_flight.push((ask.id, Arc::clone(&ask.name), entry));
+                None
+            }
+            Err(text) => failed(text),
+        }
+    }
+
+    /// Polls the script's calls of tools; the ended ones' answers, under
+    /// the bound on bytes passed back.
+    fn poll_tools(&mut self, cx: &mut Context<'_>, ended: &mut Vec<HostAnswer>) {
+        let Some(code) = &mut self.code else {
+            return;
+        };
+        let most = code.mode.limits().max_bytes_back;
+        let mut index = 0;
+        while index < code.in_flight.len() {
+            let Poll::Ready(entry) = code.in_flight[index].2.as_mut().poll(cx) else {
+                index += 1;
+                continue;
+            };
+            let (id, name, _) = code.in_flight.swap_remove(index);
+            let mut result = code::answer_of(&name, entry);
+            if let Ok(value) = &result {
+                // Measured as the JSON it crosses as.
+                code.bytes_back = code
+                    .bytes_back
+                    .saturating_add(serde_json::to_string(value).map_or(0, |json| json.len()));
+                if code.bytes_back > most {
+                    result = Err(format!(
+                        "tools.{name}: this script run has been passed back more than its {most} bytes of results; this one is withheld"
+                    ));
+                }
+            }
+            ended.push(HostAnswer { id, result });
+        }
     }
 }
 
@@ -427,6 +535,7 @@ impl<T> Future for ScriptCall<T> {
                 index += 1;
             }
         }
+        this.poll_tools(cx, &mut ended);
         if let Some(due) = timer {
             let wait = due.saturating_duration_since(Instant::now());
             this.sleeping = Some(match &this.context {

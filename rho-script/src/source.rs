@@ -9,6 +9,7 @@ use rho_registry::{Disabled, RegistryError, Source, SourceHandle, SourcePolicy, 
 use rho_tool_core::DEFAULT_TIMEOUT;
 use rho_tool_core::untrusted::call_contained;
 
+use crate::code::CodeMode;
 use crate::grant::{Grant, GrantSet};
 use crate::pool::{JobKind, JobSpec, ScriptPool};
 use crate::sandbox::CheckFailure;
@@ -336,6 +337,8 @@ struct Settings {
     max_tools: usize,
     /// The host functions every tool of the source is granted.
     grants: GrantSet,
+    /// The tools every tool of the source may call (code mode).
+    code: Option<CodeMode>,
 }
 
 impl fmt::Debug for Settings {
@@ -348,6 +351,7 @@ impl fmt::Debug for Settings {
             .field("max_source", &self.max_source)
             .field("max_tools", &self.max_tools)
             .field("grants", &self.grants)
+            .field("code", &self.code)
             .finish_non_exhaustive()
     }
 }
@@ -371,6 +375,7 @@ impl ScriptSource {
                 max_source: DEFAULT_MAX_SOURCE,
                 max_tools: DEFAULT_MAX_TOOLS,
                 grants: GrantSet::default(),
+                code: None,
             },
         }
     }
@@ -460,6 +465,7 @@ impl ScriptSource {
                 kind: JobKind::Check,
                 limits: self.settings.limits.clone(),
                 grants: self.settings.grants.names(),
+                tools: self.settings.code.as_ref().map(CodeMode::names),
                 deadline: now + self.settings.check_timeout,
                 timeout: self.settings.check_timeout,
             })
@@ -472,6 +478,10 @@ impl ScriptSource {
             .with_timeout(timeout.unwrap_or(self.settings.timeout))
             .with_limits(self.settings.limits.clone())
             .with_grant_set(self.settings.grants.clone());
+        let tool = match &self.settings.code {
+            Some(code) => tool.with_code_mode(code.clone()),
+            None => tool,
+        };
         // Counted again under the lock: the check above answers the model
         // before the script is checked, this one keeps the cap exact.
         let _registering = self
@@ -587,6 +597,14 @@ impl ScriptSourceBuilder {
     /// sees the name but cannot call it.
     pub fn with_grant(mut self, grant: Grant) -> Self {
         self.settings.grants = self.settings.grants.with(grant);
+        self
+    }
+
+    /// Lets every tool of the source call the tools `code` allows, as
+    /// `tools.<name>` (code mode). A definition's check sees their names
+    /// but cannot call them.
+    pub fn with_code_mode(mut self, code: CodeMode) -> Self {
+        self.settings.code = Some(code);
         self
     }
 

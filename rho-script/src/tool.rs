@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use rho_tool_core::untrusted::Limits;
 use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
 
+use crate::code::CodeMode;
 use crate::grant::{Grant, GrantSet};
 use crate::pool::{JobKind, JobSpec, ScriptPool};
 
@@ -85,6 +86,7 @@ pub struct ScriptTool {
     timeout: Duration,
     limits: ScriptLimits,
     grants: GrantSet,
+    code: Option<CodeMode>,
     pool: ScriptPool,
 }
 
@@ -109,6 +111,7 @@ impl ScriptTool {
             timeout: DEFAULT_TIMEOUT,
             limits: ScriptLimits::default(),
             grants: GrantSet::default(),
+            code: None,
             pool: pool.clone(),
         }
     }
@@ -139,6 +142,14 @@ impl ScriptTool {
     #[must_use]
     pub fn with_grant(mut self, grant: Grant) -> Self {
         self.grants = self.grants.with(grant);
+        self
+    }
+
+    /// Lets the script call the tools `code` allows, as `tools.<name>`
+    /// (code mode): each call a rho call of its own. See [`CodeMode`].
+    #[must_use]
+    pub fn with_code_mode(mut self, code: CodeMode) -> Self {
+        self.code = Some(code);
         self
     }
 
@@ -182,8 +193,18 @@ impl Tool for ScriptTool {
 
     async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
         let now = Instant::now();
+        // In code mode a call of a tool may wait for a person, which
+        // rho's clock does not count, up to the runner's most: so may the
+        // sandbox's own deadline.
+        let own = match &self.code {
+            Some(_) => self
+                .timeout
+                .saturating_add(context.max_clock_pause())
+                .saturating_add(OWN_DEADLINE_GRACE),
+            None => self.timeout.saturating_add(OWN_DEADLINE_GRACE),
+        };
         let deadline = now
-            .checked_add(self.timeout.saturating_add(OWN_DEADLINE_GRACE))
+            .checked_add(own)
             .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
         self.pool
             .submit(
@@ -193,11 +214,13 @@ impl Tool for ScriptTool {
                     kind: JobKind::Call(arguments),
                     limits: self.limits.clone(),
                     grants: self.grants.names(),
+                    tools: self.code.as_ref().map(CodeMode::names),
                     deadline,
                     timeout: self.timeout,
                 },
                 context,
                 self.grants.clone(),
+                self.code.clone(),
             )
             .await
     }
@@ -211,6 +234,7 @@ impl fmt::Debug for ScriptTool {
             .field("timeout", &self.timeout)
             .field("limits", &self.limits)
             .field("grants", &self.grants)
+            .field("code", &self.code)
             .finish_non_exhaustive()
     }
 }

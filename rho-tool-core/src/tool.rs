@@ -187,6 +187,13 @@ impl ToolContext {
         }
     }
 
+    /// The most the call's pauses may move its deadline, as its runner
+    /// says ([`Runner::with_max_clock_pause`](crate::Runner::with_max_clock_pause)):
+    /// with its timeout, the latest the call can end.
+    pub fn max_clock_pause(&self) -> Duration {
+        self.notice.parts.max_clock_pause
+    }
+
     /// Waits for `duration` on the timer of the executor the call runs on.
     ///
     /// A tool that waits this way runs unchanged on tokio, on smol, or on

@@ -274,9 +274,14 @@ fn relay(
                             slot.push_update(partial);
                         }
                         Relayed::Message(FromWorker::Host {
-                            id, name, argument, ..
+                            id,
+                            callee,
+                            name,
+                            argument,
+                            ..
                         }) => slot.ask_host(HostAsk {
                             id,
+                            callee,
                             name: Arc::from(name),
                             argument,
                         }),

@@ -196,6 +196,7 @@ fn forward(number: u64, slot: &Slot, waker: &Waker, out: &mut impl Write) -> io:
             let message = FromWorker::Host {
                 job: number,
                 id: ask.id,
+                callee: ask.callee,
                 name: ask.name.to_string(),
                 argument: ask.argument,
             };

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use crate::output::{ScriptOutput, plain_from_wire, plain_to_wire};
 use crate::pool::{Answer, JobKind, JobSpec};
 use crate::sandbox::CheckFailure;
-use crate::slot::HostAnswer;
+use crate::slot::{Callee, HostAnswer};
 use crate::tool::ScriptLimits;
 
 /// A job as the worker runs it: the spec and the pool's stack limit.
@@ -59,6 +59,7 @@ pub(crate) enum FromWorker {
     Host {
         job: u64,
         id: u64,
+        callee: Callee,
         name: String,
         argument: Plain,
     },
@@ -135,6 +136,7 @@ impl ToWorker {
                     "kind": kind,
                     "limits": limits_to_wire(&spec.limits),
                     "grants": spec.grants.iter().map(|name| &**name).collect::<Vec<_>>(),
+                    "tools": spec.tools.as_ref().map(|names| names.iter().map(|name| &**name).collect::<Vec<_>>()),
                     "deadline_ms": millis(spec.deadline.saturating_duration_since(Instant::now())),
                     "timeout_ms": millis(spec.timeout),
                     "stack_limit": job.stack_limit,
@@ -176,6 +178,16 @@ impl ToWorker {
                     .iter()
                     .map(|name| name.as_str().map(Arc::from))
                     .collect::<Option<Arc<[Arc<str>]>>>()?;
+                let tools = match body.get("tools")? {
+                    Value::Null => None,
+                    Value::Array(names) => Some(
+                        names
+                            .iter()
+                            .map(|name| name.as_str().map(Arc::from))
+                            .collect::<Option<Arc<[Arc<str>]>>>()?,
+                    ),
+                    _ => return None,
+                };
                 let now = Instant::now();
                 let deadline = now
                     .checked_add(Duration::from_millis(number("deadline_ms")?))
@@ -188,6 +200,7 @@ impl ToWorker {
                         kind,
                         limits: limits_from_wire(body.get("limits")?)?,
                         grants,
+                        tools,
                         deadline,
                         timeout: Duration::from_millis(number("timeout_ms")?),
                     },
@@ -259,10 +272,15 @@ impl FromWorker {
             FromWorker::Host {
                 job,
                 id,
+                callee,
                 name,
                 argument,
             } => json!({ "host": {
-                "job": job, "id": id, "name": name, "argument": plain_to_wire(argument),
+                "job": job,
+                "id": id,
+                "tool": *callee == Callee::Tool,
+                "name": name,
+                "argument": plain_to_wire(argument),
             }}),
             FromWorker::SleepFor { job, wait } => {
                 json!({ "sleep": { "job": job, "ms": wait.as_secs_f64() * 1000.0 } })
@@ -317,9 +335,15 @@ impl FromWorker {
                 let Value::String(name) = take("name")? else {
                     return Err("a host call whose name is not text".to_owned());
                 };
+                let callee = match take("tool")? {
+                    Value::Bool(true) => Callee::Tool,
+                    Value::Bool(false) => Callee::Grant,
+                    _ => return Err("a host call whose kind is not a boolean".to_owned()),
+                };
                 Ok(FromWorker::Host {
                     job,
                     id,
+                    callee,
                     name,
                     argument: plain_from_wire(take("argument")?),
                 })

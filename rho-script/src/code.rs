@@ -1,0 +1,284 @@
+//! Code mode: a script calls the host's tools as async functions
+//! (`await tools.read_file({ path })`), and every such call is a full rho
+//! call.
+//!
+//! Hosts that let a model write one program instead of one tool call per
+//! message usually run the program's tool calls as plain functions: no
+//! gate, no timeout, no accounting. Here a script's call of a tool goes
+//! through the host's [`TurnRunner`], as a call the model made would:
+//! arguments validated before the gate, the gate (a person may be asked,
+//! and that wait does not run the script's clock), its own timeout from
+//! approval, kill at its deadline, its crash counted against that tool,
+//! its events on the host's bus naming the script's call as their parent,
+//! its session entry kept inside the script's. The script sees what the
+//! model would have read: the result's text (its details, when the host
+//! keeps them), or a thrown `Error` with the result's text.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use rho_registry::ToolInfo;
+use rho_tool_core::{Executor, Outcome, ToolCall, ToolContext};
+use rho_turn::{SessionEntry, WeakTurnRunner};
+
+use crate::declare;
+
+/// How much one script run may ask of the host's tools.
+///
+/// ```
+/// use rho_script::CodeLimits;
+/// let limits = CodeLimits::default().with_max_calls(50).with_max_in_flight(4);
+/// assert_eq!((limits.max_calls, limits.max_in_flight), (50, 4));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CodeLimits {
+    /// Calls of tools one run may make in all (default 256); past it a
+    /// call throws at once.
+    pub max_calls: usize,
+    /// Calls of tools one run may have in flight at once (default 16);
+    /// past it a call throws at once (await some first).
+    pub max_in_flight: usize,
+    /// Bytes of results (as JSON) one run may get back from tools in all
+    /// (default 8 MiB); the call that passes it throws instead.
+    pub max_bytes_back: usize,
+}
+
+impl Default for CodeLimits {
+    fn default() -> Self {
+        Self {
+            max_calls: 256,
+            max_in_flight: 16,
+            max_bytes_back: 8 << 20,
+        }
+    }
+}
+
+impl CodeLimits {
+    /// Sets how many calls of tools one run may make.
+    #[must_use]
+    pub fn with_max_calls(mut self, calls: usize) -> Self {
+        self.max_calls = calls;
+        self
+    }
+
+    /// Sets how many calls of tools one run may have in flight at once.
+    #[must_use]
+    pub fn with_max_in_flight(mut self, calls: usize) -> Self {
+        self.max_in_flight = calls;
+        self
+    }
+
+    /// Sets how many bytes of results one run may get back.
+    #[must_use]
+    pub fn with_max_bytes_back(mut self, bytes: usize) -> Self {
+        self.max_bytes_back = bytes;
+        self
+    }
+}
+
+/// The future of one tool call made by a script: the call's session entry.
+pub(crate) type EntryFuture = Pin<Box<dyn Future<Output = Option<SessionEntry>> + Send>>;
+
+/// The host's tools as a script reaches them, with the executor's type
+/// erased.
+trait Tools: Send + Sync {
+    /// Every tool of the registry, or `None` once the host is gone.
+    fn list(&self) -> Option<Vec<ToolInfo>>;
+    /// Runs `call` within the script's call `parent`.
+    fn call(&self, parent: &ToolContext, call: ToolCall) -> EntryFuture;
+}
+
+struct TurnTools<E: Executor> {
+    turns: WeakTurnRunner<E>,
+}
+
+impl<E: Executor> Tools for TurnTools<E> {
+    fn list(&self) -> Option<Vec<ToolInfo>> {
+        self.turns.upgrade().map(|turns| turns.registry().tools())
+    }
+
+    fn call(&self, parent: &ToolContext, call: ToolCall) -> EntryFuture {
+        let Some(turns) = self.turns.upgrade() else {
+            return Box::pin(std::future::ready(None));
+        };
+        let turn = turns.turn_within(parent, [call]);
+        Box::pin(async move { turn.await.into_iter().next() })
+    }
+}
+
+/// Which tools a script may call: the host's tools, by source or by name,
+/// through the host's [`TurnRunner`](rho_turn::TurnRunner). Give it to a
+/// tool ([`ScriptTool::with_code_mode`](crate::ScriptTool::with_code_mode))
+/// or to every tool of a source
+/// ([`ScriptSourceBuilder::with_code_mode`](crate::ScriptSourceBuilder::with_code_mode)).
+///
+/// Nothing is allowed until the host says so. The script finds the tools
+/// it may call as the global `tools`, one async function per tool, named
+/// as the tool is (`tools.read_file(args)`, `tools["read-file"](args)`);
+/// [`declarations`](CodeMode::declarations) renders them as TypeScript for
+/// the model's prompt.
+///
+/// | a call of `tools.x(args)` | the script gets |
+/// |---|---|
+/// | succeeds | its details as the host keeps them ([`KeepDetails`](rho_turn::KeepDetails)), or its text when there are none |
+/// | fails, crashes, times out, is denied, refused, aborted | a thrown `Error` whose message is the result's text, as the model would read it |
+/// | names a tool the script may not call | a thrown `Error`, at once |
+/// | passes a limit of [`CodeLimits`] | a thrown `Error` saying which, at once |
+///
+/// Each call is a rho call of its own, with the id `<script call's
+/// id>.<n>`: its gate, its timeout, its accounting, its events (naming the
+/// script's call as `parent_call_id`), its entry inside the script's
+/// ([`SessionEntry::nested`]). A wait at its gate does not run the
+/// script's clock; everything else does. When the script's call ends (its
+/// answer, its timeout, an abort), its calls still in flight are aborted.
+///
+/// It holds the runner weakly: a tool of the runner's own registry that
+/// holds it keeps nothing alive.
+///
+/// A script that calls script tools holds its pool thread while they run
+/// on others: allow those with care (a pool's threads bound how deep such
+/// calls can go; past that they wait in its queue until their timeouts).
+#[derive(Clone)]
+pub struct CodeMode {
+    tools: Arc<dyn Tools>,
+    sources: BTreeSet<String>,
+    names: BTreeSet<String>,
+    limits: CodeLimits,
+}
+
+impl CodeMode {
+    /// Code mode through `turns`, with nothing allowed yet and the default
+    /// [`CodeLimits`].
+    pub fn new<E: Executor>(turns: &rho_turn::TurnRunner<E>) -> Self {
+        Self {
+            tools: Arc::new(TurnTools {
+                turns: turns.downgrade(),
+            }),
+            sources: BTreeSet::new(),
+            names: BTreeSet::new(),
+            limits: CodeLimits::default(),
+        }
+    }
+
+    /// Allows every tool of the source `source`.
+    #[must_use]
+    pub fn allow_source(mut self, source: impl Into<String>) -> Self {
+        self.sources.insert(source.into());
+        self
+    }
+
+    /// Allows the tool `name`.
+    #[must_use]
+    pub fn allow_tool(mut self, name: impl Into<String>) -> Self {
+        self.names.insert(name.into());
+        self
+    }
+
+    /// Sets the limits of each script run.
+    #[must_use]
+    pub fn with_limits(mut self, limits: CodeLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits of each script run.
+    pub fn limits(&self) -> &CodeLimits {
+        &self.limits
+    }
+
+    fn allows(&self, info: &ToolInfo) -> bool {
+        self.names.contains(&info.name) || self.sources.contains(&info.source)
+    }
+
+    /// The tools a script may call now, in name order.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        let mut tools: Vec<ToolInfo> = self
+            .tools
+            .list()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|info| self.allows(info))
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+    }
+
+    /// The names of the tools a script may call now, for its `tools`.
+    pub(crate) fn names(&self) -> Arc<[Arc<str>]> {
+        self.tools()
+            .into_iter()
+            .map(|info| Arc::from(info.name))
+            .collect()
+    }
+
+    /// The tools a script may call now as TypeScript declarations, for
+    /// the model's prompt: `declare const tools: { ... }`, one method per
+    /// tool, its arguments' type made from its JSON Schema, its
+    /// description as a doc comment, its answer's type from its output
+    /// schema (`unknown` without one).
+    pub fn declarations(&self) -> String {
+        let tools = self.tools();
+        declare::tools(tools.iter().map(declare::Declared::from))
+    }
+
+    /// Starts the script's call of `tool`, its `n`th, within `parent`:
+    /// the call's entry, or why it cannot run.
+    pub(crate) fn call(
+        &self,
+        parent: &ToolContext,
+        n: usize,
+        tool: &str,
+        arguments: serde_json::Value,
+    ) -> Result<EntryFuture, String> {
+        let Some(listed) = self.tools.list() else {
+            return Err(format!(
+                "tools.{tool}: the host's tools are gone (the session ended)"
+            ));
+        };
+        if let Some(info) = listed.iter().find(|info| info.name == tool) {
+            if !self.allows(info) {
+                return Err(format!(
+                    "tool `{tool}` is not one this script may call (see `Object.keys(tools)`)"
+                ));
+            }
+        }
+        // An allowed name that is gone now (or was never there) goes to
+        // the turn all the same: it answers as it would the model.
+        let id = format!("{}.{n}", parent.call_id());
+        Ok(self.tools.call(parent, ToolCall::new(id, tool, arguments)))
+    }
+}
+
+/// What a script's call of a tool resolves to, from its entry: the kept
+/// details or the text, or the text as the error.
+pub(crate) fn answer_of(
+    tool: &str,
+    entry: Option<SessionEntry>,
+) -> Result<serde_json::Value, String> {
+    let Some(entry) = entry else {
+        return Err(format!(
+            "tools.{tool}: the call ended without an answer (the host's tools are gone)"
+        ));
+    };
+    if entry.outcome != Outcome::Succeeded {
+        return Err(entry.text());
+    }
+    match entry.result.details {
+        Some(details) => Ok(crate::output::plain_to_wire(&details)),
+        None => Ok(serde_json::Value::String(entry.result.text())),
+    }
+}
+
+impl fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodeMode")
+            .field("sources", &self.sources)
+            .field("names", &self.names)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
