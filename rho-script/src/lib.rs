@@ -292,7 +292,9 @@
 //! read; [`CodeLimits`] bound a run's calls, its calls in flight and the
 //! bytes passed back. When the script's call ends, its calls still in
 //! flight are aborted. [`CodeMode::declarations`] renders the allowed tools
-//! as TypeScript for the model's prompt. It works the same in both
+//! as TypeScript for the model's prompt. [`RunScript`] is the ready
+//! `run_script` tool, code mode's usual shape: the model writes the
+//! program in the call itself and reads only its answer. It works the same in both
 //! isolation modes: the tools always run in the host, the script only
 //! hands them plain data.
 //!
@@ -424,6 +426,7 @@ mod global;
 mod grant;
 mod output;
 mod pool;
+mod run_script;
 mod sandbox;
 mod slot;
 mod source;
@@ -435,6 +438,7 @@ pub use code::{CodeLimits, CodeMode};
 pub use define_tool::DefineTool;
 pub use grant::{Grant, GrantError, HostFunction, HostFuture};
 pub use pool::{DEFAULT_STACK_LIMIT, Isolation, PoolOptions, ScriptPool};
+pub use run_script::RunScript;
 pub use source::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_SOURCE, DEFAULT_MAX_TOOLS, DefineError, Defined,
     MAX_NAME_LEN, ScriptDefinition, ScriptSource, ScriptSourceBuilder,

@@ -78,6 +78,18 @@ impl ScriptOutput {
         }
     }
 
+    /// A crash as an error with the same text (the same answer, but no
+    /// strike against the tool); other answers as they are.
+    pub(crate) fn crash_as_error(self) -> Self {
+        match self.answer {
+            Answered::Crashed(text) => Self {
+                answer: Answered::Error(text),
+                details: self.details,
+            },
+            _ => self,
+        }
+    }
+
     /// The answer as the call's output.
     pub(crate) fn into_tool_output(self) -> ToolOutput {
         let output = match self.answer {

@@ -23,6 +23,7 @@ use crate::grant::GrantSet;
 use crate::output::ScriptOutput;
 use crate::sandbox::{self, CheckFailure};
 use crate::slot::{Reply, ScriptCall, Slot};
+use crate::tool::Origin;
 
 /// The default JavaScript stack limit: 512 KiB.
 pub const DEFAULT_STACK_LIMIT: usize = 512 << 10;
@@ -382,6 +383,8 @@ impl Answer {
 pub(crate) struct JobSpec {
     pub(crate) name: Arc<str>,
     pub(crate) source: Arc<str>,
+    /// Whose mistake a source that does not load is.
+    pub(crate) origin: Origin,
     pub(crate) kind: JobKind,
     pub(crate) limits: ScriptLimits,
     /// The names of the host functions granted, installed as `rho.<name>`.

@@ -18,6 +18,7 @@ use crate::global::{self, RhoGlobal, id_value};
 use crate::output::ScriptOutput;
 use crate::pool::{Answer, JobKind, JobSpec};
 use crate::slot::{HostAnswer, Slot, Woken};
+use crate::tool::Origin;
 
 /// The interrupt has not fired.
 const RUNNING: u8 = 0;
@@ -334,16 +335,18 @@ impl<'js> Call<'_, 'js> {
         if let Err(error) =
             ctx.eval_with_options::<Value<'js>, _>(self.spec.source.as_bytes(), options)
         {
-            return self.failed(Phase::Load, &error, Some(&originals));
+            return self.not_loaded(self.failed(Phase::Load, &error, Some(&originals)));
         }
         let run = match ctx.eval::<Value<'js>, _>("typeof run === 'function' ? run : undefined") {
             Ok(run) => run,
-            Err(error) => return self.failed(Phase::Load, &error, Some(&originals)),
+            Err(error) => {
+                return self.not_loaded(self.failed(Phase::Load, &error, Some(&originals)));
+            }
         };
         let Some(run) = run.into_function() else {
-            return self.crashed(
+            return self.not_loaded(self.crashed(
                 "the script defines no function `run`: a tool's script must define `function run(args) { ... }`",
-            );
+            ));
         };
         let arguments = match serde_json::to_string(arguments) {
             Ok(json) => json,
@@ -362,6 +365,16 @@ impl<'js> Call<'_, 'js> {
             Err(output) => return output,
         };
         self.answer(answer, &global, &originals)
+    }
+
+    /// A script that did not load (a syntax error, a top level that threw,
+    /// no `run`): a crash of a tool's own script, the call's mistake when
+    /// the call brought the script.
+    fn not_loaded(&self, output: ScriptOutput) -> ScriptOutput {
+        match self.spec.origin {
+            Origin::Defined => output,
+            Origin::Given => output.crash_as_error(),
+        }
     }
 
     /// Installs the global `rho`, with the job's grants.

@@ -13,7 +13,7 @@ use crate::code::CodeMode;
 use crate::grant::{Grant, GrantSet};
 use crate::pool::{JobKind, JobSpec, ScriptPool};
 use crate::sandbox::CheckFailure;
-use crate::tool::{ScriptLimits, ScriptTool};
+use crate::tool::{Origin, ScriptLimits, ScriptTool};
 
 /// How long a definition's top level may run at its check, by default:
 /// one second. A top level that declares functions and constants takes
@@ -462,6 +462,7 @@ impl ScriptSource {
             .check(JobSpec {
                 name: name_arc,
                 source: Arc::clone(&source),
+                origin: Origin::Defined,
                 kind: JobKind::Check,
                 limits: self.settings.limits.clone(),
                 grants: self.settings.grants.names(),

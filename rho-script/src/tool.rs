@@ -192,11 +192,65 @@ impl Tool for ScriptTool {
     }
 
     async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
+        self.runs()
+            .run(
+                Arc::clone(&self.source),
+                Origin::Defined,
+                arguments,
+                context,
+            )
+            .await
+    }
+}
+
+impl ScriptTool {
+    fn runs(&self) -> Runs<'_> {
+        Runs {
+            name: &self.name,
+            timeout: self.timeout,
+            limits: &self.limits,
+            grants: &self.grants,
+            code: self.code.as_ref(),
+            pool: &self.pool,
+        }
+    }
+}
+
+/// Where a call's source came from, which says whose mistake a source that
+/// does not load is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The tool's own source: one that does not load is the tool's crash.
+    Defined,
+    /// The call brought it ([`RunScript`](crate::RunScript)): one that
+    /// does not load is the call's mistake, an error result, no strike.
+    Given,
+}
+
+/// What one script call needs besides its source and arguments.
+pub(crate) struct Runs<'a> {
+    pub(crate) name: &'a Arc<str>,
+    pub(crate) timeout: Duration,
+    pub(crate) limits: &'a ScriptLimits,
+    pub(crate) grants: &'a GrantSet,
+    pub(crate) code: Option<&'a CodeMode>,
+    pub(crate) pool: &'a ScriptPool,
+}
+
+impl Runs<'_> {
+    /// Runs `source` with `arguments` in a fresh sandbox on the pool.
+    pub(crate) async fn run(
+        &self,
+        source: Arc<str>,
+        origin: Origin,
+        arguments: serde_json::Value,
+        context: ToolContext,
+    ) -> ToolOutput {
         let now = Instant::now();
         // In code mode a call of a tool may wait for a person, which
         // rho's clock does not count, up to the runner's most: so may the
         // sandbox's own deadline.
-        let own = match &self.code {
+        let own = match self.code {
             Some(_) => self
                 .timeout
                 .saturating_add(context.max_clock_pause())
@@ -209,18 +263,19 @@ impl Tool for ScriptTool {
         self.pool
             .submit(
                 JobSpec {
-                    name: Arc::clone(&self.name),
-                    source: Arc::clone(&self.source),
+                    name: Arc::clone(self.name),
+                    source,
+                    origin,
                     kind: JobKind::Call(arguments),
                     limits: self.limits.clone(),
                     grants: self.grants.names(),
-                    tools: self.code.as_ref().map(CodeMode::names),
+                    tools: self.code.map(CodeMode::names),
                     deadline,
                     timeout: self.timeout,
                 },
                 context,
                 self.grants.clone(),
-                self.code.clone(),
+                self.code.cloned(),
             )
             .await
     }

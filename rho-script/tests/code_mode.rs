@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
-use rho_script::{CodeLimits, CodeMode, ScriptPool, ScriptTool};
+use rho_script::{CodeLimits, CodeMode, RunScript, ScriptPool, ScriptTool};
 use rho_tool_core::{
     Executor, Gate, Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
 };
@@ -29,6 +29,7 @@ crate::on_both_executors!(
     subscribers_see_nested_calls_under_the_script_and_the_session_keeps_them,
     the_limits_of_a_run_throw_clear_errors,
     a_thousand_nested_calls_all_end_in_order_of_completion,
+    run_script_runs_a_program_the_model_wrote_in_the_call,
 );
 
 /// A tool of the host's, written here as a closure.
@@ -716,5 +717,57 @@ fn declarations_render_real_schemas_as_typescript() {
     assert_eq!(
         CodeMode::new(&turns).declarations(),
         "declare const tools: {\n};\n"
+    );
+}
+
+async fn run_script_runs_a_program_the_model_wrote_in_the_call<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    let host = Host::new(runner, pool.clone(), None);
+    let accounting = Arc::new(Accounting::new(QuarantineRule::after(1)));
+    let run_script = RunScript::new(&pool)
+        .with_timeout(NEVER)
+        .with_code_mode(CodeMode::new(&host.turns).allow_source("files"));
+    host.turns
+        .registry()
+        .add_source(Source::trusted("code").with_policy(accounting.clone()))
+        .expect("a new source")
+        .add(Arc::new(run_script))
+        .expect("a new tool");
+    let program = "async function run({ paths }) {
+        const texts = await Promise.all(paths.map((path) => tools.read_file({ path })));
+        return texts.map((text) => text.length);
+    }";
+    let entry = host
+        .call(
+            "run_script",
+            json!({ "source": program, "args": { "paths": ["a", "bb"] } }),
+        )
+        .await;
+    assert_eq!(entry.outcome, Outcome::Succeeded, "{}", entry.text());
+    assert_eq!(entry.text(), "[31,32]");
+    assert_eq!(entry.nested.len(), 2);
+    // A program that does not parse is the call's mistake, with where:
+    // an error, no strike (a quarantine after one crash would follow).
+    for _ in 0..2 {
+        let entry = host
+            .call(
+                "run_script",
+                json!({ "source": "function run() {\n  return [1, 2;\n}" }),
+            )
+            .await;
+        assert_eq!(entry.outcome, Outcome::Failed, "{}", entry.text());
+        assert!(entry.text().contains("SyntaxError"), "{}", entry.text());
+        assert!(
+            entry.text().contains("run_script.js:2:"),
+            "{}",
+            entry.text()
+        );
+    }
+    let health = accounting.tool_health("run_script").expect("counted");
+    assert_eq!(
+        (health.failed, health.crashed, health.quarantine.is_some()),
+        (2, 0, false)
     );
 }

@@ -23,7 +23,7 @@ use crate::output::{ScriptOutput, plain_from_wire, plain_to_wire};
 use crate::pool::{Answer, JobKind, JobSpec};
 use crate::sandbox::CheckFailure;
 use crate::slot::{Callee, HostAnswer};
-use crate::tool::ScriptLimits;
+use crate::tool::{Origin, ScriptLimits};
 
 /// A job as the worker runs it: the spec and the pool's stack limit.
 pub(crate) struct WorkerJob {
@@ -133,6 +133,7 @@ impl ToWorker {
                     "number": job.number,
                     "name": &*spec.name,
                     "source": &*spec.source,
+                    "given": spec.origin == Origin::Given,
                     "kind": kind,
                     "limits": limits_to_wire(&spec.limits),
                     "grants": spec.grants.iter().map(|name| &**name).collect::<Vec<_>>(),
@@ -197,6 +198,11 @@ impl ToWorker {
                     spec: JobSpec {
                         name: text("name")?,
                         source: text("source")?,
+                        origin: if body.get("given")?.as_bool()? {
+                            Origin::Given
+                        } else {
+                            Origin::Defined
+                        },
                         kind,
                         limits: limits_from_wire(body.get("limits")?)?,
                         grants,
