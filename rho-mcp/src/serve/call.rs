@@ -20,19 +20,26 @@ use rmcp::service::RequestContext;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::closing::ConnectionClosed;
 use super::progress::Progress;
 use super::result;
 use super::server::Shared;
 
 /// Runs one `tools/call` to its MCP result.
 ///
-/// `closed` is the session's token: cancelled when the client went away.
+/// `session` is the session's token, cancelled when the host closes it;
+/// the connection's own (cancelled when the client has gone) comes with
+/// the request.
 pub(crate) async fn run<E: Executor>(
     shared: &Shared<E>,
     params: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
-    closed: &CancellationToken,
+    session: &CancellationToken,
 ) -> CallToolResult {
+    let connection = context
+        .extensions
+        .get::<ConnectionClosed>()
+        .map_or_else(CancellationToken::new, |closed| closed.0.clone());
     let arguments = params
         .arguments
         .map_or_else(|| Value::Object(Default::default()), Value::Object);
@@ -46,7 +53,14 @@ pub(crate) async fn run<E: Executor>(
         .meta
         .get_progress_token()
         .map(|token| Progress::start(context.peer.clone(), token));
-    let end = follow(handle, progress, &context.ct, closed).await;
+    let stop = async {
+        tokio::select! {
+            () = context.ct.cancelled() => {}
+            () = session.cancelled() => {}
+            () = connection.cancelled() => {}
+        }
+    };
+    let end = follow(handle, progress, stop).await;
     match end {
         Some(end) => result::to_mcp(&end, output_schema.as_deref(), &shared.outputs),
         // A handle reports its end exactly once; this is a guard only.
@@ -75,19 +89,12 @@ fn start<E: Executor>(shared: &Shared<E>, call: ToolCall) -> (CallHandle<E>, Opt
 }
 
 /// Awaits the call's end, sending partial results to `progress` when the
-/// client asked for them; aborts the call when `cancelled` or `closed` is.
+/// client asked for them; aborts the call when `stop` comes first.
 async fn follow<E: Executor>(
     mut handle: CallHandle<E>,
     progress: Option<Progress>,
-    cancelled: &CancellationToken,
-    closed: &CancellationToken,
+    stop: impl Future<Output = ()>,
 ) -> Option<CallEnd> {
-    let stop = async {
-        tokio::select! {
-            () = cancelled.cancelled() => {}
-            () = closed.cancelled() => {}
-        }
-    };
     tokio::pin!(stop);
     match progress {
         // Nobody reads partial results: await the end alone, which keeps

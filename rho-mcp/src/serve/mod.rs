@@ -5,9 +5,11 @@
 //! `tools/list`, `call` runs `tools/call` as a rho call and `result`
 //! maps its end to MCP's result, `progress` turns partial results into
 //! progress notifications, `list_changed` tells clients when the list
-//! changes, and `stdio` is the line-delimited transport.
+//! changes, `closing` tells calls that their client has gone, and `stdio`
+//! is the line-delimited transport.
 
 mod call;
+mod closing;
 mod list_changed;
 mod listing;
 mod progress;

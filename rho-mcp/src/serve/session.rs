@@ -54,11 +54,6 @@ impl<E: Executor> Session<E> {
     pub fn close(&self) {
         self.closed.cancel();
     }
-
-    /// The token cancelled when the session ends.
-    pub(crate) fn closed_token(&self) -> CancellationToken {
-        self.closed.clone()
-    }
 }
 
 impl<E: Executor> ServerHandler for Session<E> {

@@ -2,18 +2,14 @@
 //! socket), one JSON-RPC message a line.
 //!
 //! A client that closes its end (stdin at end of file) has left: its calls
-//! in flight are aborted at that moment. rmcp alone would let them run
-//! for up to its drain time (five seconds) before cancelling them, and a
-//! tool would go on working for nobody.
-
-use std::pin::Pin;
-use std::task::{Context, Poll};
+//! in flight are aborted at that moment (see `closing`).
 
 use rho_tool_core::Executor;
 use rmcp::ServiceExt;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio_util::sync::CancellationToken;
+use rmcp::transport::IntoTransport;
+use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::closing::Closing;
 use super::server::McpServer;
 use crate::error::ServeError;
 
@@ -42,40 +38,9 @@ impl<E: Executor> McpServer<E> {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let session = self.session();
-        let closed = session.closed_token();
-        let reader = UntilEnd {
-            inner: reader,
-            closed,
-        };
-        let running = session.serve((reader, writer)).await?;
+        let transport = Closing::new((reader, writer).into_transport());
+        let running = self.session().serve(transport).await?;
         running.waiting().await?;
         Ok(())
-    }
-}
-
-/// A reader that cancels `closed` when it reaches its end or fails.
-struct UntilEnd<R> {
-    inner: R,
-    closed: CancellationToken,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for UntilEnd<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let this = &mut *self;
-        let read = Pin::new(&mut this.inner).poll_read(cx, buf);
-        match &read {
-            Poll::Ready(Ok(())) if buf.filled().len() == before && buf.remaining() > 0 => {
-                this.closed.cancel();
-            }
-            Poll::Ready(Err(_)) => this.closed.cancel(),
-            _ => {}
-        }
-        read
     }
 }
