@@ -12,6 +12,10 @@ pub enum ServeError {
     /// The session's task ended abnormally.
     #[error("the MCP session's task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// The options would serve unsafely (an address off loopback without a
+    /// bearer token, say); nothing was started.
+    #[error("refusing to serve: {0}")]
+    Unsafe(String),
     /// A listening socket could not be opened or accepted on.
     #[error("{0}")]
     Io(#[from] std::io::Error),

@@ -101,14 +101,20 @@
 //! # Which transports
 //!
 //! [`McpServer::serve_stdio`] serves one client over stdin and stdout;
-//! [`McpServer::serve_io`] over any reader and writer. A host with a
+//! [`McpServer::serve_io`] over any reader and writer;
+//! [`McpServer::serve_http`] any number over MCP's streamable HTTP, safe
+//! by default (loopback, `Host` and `Origin` checked, a bearer token off
+//! loopback, bounded bodies and calls; see [`HttpOptions`]). A host with a
 //! transport of its own gives rmcp a [`Session`] per connection.
 
 mod error;
 pub mod serve;
 
 pub use error::ServeError;
-pub use serve::{DEFAULT_MAX_CALLS_PER_SESSION, McpServer, Session};
+pub use serve::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CALLS_PER_SESSION, HttpOptions, HttpServer, McpServer,
+    Session,
+};
 
 /// Re-exported: the MCP SDK the server is built on, for hosts that wire
 /// their own transport.

@@ -5,11 +5,12 @@
 //! `tools/list`, `call` runs `tools/call` as a rho call and `result`
 //! maps its end to MCP's result, `progress` turns partial results into
 //! progress notifications, `list_changed` tells clients when the list
-//! changes, `closing` tells calls that their client has gone, and `stdio`
-//! is the line-delimited transport.
+//! changes, `closing` tells calls that their client has gone, `stdio`
+//! is the line-delimited transport and `http` streamable HTTP.
 
 mod call;
 mod closing;
+mod http;
 mod list_changed;
 mod listing;
 mod progress;
@@ -18,5 +19,6 @@ mod server;
 mod session;
 mod stdio;
 
+pub use http::{DEFAULT_MAX_BODY_BYTES, HttpOptions, HttpServer};
 pub use server::{DEFAULT_MAX_CALLS_PER_SESSION, McpServer};
 pub use session::Session;

@@ -9,6 +9,16 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+pub mod sample_checks;
+
+/// What a client saw of the sample registry, and the sample's log.
+pub struct PeerRun {
+    /// The client's record, scenario by scenario.
+    pub seen: Value,
+    /// The lines the sample logged (`slow` calls started and dropped).
+    pub log: String,
+}
+
 /// The target directory, where the peers are installed.
 fn target_dir() -> PathBuf {
     // `CARGO_TARGET_TMPDIR` is `<target>/tmp`.
