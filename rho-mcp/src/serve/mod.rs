@@ -5,11 +5,13 @@
 //! `tools/list`, `call` runs `tools/call` as a rho call and `result`
 //! maps its end to MCP's result, `progress` turns partial results into
 //! progress notifications, `list_changed` tells clients when the list
-//! changes, `closing` tells calls that their client has gone, `stdio`
+//! changes, `closing` tells calls that their client has gone, `contain`
+//! answers a request whose handling panicked, `stdio`
 //! is the line-delimited transport and `http` streamable HTTP.
 
 mod call;
 mod closing;
+mod contain;
 mod http;
 mod list_changed;
 mod listing;

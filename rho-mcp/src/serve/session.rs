@@ -14,6 +14,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::Semaphore;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::contain::{contained, failure_text};
 use super::server::Shared;
 use super::{call, list_changed, listing, result};
 
@@ -74,7 +75,9 @@ impl<E: Executor> ServerHandler for Session<E> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(listing::list(&self.shared.registry))
+        contained(async { listing::list(&self.shared.registry) })
+            .await
+            .map_err(|caught| ErrorData::internal_error(failure_text("tools/list", &caught), None))
     }
 
     async fn call_tool(
