@@ -25,6 +25,10 @@
 //!   request. Images become image content; details become
 //!   `structuredContent`, checked against the tool's output schema when it
 //!   has one.
+//! - **Approval at the client.** With an [`ElicitationApprover`] in the
+//!   host's gate, a call that needs a person is put to the user of the
+//!   client that made it (MCP elicitation), when that client can be asked;
+//!   otherwise the host's own approver decides.
 //! - **Live and stoppable.** Partial results become
 //!   `notifications/progress` when the client sent a progress token;
 //!   `notifications/cancelled` or the client leaving aborts the call at
@@ -112,8 +116,8 @@ pub mod serve;
 
 pub use error::ServeError;
 pub use serve::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CALLS_PER_SESSION, HttpOptions, HttpServer, McpServer,
-    Session,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CALLS_PER_SESSION, ElicitationApprover, HttpOptions,
+    HttpServer, McpServer, Session,
 };
 
 /// Re-exported: the MCP SDK the server is built on, for hosts that wire

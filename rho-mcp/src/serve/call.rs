@@ -32,6 +32,7 @@ use super::server::Shared;
 /// the request.
 pub(crate) async fn run<E: Executor>(
     shared: &Shared<E>,
+    session_number: u64,
     params: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
     session: &CancellationToken,
@@ -43,11 +44,14 @@ pub(crate) async fn run<E: Executor>(
     let arguments = params
         .arguments
         .map_or_else(|| Value::Object(Default::default()), Value::Object);
-    let call = ToolCall::new(
-        format!("mcp-{}", context.id),
-        params.name.into_owned(),
-        arguments,
-    );
+    // Unique across sessions (each client numbers its own requests), so a
+    // call's id names one call of one client.
+    let call_id = format!("mcp-{session_number}-{}", context.id);
+    let _asks_this_client = shared
+        .elicitation
+        .as_ref()
+        .map(|asks| asks.enter(&call_id, context.peer.clone()));
+    let call = ToolCall::new(call_id, params.name.into_owned(), arguments);
     let (handle, output_schema) = start(shared, call);
     let progress = context
         .meta

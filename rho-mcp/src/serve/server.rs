@@ -2,12 +2,14 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rho_registry::ToolRegistry;
 use rho_tool_core::{Executor, Runner};
 use rho_turn::{SchemaCache, TurnRunner};
 use rmcp::model::Implementation;
 
+use super::elicit::ElicitationApprover;
 use super::session::Session;
 
 /// A rho tool registry served over MCP.
@@ -36,6 +38,10 @@ pub(crate) struct Shared<E: Executor> {
     pub(crate) identity: Implementation,
     pub(crate) instructions: Option<String>,
     pub(crate) max_calls_per_session: usize,
+    /// Told which client each call comes from, to ask its user.
+    pub(crate) elicitation: Option<ElicitationApprover>,
+    /// Numbers sessions, so call ids are unique across them.
+    pub(crate) sessions: Arc<AtomicU64>,
 }
 
 impl<E: Executor> Clone for Shared<E> {
@@ -48,6 +54,8 @@ impl<E: Executor> Clone for Shared<E> {
             identity: self.identity.clone(),
             instructions: self.instructions.clone(),
             max_calls_per_session: self.max_calls_per_session,
+            elicitation: self.elicitation.clone(),
+            sessions: self.sessions.clone(),
         }
     }
 }
@@ -71,6 +79,8 @@ impl<E: Executor> McpServer<E> {
                 identity: Implementation::new("rho-mcp", env!("CARGO_PKG_VERSION")),
                 instructions: None,
                 max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
+                elicitation: None,
+                sessions: Arc::default(),
             }),
         }
     }
@@ -106,6 +116,14 @@ impl<E: Executor> McpServer<E> {
         self.change(|shared| shared.max_calls_per_session = calls.max(1))
     }
 
+    /// Tells `approver` which client each call comes from, so that the
+    /// gate's questions go to the person at that client (see
+    /// [`ElicitationApprover`]). Give the same approver to the runner's
+    /// gate.
+    pub fn with_elicitation(self, approver: ElicitationApprover) -> Self {
+        self.change(|shared| shared.elicitation = Some(approver))
+    }
+
     /// The registry served.
     pub fn registry(&self) -> &ToolRegistry {
         &self.shared.registry
@@ -115,7 +133,8 @@ impl<E: Executor> McpServer<E> {
     /// transport of your own (rmcp's `ServiceExt::serve`). The transports
     /// this crate offers make one per connection themselves.
     pub fn session(&self) -> Session<E> {
-        Session::new(self.shared.clone())
+        let number = self.shared.sessions.fetch_add(1, Ordering::Relaxed);
+        Session::new(self.shared.clone(), number)
     }
 }
 

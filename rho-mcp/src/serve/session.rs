@@ -27,6 +27,8 @@ use super::{call, list_changed, listing, result};
 /// closing, or the session being dropped).
 pub struct Session<E: Executor> {
     shared: Arc<Shared<E>>,
+    /// This session's number among the server's, in its calls' ids.
+    number: u64,
     /// Cancelled when the connection ends: every call in flight is
     /// aborted, and the list-changed task stops.
     closed: CancellationToken,
@@ -38,11 +40,12 @@ pub struct Session<E: Executor> {
 }
 
 impl<E: Executor> Session<E> {
-    pub(crate) fn new(shared: Arc<Shared<E>>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared<E>>, number: u64) -> Self {
         let closed = CancellationToken::new();
         let calls = Arc::new(Semaphore::new(shared.max_calls_per_session));
         Self {
             shared,
+            number,
             _close_on_drop: closed.clone().drop_guard(),
             closed,
             list_changed: Mutex::new(None),
@@ -100,9 +103,12 @@ impl<E: Executor> ServerHandler for Session<E> {
             ))
             .into());
         };
-        Ok(call::run(&self.shared, request, &context, &self.closed)
-            .await
-            .into())
+        let tool = request.name.clone();
+        let run = call::run(&self.shared, self.number, request, &context, &self.closed);
+        let result = contained(run).await.unwrap_or_else(|caught| {
+            result::error_text(failure_text(&format!("the call of tool `{tool}`"), &caught))
+        });
+        Ok(result.into())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -53,7 +53,7 @@ class Notifications:
 
 
 @asynccontextmanager
-async def connect(target, notifications=None):
+async def connect(target, notifications=None, elicitation=None):
     kind, rest = target[0], target[1:]
     if kind == "stdio":
         # The SDK gives the server a minimal environment: pass on the log.
@@ -63,7 +63,9 @@ async def connect(target, notifications=None):
     else:
         transport = streamable_http_client(rest[0])
     async with transport as (read, write):
-        async with ClientSession(read, write, message_handler=notifications) as session:
+        async with ClientSession(
+            read, write, message_handler=notifications, elicitation_callback=elicitation
+        ) as session:
             await session.initialize()
             yield session
 
@@ -193,6 +195,34 @@ async def scenario_disconnect(target):
     return {"left_at": left_at, "closed_after": round(time.monotonic() - started, 3)}
 
 
+async def scenario_approval(target, unasked):
+    """`wipe` needs a person: a client that can ask its user is asked (and
+    its answer holds); one that cannot gets the host's refusal."""
+    questions = []
+    answers = iter(["approve", "decline", "refuse"])
+
+    async def ask_the_user(context, params):
+        questions.append({"message": params.message, "schema": params.requested_schema})
+        answer = next(answers)
+        if answer == "decline":
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"approve": answer == "approve"})
+
+    async with connect(target, elicitation=ask_the_user) as session:
+        approved = await call(session, "wipe")
+        declined = await call(session, "wipe")
+        refused = await call(session, "wipe")
+        not_asked = await call(session, "echo", {"text": "no question"})
+    return {
+        "questions": questions,
+        "approved": approved,
+        "declined": declined,
+        "refused": refused,
+        "not_asked": not_asked,
+        "unasked_client": unasked,
+    }
+
+
 async def guarded(results, name, scenario):
     try:
         results[name] = await scenario()
@@ -209,6 +239,8 @@ async def main(target):
         await guarded(results, "progress", lambda: scenario_progress(session))
         await guarded(results, "cancel", lambda: scenario_cancel(session))
         await guarded(results, "list_changed", lambda: scenario_list_changed(session, notifications))
+        unasked = await call(session, "wipe")
+    await guarded(results, "approval", lambda: scenario_approval(target, unasked))
     await guarded(results, "disconnect", lambda: scenario_disconnect(target))
     print(json.dumps(results))
 

@@ -216,11 +216,54 @@ pub fn a_client_that_leaves_mid_call_has_its_calls_aborted(run: &PeerRun) {
     assert_eq!(log.lines().last(), Some("exit"), "{log}");
 }
 
+pub fn approval_is_asked_of_the_clients_user_or_the_host_decides(run: &PeerRun) {
+    let approval = scenario(&run.seen, "approval");
+    let questions = approval["questions"].as_array().expect("questions");
+    assert_eq!(
+        questions.len(),
+        3,
+        "asked once a call of `wipe`: {approval}"
+    );
+    let message = questions[0]["message"].as_str().expect("a message");
+    assert!(message.contains("Run the tool `wipe`"), "{message}");
+    assert_eq!(
+        questions[0]["schema"]["properties"]["approve"]["type"],
+        "boolean"
+    );
+    assert_eq!(approval["approved"]["is_error"], false, "{approval}");
+    assert_eq!(text(&approval["approved"]), "wiped (not really)");
+    assert_eq!(approval["declined"]["is_error"], true);
+    assert!(
+        text(&approval["declined"]).contains("the user declined"),
+        "{approval}"
+    );
+    assert!(
+        text(&approval["refused"]).contains("did not approve"),
+        "{approval}"
+    );
+    assert_eq!(
+        approval["not_asked"]["is_error"], false,
+        "no question for other tools"
+    );
+    let unasked = &approval["unasked_client"];
+    assert_eq!(unasked["is_error"], true);
+    assert!(
+        text(unasked).contains("this client cannot ask one"),
+        "a client without elicitation gets the host's answer: {unasked}"
+    );
+}
+
 /// Makes a `#[test]` of each check, run on what `$run()` (a
 /// `&'static PeerRun`) recorded.
 #[macro_export]
 macro_rules! sample_tests {
     ($run:path) => {
+        #[test]
+        fn approval_is_asked_of_the_clients_user_or_the_host_decides() {
+            support::sample_checks::approval_is_asked_of_the_clients_user_or_the_host_decides(
+                $run(),
+            );
+        }
         #[test]
         fn tools_list_comes_from_the_registry() {
             support::sample_checks::tools_list_comes_from_the_registry($run());

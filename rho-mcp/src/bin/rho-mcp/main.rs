@@ -14,9 +14,11 @@ mod sample;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use rho_exec_tokio::TokioExecutor;
 use rho_mcp::{HttpOptions, McpServer};
+use rho_tool_core::Runner;
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: rho-mcp sample [--http [ADDR]] [--token TOKEN] [--allow-host HOST]...
@@ -106,8 +108,11 @@ fn main() -> ExitCode {
 async fn serve_sample(transport: Transport) -> Result<(), String> {
     let registry = sample::registry().map_err(|error| error.to_string())?;
     let executor = TokioExecutor::current().map_err(|error| error.to_string())?;
-    let server =
-        McpServer::new(executor, registry).with_name("rho-mcp-sample", env!("CARGO_PKG_VERSION"));
+    let asks = sample::approver();
+    let runner = Runner::new(executor).with_gate(Arc::new(sample::gate(asks.clone())));
+    let server = McpServer::new(runner, registry)
+        .with_name("rho-mcp-sample", env!("CARGO_PKG_VERSION"))
+        .with_elicitation(asks);
     match transport {
         Transport::Stdio => server
             .serve_stdio()

@@ -12,9 +12,33 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use rho_mcp::ElicitationApprover;
 use rho_registry::{Accounting, QuarantineRule, RegistryError, Source, SourceHandle, ToolRegistry};
-use rho_tool_core::{Image, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{
+    AnnotationGate, ApprovalRequest, Decision, Image, Match, Tool, ToolAnnotations, ToolContext,
+    ToolOutput, Verdict, async_trait,
+};
 use serde_json::{Value, json};
+
+/// The sample's gate: `wipe` needs a person, asked through the client
+/// when it can be asked; with nobody to ask, the host says no. Every
+/// other call runs at once.
+pub(crate) fn gate(asks: ElicitationApprover) -> AnnotationGate {
+    AnnotationGate::new()
+        .ask(Match::tool("wipe"))
+        .otherwise(Decision::Allow)
+        .with_approver(asks)
+}
+
+/// The sample's approver: the client's user, else a refusal.
+pub(crate) fn approver() -> ElicitationApprover {
+    ElicitationApprover::new(|request: ApprovalRequest| async move {
+        Verdict::deny(format!(
+            "`{}` needs a person's approval, and this client cannot ask one",
+            request.tool
+        ))
+    })
+}
 
 /// The sample registry: `builtin` tools, and an untrusted `agent` source
 /// whose `flaky` tool is quarantined after two crashes.
@@ -35,6 +59,7 @@ pub(crate) fn registry() -> Result<ToolRegistry, RegistryError> {
         Kind::Slow,
         Kind::InFlight,
         Kind::Define,
+        Kind::Wipe,
     ];
     builtin.add_all(kinds.map(|kind| {
         Arc::new(Sample {
@@ -67,6 +92,7 @@ enum Kind {
     Slow,
     InFlight,
     Define,
+    Wipe,
     Flaky,
     Defined,
 }
@@ -113,6 +139,7 @@ impl Tool for Sample {
             Kind::Slow => "slow",
             Kind::InFlight => "slow_in_flight",
             Kind::Define => "define",
+            Kind::Wipe => "wipe",
             Kind::Flaky => "flaky",
             Kind::Defined => "defined",
         }
@@ -131,6 +158,7 @@ impl Tool for Sample {
             Kind::Slow => "Answers after `ms` milliseconds.",
             Kind::InFlight => "How many `slow` calls are running now.",
             Kind::Define => "Adds the tool `defined` to the registry.",
+            Kind::Wipe => "Pretends to wipe something: runs only when a person approves.",
             Kind::Flaky => "An agent-written tool that always panics.",
             Kind::Defined => "Added at run time by `define`.",
         }
@@ -160,6 +188,7 @@ impl Tool for Sample {
                 ToolAnnotations::new().title(self.name()).read_only()
             }
             Kind::Define => ToolAnnotations::new().destructive(false),
+            Kind::Wipe => ToolAnnotations::new().destructive(true),
             _ => ToolAnnotations::new(),
         }
     }
@@ -216,6 +245,7 @@ impl Tool for Sample {
                 }
             }
             Kind::Defined => ToolOutput::text("I was defined at run time"),
+            Kind::Wipe => ToolOutput::text("wiped (not really)"),
         }
     }
 }
