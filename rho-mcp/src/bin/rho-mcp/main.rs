@@ -1,0 +1,133 @@
+//! `rho-mcp`: rho's MCP server (and, later, proxy) from the command line.
+//!
+//! ```text
+//! rho-mcp sample                      serve the sample registry over stdio
+//! rho-mcp sample --http [ADDR]        ... over streamable HTTP (default 127.0.0.1:0)
+//!         [--token TOKEN]             require `Authorization: Bearer TOKEN`
+//!         [--allow-host HOST]...      accept this `Host` too
+//! ```
+//!
+//! Over HTTP the first line on stdout is the URL to connect to; the server
+//! stops when stdin ends (or at Ctrl-C).
+
+mod sample;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use rho_exec_tokio::TokioExecutor;
+use rho_mcp::{HttpOptions, McpServer};
+use rho_tool_core::Runner;
+use tokio::io::AsyncReadExt;
+
+const USAGE: &str = "usage: rho-mcp sample [--http [ADDR]] [--token TOKEN] [--allow-host HOST]...
+
+  sample    serve a sample registry (one tool for each way a call can go),
+            over stdio, or over streamable HTTP with --http (loopback and a
+            port the system picks unless ADDR says otherwise; an address off
+            loopback needs --token). Over HTTP the first line on stdout is
+            the URL, and the server stops when stdin ends.";
+
+/// What to serve over.
+enum Transport {
+    Stdio,
+    Http(HttpOptions),
+}
+
+fn parse(args: &[String]) -> Result<Transport, String> {
+    let mut args = args.iter().map(String::as_str).peekable();
+    if args.next() != Some("sample") {
+        return Err("expected a command".to_owned());
+    }
+    let mut http: Option<HttpOptions> = None;
+    while let Some(arg) = args.next() {
+        match arg {
+            "--http" => {
+                let mut options = HttpOptions::new();
+                if let Some(addr) = args.next_if(|next| !next.starts_with("--")) {
+                    let addr: SocketAddr = addr
+                        .parse()
+                        .map_err(|error| format!("--http {addr}: {error}"))?;
+                    options = options.bind(addr);
+                }
+                http = Some(options);
+            }
+            "--token" | "--allow-host" => {
+                let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
+                let options = http
+                    .take()
+                    .ok_or_else(|| format!("{arg} goes after --http"))?;
+                http = Some(match arg {
+                    "--token" => options.with_bearer_token(value),
+                    _ => options.allow_host(value),
+                });
+            }
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(http.map_or(Transport::Stdio, Transport::Http))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if matches!(args.first().map(String::as_str), Some("-h" | "--help")) {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let transport = match parse(&args) {
+        Ok(transport) => transport,
+        Err(error) => {
+            eprintln!("rho-mcp: {error}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    // Contained panics are the sample's point; keep them off stderr.
+    rho_tool_core::untrusted::install_quiet_panic_hook();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("rho-mcp: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let served = runtime.block_on(serve_sample(transport));
+    sample::log("exit");
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("rho-mcp: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve_sample(transport: Transport) -> Result<(), String> {
+    let registry = sample::registry().map_err(|error| error.to_string())?;
+    let executor = TokioExecutor::current().map_err(|error| error.to_string())?;
+    let asks = sample::approver();
+    let runner = Runner::new(executor).with_gate(Arc::new(sample::gate(asks.clone())));
+    let server = McpServer::new(runner, registry)
+        .with_name("rho-mcp-sample", env!("CARGO_PKG_VERSION"))
+        .with_elicitation(asks);
+    match transport {
+        Transport::Stdio => server
+            .serve_stdio()
+            .await
+            .map_err(|error| error.to_string()),
+        Transport::Http(options) => {
+            let http = server
+                .serve_http(options)
+                .await
+                .map_err(|error| error.to_string())?;
+            println!("{}", http.url());
+            // Serve until whoever started us closes our stdin.
+            let mut sink = Vec::new();
+            let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+            http.shutdown().await.map_err(|error| error.to_string())
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! Serving a rho registry to MCP clients.
+//!
+//! One concept a module: `server` holds what every session shares,
+//! `session` is rmcp's handler of one connection, `listing` answers
+//! `tools/list`, `call` runs `tools/call` as a rho call and `result`
+//! maps its end to MCP's result, `progress` turns partial results into
+//! progress notifications, `list_changed` tells clients when the list
+//! changes, `closing` tells calls that their client has gone, `contain`
+//! answers a request whose handling panicked, `elicit` asks the
+//! client's user to approve a call, `stdio`
+//! is the line-delimited transport and `http` streamable HTTP.
+
+mod call;
+mod closing;
+mod contain;
+mod elicit;
+mod http;
+mod list_changed;
+mod listing;
+mod progress;
+mod result;
+mod server;
+mod session;
+mod stdio;
+
+pub use elicit::ElicitationApprover;
+pub use http::{DEFAULT_MAX_BODY_BYTES, HttpOptions, HttpServer};
+pub use server::{DEFAULT_MAX_CALLS_PER_SESSION, McpServer};
+pub use session::Session;
