@@ -11,8 +11,8 @@
 //! approval, kill at its deadline, its crash counted against that tool,
 //! its events on the host's bus naming the script's call as their parent,
 //! its session entry kept inside the script's. The script sees what the
-//! model would have read: the result's text (its details, when the host
-//! keeps them), or a thrown `Error` with the result's text.
+//! model would have read: the result's details (or its text), or a thrown
+//! `Error` with the result's text.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -21,8 +21,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use rho_registry::ToolInfo;
-use rho_tool_core::{Executor, Outcome, ToolCall, ToolContext};
-use rho_turn::{SessionEntry, WeakTurnRunner};
+use rho_tool_core::{CallEnd, Executor, Outcome, ToolCall, ToolContext};
+use rho_turn::WeakTurnRunner;
 
 use crate::declare;
 
@@ -80,8 +80,8 @@ impl CodeLimits {
     }
 }
 
-/// The future of one tool call made by a script: the call's session entry.
-pub(crate) type EntryFuture = Pin<Box<dyn Future<Output = Option<SessionEntry>> + Send>>;
+/// The future of one tool call made by a script: how it ended, whole.
+pub(crate) type EntryFuture = Pin<Box<dyn Future<Output = Option<CallEnd>> + Send>>;
 
 /// The host's tools as a script reaches them, with the executor's type
 /// erased.
@@ -105,8 +105,11 @@ impl<E: Executor> Tools for TurnTools<E> {
         let Some(turns) = self.turns.upgrade() else {
             return Box::pin(std::future::ready(None));
         };
-        let turn = turns.turn_within(parent, [call]);
-        Box::pin(async move { turn.await.into_iter().next() })
+        let mut turn = turns.turn_within(parent, [call]).keep_ends();
+        Box::pin(async move {
+            (&mut turn).await;
+            turn.take_ends().into_iter().next()
+        })
     }
 }
 
@@ -124,7 +127,7 @@ impl<E: Executor> Tools for TurnTools<E> {
 ///
 /// | a call of `tools.x(args)` | the script gets |
 /// |---|---|
-/// | succeeds | its details as the host keeps them ([`KeepDetails`](rho_turn::KeepDetails)), or its text when there are none |
+/// | succeeds | its details, whole, or its text, whole, when it has none (what the session keeps of it is the host's [`KeepDetails`](rho_turn::KeepDetails) and output cap, as for any call) |
 /// | fails, crashes, times out, is denied, refused, aborted | a thrown `Error` whose message is the result's text, as the model would read it |
 /// | names a tool the script may not call | a thrown `Error`, at once |
 /// | passes a limit of [`CodeLimits`] | a thrown `Error` saying which, at once |
@@ -132,7 +135,7 @@ impl<E: Executor> Tools for TurnTools<E> {
 /// Each call is a rho call of its own, with the id `<script call's
 /// id>.<n>`: its gate, its timeout, its accounting, its events (naming the
 /// script's call as `parent_call_id`), its entry inside the script's
-/// ([`SessionEntry::nested`]). A wait at its gate does not run the
+/// ([`SessionEntry::nested`](rho_turn::SessionEntry::nested)). A wait at its gate does not run the
 /// script's clock; everything else does. When the script's call ends (its
 /// answer, its timeout, an abort), its calls still in flight are aborted.
 ///
@@ -253,23 +256,20 @@ impl CodeMode {
     }
 }
 
-/// What a script's call of a tool resolves to, from its entry: the kept
-/// details or the text, or the text as the error.
-pub(crate) fn answer_of(
-    tool: &str,
-    entry: Option<SessionEntry>,
-) -> Result<serde_json::Value, String> {
-    let Some(entry) = entry else {
+/// What a script's call of a tool resolves to, from its whole end: its
+/// details or its text, or its text as the error.
+pub(crate) fn answer_of(tool: &str, end: Option<CallEnd>) -> Result<serde_json::Value, String> {
+    let Some(end) = end else {
         return Err(format!(
             "tools.{tool}: the call ended without an answer (the host's tools are gone)"
         ));
     };
-    if entry.outcome != Outcome::Succeeded {
-        return Err(entry.text());
+    if end.outcome != Outcome::Succeeded {
+        return Err(end.result.text());
     }
-    match entry.result.details {
+    match end.result.details {
         Some(details) => Ok(crate::output::plain_to_wire(&details)),
-        None => Ok(serde_json::Value::String(entry.result.text())),
+        None => Ok(serde_json::Value::String(end.result.text())),
     }
 }
 

@@ -30,6 +30,7 @@ crate::on_both_executors!(
     the_limits_of_a_run_throw_clear_errors,
     a_thousand_nested_calls_all_end_in_order_of_completion,
     run_script_runs_a_program_the_model_wrote_in_the_call,
+    a_script_gets_whole_results_whatever_the_session_keeps,
 );
 
 /// A tool of the host's, written here as a closure.
@@ -770,4 +771,45 @@ async fn run_script_runs_a_program_the_model_wrote_in_the_call<E: Executor>(
         (health.failed, health.crashed, health.quarantine.is_some()),
         (2, 0, false)
     );
+}
+
+async fn a_script_gets_whole_results_whatever_the_session_keeps<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    let mut host = Host::new(runner, pool, None);
+    // The session keeps no details and 8 bytes of text of every call but
+    // the script's own.
+    host.turns = host
+        .turns
+        .clone()
+        .with_keep_details(rho_turn::KeepDetails::None)
+        .with_output_cap(rho_turn::OutputCap::bytes(8))
+        .with_tool_output_cap("counts", None);
+    host.script(
+        "counts",
+        "async function run() {
+            const text = await tools.read_file({ path: 'a' });
+            const found = await tools.grep({ text, word: 'alpha' });
+            return { text, found };
+        }",
+        NEVER,
+        CodeLimits::default(),
+    );
+    let entry = host.call("counts", json!({})).await;
+    assert_eq!(entry.outcome, Outcome::Succeeded, "{}", entry.text());
+    // The session's copies of the nested calls are cut and keep no
+    // details...
+    assert_eq!(entry.nested.len(), 2);
+    assert!(
+        entry
+            .nested
+            .iter()
+            .all(|nested| nested.result.details.is_none())
+    );
+    assert!(entry.nested.iter().all(|nested| nested.cut_bytes > 0));
+    // ... but the script got the whole results.
+    let answer: Value = serde_json::from_str(&entry.text()).expect("JSON");
+    assert_eq!(answer["text"], "contents of a: alpha beta alpha");
+    assert_eq!(answer["found"], json!({ "matches": 2 }));
 }

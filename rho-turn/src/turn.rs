@@ -56,6 +56,9 @@ pub struct Turn<E: Executor> {
     config: Arc<Config<E>>,
     /// The running call that made this turn's calls, if one did.
     parent: Option<Parent>,
+    /// Whole ends kept for the caller ([`Turn::keep_ends`]), in the order
+    /// the calls ended; `None` unless asked for.
+    ends: Option<Vec<CallEnd>>,
     /// One slot per call, in the model's order; each ends holding the
     /// call's session entry.
     slots: Vec<Slot<E>>,
@@ -171,6 +174,7 @@ impl<E: Executor> Turn<E> {
             id: TurnId::next(),
             config,
             parent,
+            ends: None,
             slots,
             waiting: (0..count).collect(),
             in_flight: 0,
@@ -194,6 +198,23 @@ impl<E: Executor> Turn<E> {
     /// Whether the turn has no calls (it ends at once, with no entries).
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
+    }
+
+    /// Keeps each call's whole end (all its text, all its details), beside
+    /// the session entries the turn resolves to, for
+    /// [`take_ends`](Self::take_ends): for a caller that needs what a call
+    /// answered, not what the session keeps of it (a script's call of a
+    /// tool, say). Costs a copy of each result.
+    #[must_use]
+    pub fn keep_ends(mut self) -> Self {
+        self.ends = Some(Vec::new());
+        self
+    }
+
+    /// The whole ends kept so far ([`keep_ends`](Self::keep_ends)), in the
+    /// order the calls ended; empty unless asked for.
+    pub fn take_ends(&mut self) -> Vec<CallEnd> {
+        self.ends.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// A handle that aborts the turn or one of its calls from anywhere.
@@ -369,6 +390,9 @@ impl<E: Executor> Turn<E> {
         let mut entry = report::entry(&end, kept, cap);
         entry.nested = self.config.nested.take(end.end.task);
         self.slots[index] = Slot::Ended(entry);
+        if let Some(ends) = &mut self.ends {
+            ends.push(end.end.clone());
+        }
         self.control.ended(index);
         self.left -= 1;
         self.config.events.publish(TurnEvent::ToolExecutionEnd(end));
