@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use rho_tool_core::{CallEnd, Outcome, TaskId};
 
+use crate::changes::ToolListNotifier;
 use crate::health::{Counts, HealthTable, ToolHealth};
 use crate::policy::{Disabled, SourcePolicy};
 use crate::quarantine::{Quarantine, QuarantineRule, Strikes};
@@ -44,6 +45,9 @@ use crate::quarantine::{Quarantine, QuarantineRule, Strikes};
 pub struct Accounting {
     rule: QuarantineRule,
     ledgers: RwLock<HashMap<String, Arc<Ledger>>>,
+    /// The registries its sources are registered in, told when a tool is
+    /// quarantined or re-enabled (their tool lists change).
+    registries: RwLock<Vec<ToolListNotifier>>,
 }
 
 /// One tool's record.
@@ -76,6 +80,7 @@ impl Accounting {
         Self {
             rule,
             ledgers: RwLock::new(HashMap::new()),
+            registries: RwLock::new(Vec::new()),
         }
     }
 
@@ -134,7 +139,23 @@ impl Accounting {
         }
         state.strikes.clear();
         ledger.quarantined.store(false, Ordering::Release);
+        drop(state);
+        self.tell_registries();
         true
+    }
+
+    /// Tells every registry a source of this policy is in that a tool
+    /// left or rejoined its list. Rare (a quarantine, a re-enabling), so
+    /// the lock and the listeners' work are fine here.
+    fn tell_registries(&self) {
+        let registries = self
+            .registries
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for registry in &registries {
+            registry.notify();
+        }
     }
 
     fn find(&self, tool: &str) -> Option<Arc<Ledger>> {
@@ -189,6 +210,7 @@ impl SourcePolicy for Accounting {
         };
         let text = end.result.text();
         let mut state = ledger.state();
+        let mut quarantined = false;
         if let Some(strike) = strike {
             if state.quarantine.is_none() {
                 let quarantine = state
@@ -197,14 +219,26 @@ impl SourcePolicy for Accounting {
                 if quarantine.is_some() {
                     state.quarantine = quarantine;
                     ledger.quarantined.store(true, Ordering::Release);
+                    quarantined = true;
                 }
             }
         }
         state.last_error = Some(text);
+        drop(state);
+        if quarantined {
+            self.tell_registries();
+        }
     }
 
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         self.quarantine(tool).map(|q| q.to_disabled())
+    }
+
+    fn attach(&self, notifier: ToolListNotifier) {
+        self.registries
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(notifier);
     }
 }
 

@@ -136,6 +136,7 @@
 //! ```
 
 mod accounting;
+mod changes;
 mod entry;
 mod error;
 mod flights;
@@ -150,6 +151,7 @@ mod source;
 mod suggest;
 
 pub use accounting::Accounting;
+pub use changes::{ChangeSubscription, ToolListNotifier};
 pub use entry::ToolInfo;
 pub use error::RegistryError;
 pub use health::{HealthTable, ToolHealth};

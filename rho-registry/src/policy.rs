@@ -4,6 +4,8 @@ use std::fmt;
 
 use rho_tool_core::{CallEnd, TaskId};
 
+use crate::changes::ToolListNotifier;
+
 /// A source's side of the watch: told each task of the source's tools and
 /// how it ended, and asked whether a tool is disabled.
 ///
@@ -49,6 +51,18 @@ pub trait SourcePolicy: Send + Sync {
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         let _ = tool;
         None
+    }
+
+    /// The policy's source was registered in a registry: `notifier` tells
+    /// that registry's listeners (an MCP server's `tools/list_changed`, a
+    /// host's screen) that its tool list changed. A policy that disables
+    /// tools or puts them back keeps it and calls
+    /// [`notify`](ToolListNotifier::notify) when
+    /// [`disabled`](SourcePolicy::disabled)'s answer changes. Called once
+    /// per registration (a policy shared by several sources is told once
+    /// for each). Default: ignored.
+    fn attach(&self, notifier: ToolListNotifier) {
+        let _ = notifier;
     }
 }
 

@@ -9,6 +9,7 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use rho_tool_core::untrusted::call_contained;
 use rho_tool_core::{CallEnd, Content, TaskId, ToolResult};
 
+use crate::changes::ToolListNotifier;
 use crate::policy::{Disabled, SourcePolicy};
 
 /// Wraps a policy whose [`started`](SourcePolicy::started) and
@@ -122,6 +123,11 @@ impl SourcePolicy for Queued {
 
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         self.inner.disabled(tool)
+    }
+
+    /// Registration is not a call: the inner policy is told at once.
+    fn attach(&self, notifier: ToolListNotifier) {
+        self.inner.attach(notifier);
     }
 }
 

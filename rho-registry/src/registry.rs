@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use rho_tool_core::{CallHandle, Executor, Runner, ToolCall};
 
+use crate::changes::{ChangeSubscription, ToolListNotifier};
 use crate::entry::{Entry, ToolInfo};
 use crate::error::RegistryError;
 use crate::resolve::{Refusal, Resolved};
@@ -56,6 +57,7 @@ impl ToolRegistry {
                 .insert(source.name().to_owned(), source.clone());
             Ok(())
         })?;
+        source.attach(self.notifier());
         Ok(SourceHandle::new(self.shared.clone(), source))
     }
 
@@ -125,6 +127,62 @@ impl ToolRegistry {
             Ok(resolved) => resolved.start(runner, call),
             Err(refusal) => refusal.start(runner, call),
         }
+    }
+
+    /// Calls `listener` each time the tool list ([`tools`](ToolRegistry::tools))
+    /// may have changed, until the returned subscription is dropped.
+    ///
+    /// The registry calls it after a source or a tool was added, removed
+    /// or swapped; a source's policy calls it when it disables a tool or
+    /// puts it back ([`Accounting`](crate::Accounting) does, on a
+    /// quarantine and on [`reenable`](crate::Accounting::reenable)); a
+    /// policy of your own does through the [`ToolListNotifier`] it is
+    /// given ([`SourcePolicy::attach`](crate::SourcePolicy::attach)), or
+    /// you call [`notifier`](ToolRegistry::notifier)`().notify()`.
+    ///
+    /// The listener runs on the thread that made the change (for a
+    /// quarantine, the loop that ended the call), so it must be quick and
+    /// must not block: wake a task and return. Its panics are contained.
+    /// Changes in a row may be told once each or, while a listener still
+    /// runs, overlap: re-read the list when told, do not count on one call
+    /// per change.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use rho_registry::{Source, ToolRegistry};
+    ///
+    /// let registry = ToolRegistry::new();
+    /// let told = Arc::new(AtomicUsize::new(0));
+    /// let counter = told.clone();
+    /// let subscription = registry.on_tools_changed(move || {
+    ///     counter.fetch_add(1, Ordering::Relaxed);
+    /// });
+    /// registry.add_source(Source::trusted("builtin"))?;
+    /// assert_eq!(told.load(Ordering::Relaxed), 1);
+    /// drop(subscription);
+    /// registry.remove_source("builtin");
+    /// assert_eq!(told.load(Ordering::Relaxed), 1);
+    /// # Ok::<(), rho_registry::RegistryError>(())
+    /// ```
+    pub fn on_tools_changed(
+        &self,
+        listener: impl Fn() + Send + Sync + 'static,
+    ) -> ChangeSubscription {
+        self.shared.listeners.subscribe(Arc::new(listener))
+    }
+
+    /// A notifier that tells this registry's listeners the tool list
+    /// changed (see [`on_tools_changed`](ToolRegistry::on_tools_changed)).
+    pub fn notifier(&self) -> ToolListNotifier {
+        ToolListNotifier::new(&self.shared.listeners)
+    }
+
+    /// How many times the tool list was announced as changed since the
+    /// registry was made: a listing taken at one count is stale once the
+    /// count moved.
+    pub fn generation(&self) -> u64 {
+        self.shared.listeners.generation()
     }
 
     /// How many calls of tools whose source has a policy are in flight (told

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rho_tool_core::untrusted::drop_contained;
 
+use crate::changes::Listeners;
 use crate::entry::Entry;
 use crate::flights::InFlight;
 use crate::source::Source;
@@ -34,6 +35,18 @@ impl Snapshot {
             .get(source.name())
             .is_some_and(|known| Arc::ptr_eq(known, source))
     }
+
+    /// Whether `other` holds the very same tools and sources (compared by
+    /// registration, not by value).
+    fn same_as(&self, other: &Snapshot) -> bool {
+        fn same<T>(a: &BTreeMap<String, Arc<T>>, b: &BTreeMap<String, Arc<T>>) -> bool {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && Arc::ptr_eq(va, vb))
+        }
+        same(&self.tools, &other.tools) && same(&self.sources, &other.sources)
+    }
 }
 
 /// What every clone of a registry and every source handle share.
@@ -43,6 +56,8 @@ pub(crate) struct Shared {
     writer: Mutex<()>,
     /// The calls in flight of the sources that listen.
     pub(crate) in_flight: Arc<InFlight>,
+    /// Who is told when the tool list changes.
+    pub(crate) listeners: Arc<Listeners>,
 }
 
 impl Shared {
@@ -51,6 +66,7 @@ impl Shared {
             current: RwLock::new(Arc::new(Snapshot::default())),
             writer: Mutex::new(()),
             in_flight: Arc::default(),
+            listeners: Arc::default(),
         }
     }
 
@@ -64,22 +80,31 @@ impl Shared {
     }
 
     /// Applies `change` to a copy of the current snapshot and makes the copy
-    /// current, unless `change` fails (then nothing changes).
+    /// current, unless `change` fails (then nothing changes). When the copy
+    /// differs from the snapshot before, the listeners are told, after the
+    /// writers' lock is released (a listener may change the registry).
     pub(crate) fn update<R, E>(
         &self,
         change: impl FnOnce(&mut Snapshot) -> Result<R, E>,
     ) -> Result<R, E> {
-        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut next = Snapshot::clone(&self.load());
-        let answer = change(&mut next)?;
-        let previous = std::mem::replace(
-            &mut *self.current.write().unwrap_or_else(PoisonError::into_inner),
-            Arc::new(next),
-        );
+        let (answer, previous, changed) = {
+            let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut next = Snapshot::clone(&self.load());
+            let answer = change(&mut next)?;
+            let changed = !next.same_as(&self.load());
+            let previous = std::mem::replace(
+                &mut *self.current.write().unwrap_or_else(PoisonError::into_inner),
+                Arc::new(next),
+            );
+            (answer, previous, changed)
+        };
         // The old snapshot (and with it, perhaps, the last `Arc` of a removed
         // tool, whose `Drop` is the source's code) is dropped here, outside
         // the lock and contained.
         let _ = drop_contained(previous);
+        if changed {
+            self.listeners.announce();
+        }
         Ok(answer)
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rho_tool_core::untrusted::call_contained;
 use rho_tool_core::{CallEnd, Tool};
 
+use crate::changes::ToolListNotifier;
 use crate::entry::Entry;
 use crate::error::RegistryError;
 use crate::flights::InFlight;
@@ -88,6 +89,14 @@ impl Source {
     pub(crate) fn registered(mut self, in_flight: Arc<InFlight>) -> Self {
         self.in_flight = Some(in_flight);
         self
+    }
+
+    /// Gives the policy, if any, the registry's notifier, its panics
+    /// contained.
+    pub(crate) fn attach(&self, notifier: ToolListNotifier) {
+        if let Some(policy) = &self.policy {
+            let _ = call_contained(|| policy.attach(notifier));
+        }
     }
 
     pub(crate) fn in_flight(&self) -> Option<&InFlight> {

@@ -1,0 +1,115 @@
+//! rho over MCP: a rho tool registry served to any MCP client, with rho's
+//! guarantees for every call.
+//!
+//! MCP servers are where agent hosts get most of their tools, and where
+//! tools hang, crash and flood. The SDKs leave that to each handler: a
+//! handler that panics loses its request (the client waits for its own
+//! timeout), a cancelled handler stops only if it checks, and nothing
+//! bounds a call's time unless the handler does. [`McpServer`] serves a
+//! [`ToolRegistry`](rho_registry::ToolRegistry) so that every `tools/call`
+//! is a rho call instead:
+//!
+//! - **Listed from the registry.** `tools/list` gives every enabled tool
+//!   (name, title, description, input schema, output schema, annotations;
+//!   an untrusted tool's behaviour hints left out), and clients get
+//!   `notifications/tools/list_changed` whenever the list changes (a
+//!   source or tool added or removed, a tool quarantined or put back).
+//! - **Checked before the gate.** An unknown tool is an error result with
+//!   the nearest names; arguments that do not fit the schema are an error
+//!   result listing every failing path. Neither reaches the gate.
+//! - **Run as a rho call.** The host's gate runs in the call's task (and
+//!   may wait), the tool's clock starts when the gate allows, and at the
+//!   deadline the call is killed without waiting for the tool.
+//! - **One result, however it ended.** A panic, a timeout, a crash or a
+//!   denial is an `isError` result naming the tool, never a dropped
+//!   request. Images become image content; details become
+//!   `structuredContent`, checked against the tool's output schema when it
+//!   has one.
+//! - **Live and stoppable.** Partial results become
+//!   `notifications/progress` when the client sent a progress token;
+//!   `notifications/cancelled` or the client leaving aborts the call at
+//!   once (an abort is never counted against the tool).
+//!
+//! # Example
+//!
+//! A registry with one tool, served over an in-memory pipe; the test plays
+//! the client with raw JSON-RPC lines, as any MCP client writes them.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use rho_exec_tokio::TokioExecutor;
+//! use rho_mcp::McpServer;
+//! use rho_registry::{Source, ToolRegistry};
+//! use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
+//! use serde_json::{Value, json};
+//! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+//!
+//! struct Add;
+//!
+//! #[async_trait]
+//! impl Tool for Add {
+//!     fn name(&self) -> &str { "add" }
+//!     fn description(&self) -> &str { "Adds `a` and `b`." }
+//!     fn parameters(&self) -> Value {
+//!         json!({ "type": "object", "required": ["a", "b"],
+//!                 "properties": { "a": { "type": "integer" }, "b": { "type": "integer" } } })
+//!     }
+//!     async fn run(&self, args: Value, _cx: ToolContext) -> ToolOutput {
+//!         ToolOutput::text((args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)).to_string())
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let registry = ToolRegistry::new();
+//! registry.add_source(Source::trusted("builtin"))?.add(Arc::new(Add))?;
+//! let server = McpServer::new(TokioExecutor::current()?, registry);
+//!
+//! // In a real server: `server.serve_stdio().await?`.
+//! let (client, server_end) = tokio::io::duplex(64 << 10);
+//! let (from_client, to_client) = tokio::io::split(server_end);
+//! tokio::spawn(async move { server.serve_io(from_client, to_client).await });
+//!
+//! let (reader, mut writer) = tokio::io::split(client);
+//! let mut lines = BufReader::new(reader).lines();
+//! for message in [
+//!     json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+//!         "protocolVersion": "2025-06-18", "capabilities": {},
+//!         "clientInfo": { "name": "example", "version": "1" } } }),
+//!     json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+//!     json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+//!             "params": { "name": "add", "arguments": { "a": 2, "b": 3 } } }),
+//!     json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+//!             "params": { "name": "ad", "arguments": {} } }),
+//! ] {
+//!     writer.write_all(format!("{message}\n").as_bytes()).await?;
+//! }
+//! let mut answers = std::collections::HashMap::new();
+//! while answers.len() < 3 {
+//!     let line = lines.next_line().await?.expect("the server answers");
+//!     let answer: Value = serde_json::from_str(&line)?;
+//!     answers.insert(answer["id"].as_i64().expect("a response"), answer);
+//! }
+//! assert_eq!(answers[&2]["result"]["content"][0]["text"], "5");
+//! let unknown = &answers[&3]["result"];
+//! assert_eq!(unknown["isError"], true);
+//! assert!(unknown["content"][0]["text"].as_str().unwrap().contains("the nearest tool is `add`"));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Which transports
+//!
+//! [`McpServer::serve_stdio`] serves one client over stdin and stdout;
+//! [`McpServer::serve_io`] over any reader and writer. A host with a
+//! transport of its own gives rmcp a [`Session`] per connection.
+
+mod error;
+pub mod serve;
+
+pub use error::ServeError;
+pub use serve::{DEFAULT_MAX_CALLS_PER_SESSION, McpServer, Session};
+
+/// Re-exported: the MCP SDK the server is built on, for hosts that wire
+/// their own transport.
+pub use rmcp;

@@ -1,0 +1,125 @@
+//! `tools/call` as a rho call.
+//!
+//! Each call goes the way a turn's call goes: looked up in the registry (an
+//! unknown name gets the nearest names, a quarantined tool its reason), its
+//! arguments checked against the tool's schema before the gate (every
+//! failing path listed), then started on the runner, so the gate runs in
+//! the call's task, the clock starts at approval and the deadline is a real
+//! kill. The call's end is mapped to the MCP result (`result`).
+//!
+//! The client can stop a call at any time: `notifications/cancelled` for
+//! its request, or the connection closing. Either aborts the rho call at
+//! once (its task is killed; an abort is never counted against the tool).
+
+use std::sync::Arc;
+
+use rho_tool_core::{CallEnd, CallEvent, CallHandle, Executor, ToolCall};
+use rmcp::RoleServer;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RequestContext;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::closing::ConnectionClosed;
+use super::progress::Progress;
+use super::result;
+use super::server::Shared;
+
+/// Runs one `tools/call` to its MCP result.
+///
+/// `session` is the session's token, cancelled when the host closes it;
+/// the connection's own (cancelled when the client has gone) comes with
+/// the request.
+pub(crate) async fn run<E: Executor>(
+    shared: &Shared<E>,
+    params: CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    session: &CancellationToken,
+) -> CallToolResult {
+    let connection = context
+        .extensions
+        .get::<ConnectionClosed>()
+        .map_or_else(CancellationToken::new, |closed| closed.0.clone());
+    let arguments = params
+        .arguments
+        .map_or_else(|| Value::Object(Default::default()), Value::Object);
+    let call = ToolCall::new(
+        format!("mcp-{}", context.id),
+        params.name.into_owned(),
+        arguments,
+    );
+    let (handle, output_schema) = start(shared, call);
+    let progress = context
+        .meta
+        .get_progress_token()
+        .map(|token| Progress::start(context.peer.clone(), token));
+    let stop = async {
+        tokio::select! {
+            () = context.ct.cancelled() => {}
+            () = session.cancelled() => {}
+            () = connection.cancelled() => {}
+        }
+    };
+    let end = follow(handle, progress, stop).await;
+    match end {
+        Some(end) => result::to_mcp(&end, output_schema.as_deref(), &shared.outputs),
+        // A handle reports its end exactly once; this is a guard only.
+        None => result::error_text("the call ended without a result".to_owned()),
+    }
+}
+
+/// Starts `call`: the tool, or a refusal that ends at once (unknown or
+/// disabled tool, arguments that do not fit). Also gives the tool's output
+/// schema, to check its answer against.
+fn start<E: Executor>(shared: &Shared<E>, call: ToolCall) -> (CallHandle<E>, Option<Arc<Value>>) {
+    let runner = &shared.runner;
+    match shared.registry.resolve(&call.name) {
+        Err(refusal) => (refusal.start(runner, call), None),
+        Ok(resolved) => {
+            let info = resolved.info().clone();
+            let output_schema = info.output_schema.clone().map(Arc::new);
+            let handle = match shared.arguments.check_tool(&info, &call.arguments) {
+                Ok(()) => resolved.start(runner, call),
+                // Told to the tool's source as a refusal, never a strike.
+                Err(error) => resolved.refuse(runner, call, error.to_result()),
+            };
+            (handle, output_schema)
+        }
+    }
+}
+
+/// Awaits the call's end, sending partial results to `progress` when the
+/// client asked for them; aborts the call when `stop` comes first.
+async fn follow<E: Executor>(
+    mut handle: CallHandle<E>,
+    progress: Option<Progress>,
+    stop: impl Future<Output = ()>,
+) -> Option<CallEnd> {
+    tokio::pin!(stop);
+    match progress {
+        // Nobody reads partial results: await the end alone, which keeps
+        // none of them.
+        None => tokio::select! {
+            end = &mut handle => return Some(end),
+            () = &mut stop => {}
+        },
+        Some(mut progress) => loop {
+            tokio::select! {
+                event = handle.next_event() => match event {
+                    Some(CallEvent::Ended(end)) => return Some(end),
+                    Some(CallEvent::Update(update)) => progress.report(&update),
+                    Some(CallEvent::AwaitingApproval(_) | CallEvent::Running(_)) => {}
+                    None => return None,
+                },
+                () = &mut stop => break,
+            }
+        },
+    }
+    handle.abort();
+    while let Some(event) = handle.next_event().await {
+        if let CallEvent::Ended(end) = event {
+            return Some(end);
+        }
+    }
+    None
+}

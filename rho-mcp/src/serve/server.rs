@@ -1,0 +1,138 @@
+//! `McpServer`: what every session of a served registry shares.
+
+use std::fmt;
+use std::sync::Arc;
+
+use rho_registry::ToolRegistry;
+use rho_tool_core::{Executor, Runner};
+use rho_turn::{SchemaCache, TurnRunner};
+use rmcp::model::Implementation;
+
+use super::session::Session;
+
+/// A rho tool registry served over MCP.
+///
+/// Each MCP client connection is a [`Session`] of it; the sessions share
+/// the registry, the runner (with the host's gate) and the compiled
+/// schemas. Cheap to clone.
+///
+/// Every `tools/call` is a rho call: looked up in the registry, its
+/// arguments checked before the gate, the gate, the clock from approval,
+/// a kill at the deadline, and one result naming the tool however it
+/// ended. See the [crate docs](crate) for what a client sees.
+pub struct McpServer<E: Executor> {
+    pub(crate) shared: Arc<Shared<E>>,
+}
+
+/// What the sessions share.
+pub(crate) struct Shared<E: Executor> {
+    pub(crate) registry: ToolRegistry,
+    pub(crate) runner: Runner<E>,
+    /// Compiled argument schemas (shared with the turns when built from a
+    /// `TurnRunner`).
+    pub(crate) arguments: SchemaCache,
+    /// Compiled output schemas, to check answers' details against.
+    pub(crate) outputs: SchemaCache,
+    pub(crate) identity: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) max_calls_per_session: usize,
+}
+
+impl<E: Executor> Clone for Shared<E> {
+    fn clone(&self) -> Self {
+        Self {
+            registry: self.registry.clone(),
+            runner: self.runner.clone(),
+            arguments: self.arguments.clone(),
+            outputs: self.outputs.clone(),
+            identity: self.identity.clone(),
+            instructions: self.instructions.clone(),
+            max_calls_per_session: self.max_calls_per_session,
+        }
+    }
+}
+
+/// How many calls one session may have in flight by default.
+pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
+
+impl<E: Executor> McpServer<E> {
+    /// Serves `registry`'s tools, each call started on `runner` (an
+    /// executor, or a [`Runner`] with the host's gate and limits).
+    ///
+    /// The server names itself `rho-mcp` with this crate's version; see
+    /// [`with_name`](McpServer::with_name).
+    pub fn new(runner: impl Into<Runner<E>>, registry: ToolRegistry) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                registry,
+                runner: runner.into(),
+                arguments: SchemaCache::new(),
+                outputs: SchemaCache::new(),
+                identity: Implementation::new("rho-mcp", env!("CARGO_PKG_VERSION")),
+                instructions: None,
+                max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
+            }),
+        }
+    }
+
+    /// Serves the registry of `turns` with its runner (and so its gate)
+    /// and its compiled argument schemas.
+    pub fn from_turns(turns: &TurnRunner<E>) -> Self {
+        let server = Self::new(turns.runner().clone(), turns.registry().clone());
+        server.change(|shared| shared.arguments = turns.schemas().clone())
+    }
+
+    fn change(mut self, change: impl FnOnce(&mut Shared<E>)) -> Self {
+        change(Arc::make_mut(&mut self.shared));
+        self
+    }
+
+    /// The name and version the server gives clients at `initialize`.
+    pub fn with_name(self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        let identity = Implementation::new(name, version);
+        self.change(|shared| shared.identity = identity)
+    }
+
+    /// Instructions for the client's model, given at `initialize`.
+    pub fn with_instructions(self, instructions: impl Into<String>) -> Self {
+        let instructions = instructions.into();
+        self.change(|shared| shared.instructions = Some(instructions))
+    }
+
+    /// How many calls one session may have in flight (at least one;
+    /// default [`DEFAULT_MAX_CALLS_PER_SESSION`]). A call beyond that is
+    /// answered at once with an error result saying so, without running.
+    pub fn with_max_calls_per_session(self, calls: usize) -> Self {
+        self.change(|shared| shared.max_calls_per_session = calls.max(1))
+    }
+
+    /// The registry served.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.shared.registry
+    }
+
+    /// A new session: the MCP handler of one client connection, for a
+    /// transport of your own (rmcp's `ServiceExt::serve`). The transports
+    /// this crate offers make one per connection themselves.
+    pub fn session(&self) -> Session<E> {
+        Session::new(self.shared.clone())
+    }
+}
+
+impl<E: Executor> Clone for McpServer<E> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<E: Executor> fmt::Debug for McpServer<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.shared.identity.name)
+            .field("registry", &self.shared.registry)
+            .field("max_calls_per_session", &self.shared.max_calls_per_session)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,46 @@
+//! Serving over a byte stream: stdio, or any reader and writer (a pipe, a
+//! socket), one JSON-RPC message a line.
+//!
+//! A client that closes its end (stdin at end of file) has left: its calls
+//! in flight are aborted at that moment (see `closing`).
+
+use rho_tool_core::Executor;
+use rmcp::ServiceExt;
+use rmcp::transport::IntoTransport;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::closing::Closing;
+use super::server::McpServer;
+use crate::error::ServeError;
+
+impl<E: Executor> McpServer<E> {
+    /// Serves one client over this process's stdin and stdout until the
+    /// client closes stdin. Write logs to stderr: stdout is the protocol's.
+    ///
+    /// # Errors
+    ///
+    /// [`ServeError::Handshake`] when the client's `initialize` fails or it
+    /// leaves before; [`ServeError::Task`] when the session's task ended
+    /// abnormally.
+    pub async fn serve_stdio(&self) -> Result<(), ServeError> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves one client that writes to `reader` and reads from `writer`,
+    /// until it closes its end of `reader`; its calls still in flight then
+    /// are aborted at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`serve_stdio`](McpServer::serve_stdio).
+    pub async fn serve_io<R, W>(&self, reader: R, writer: W) -> Result<(), ServeError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let transport = Closing::new((reader, writer).into_transport());
+        let running = self.session().serve(transport).await?;
+        running.waiting().await?;
+        Ok(())
+    }
+}

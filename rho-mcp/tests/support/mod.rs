@@ -1,0 +1,123 @@
+//! The real MCP peers the tests drive rho's server with, installed on
+//! demand from pinned versions.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The target directory, where the peers are installed.
+fn target_dir() -> PathBuf {
+    // `CARGO_TARGET_TMPDIR` is `<target>/tmp`.
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the tmp dir is inside the target dir")
+        .to_path_buf()
+}
+
+/// This crate's directory of peer scripts.
+pub fn peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("peers")
+}
+
+/// The Python of a venv with the pinned MCP Python SDK, installed by
+/// `tests/peers/install-python.sh` the first time it is asked for.
+///
+/// # Panics
+///
+/// Loudly, with the installer's words, when python3 or the install is not
+/// available: a peer test never passes without its peer.
+pub fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let venv = target_dir().join("peers").join("python");
+        let script = peers_dir().join("install-python.sh");
+        let output = Command::new("bash")
+            .arg(&script)
+            .arg(&venv)
+            .output()
+            .unwrap_or_else(|error| panic!("\n\n*** cannot run {}: {error} ***\n", script.display()));
+        if !output.status.success() {
+            panic!(
+                "\n\n*** the MCP peer tests need the official MCP Python SDK, and it could not be \
+                 installed ***\n{} said ({}):\n{}{}\nInstall python3 (3.10 or later, with venv) and \
+                 allow access to the Python package index, or run the script by hand.\n",
+                script.display(),
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr),
+            );
+        }
+        venv.join("bin").join("python")
+    })
+}
+
+/// Runs `tests/peers/client.py` with `args` and the extra environment
+/// `env`; returns the JSON it printed.
+///
+/// # Panics
+///
+/// When the client fails or prints something else than JSON, with its
+/// output.
+pub fn run_python_client(args: &[&str], env: &[(&str, &Path)]) -> Value {
+    let mut command = Command::new(python());
+    command.arg(peers_dir().join("client.py")).args(args);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("the venv's python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Python client failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!(
+            "the Python client printed no JSON ({error}):\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// A fresh path for a log file under the target's tmp dir.
+pub fn log_path(name: &str) -> PathBuf {
+    let path =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// One scenario's record, failing with the client's own error when the
+/// scenario raised.
+pub fn scenario<'a>(run: &'a Value, name: &str) -> &'a Value {
+    let record = &run[name];
+    assert!(!record.is_null(), "no record of scenario `{name}` in {run}");
+    if let Some(error) = record.get("error") {
+        panic!(
+            "scenario `{name}` raised in the Python client: {error}\n{}",
+            record["trace"].as_str().unwrap_or_default()
+        );
+    }
+    record
+}
+
+/// The texts of a call's summary, joined.
+pub fn text(summary: &Value) -> String {
+    summary["texts"]
+        .as_array()
+        .map(|texts| {
+            texts
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
