@@ -105,6 +105,8 @@
 //! transport of its own gives rmcp a [`Session`] per connection.
 
 mod error;
+#[cfg(unix)]
+pub mod import;
 pub mod serve;
 
 pub use error::ServeError;
