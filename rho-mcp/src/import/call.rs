@@ -38,6 +38,10 @@ use super::server::{Server, Unavailable};
 /// one says more).
 const PROGRESS_BUFFER: usize = 64;
 
+/// How many times a call gives way after its answer, for the progress
+/// sent before it to be routed (see `Request::run`).
+const NOTIFICATION_YIELDS: usize = 3;
+
 /// Calls tool `remote` of `server` (listed as `shown`) with `arguments`.
 pub(crate) async fn call(
     server: &Arc<Server>,
@@ -79,16 +83,18 @@ pub(crate) async fn call(
     }));
     let mut progress_open = true;
     loop {
+        // Progress first: what the server reported before its answer
+        // reaches the host before the answer.
         let next = poll_fn(|cx| {
-            if let Poll::Ready(answer) = Pin::new(&mut answer_rx).poll(cx) {
-                return Poll::Ready(Next::Answer(answer.ok()));
-            }
             if progress_open {
                 match progress_rx.poll_recv(cx) {
                     Poll::Ready(Some(partial)) => return Poll::Ready(Next::Progress(partial)),
                     Poll::Ready(None) => progress_open = false,
                     Poll::Pending => {}
                 }
+            }
+            if let Poll::Ready(answer) = Pin::new(&mut answer_rx).poll(cx) {
+                return Poll::Ready(Next::Answer(answer.ok()));
             }
             Poll::Pending
         })
@@ -158,6 +164,12 @@ impl Request {
             }
         };
         cancel.disarm();
+        // rmcp hands each notification to a task of its own, so progress
+        // the server sent just before its answer may still be on its way
+        // to the route: let those tasks run before the route goes.
+        for _ in 0..NOTIFICATION_YIELDS {
+            tokio::task::yield_now().await;
+        }
         match response {
             Ok(Ok(ServerResult::CallToolResult(result))) => {
                 self.server.health.answered();

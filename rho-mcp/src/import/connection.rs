@@ -28,8 +28,11 @@ const STDERR_QUOTED: usize = 2000;
 /// How long a server that closed its stdout gets to exit by itself (so its
 /// own exit status is told) before it is killed.
 const EXIT_GRACE: Duration = Duration::from_millis(20);
-/// How long a killed server's exit status is waited for.
-const KILL_WAIT: Duration = Duration::from_millis(50);
+/// How long the stderr's last words get to arrive after a death.
+const STDERR_SETTLE: Duration = Duration::from_millis(10);
+/// How long a failed handshake waits for the server's death, which says
+/// more than rmcp's error.
+const DEATH_WAIT: Duration = Duration::from_millis(100);
 
 /// How to start a stdio server: a program, its arguments, environment and
 /// directory. Kept rather than a `Command`, which cannot be started twice.
@@ -81,6 +84,8 @@ pub(crate) struct Limits {
 /// The child process of a stdio server.
 struct Process {
     child: ChildGroup,
+    /// The server's stdin, open as long as the connection lives.
+    _stdin: Arc<tokio::sync::Mutex<tokio::net::unix::pipe::Sender>>,
 }
 
 /// A live (or dead) connection to one server.
@@ -124,9 +129,10 @@ impl Connection {
         let (stdin, stdout) =
             pipes.map_err(|error| format!("could not be started (its pipes: {error})"))?;
         let (end_tx, end_rx) = oneshot::channel();
+        let stdin = Arc::new(tokio::sync::Mutex::new(stdin));
         let transport = LineTransport::new(
             tokio::io::BufReader::with_capacity(64 << 10, stdout),
-            stdin,
+            Arc::clone(&stdin),
             limits.max_message,
             end_tx,
         );
@@ -135,7 +141,10 @@ impl Connection {
             exited_again: child.exited(),
             killer: child.killer(),
         };
-        let process = Arc::new(Process { child });
+        let process = Arc::new(Process {
+            child,
+            _stdin: stdin,
+        });
         let (died_tx, mut died) = watch::channel(None);
         tokio::spawn(watch_process(
             Arc::downgrade(&process),
@@ -263,7 +272,7 @@ pub(crate) async fn wait_for_death(died: &mut watch::Receiver<Option<Arc<Death>>
 /// The death, if it comes soon: a failed handshake is usually the server
 /// dying, and its exit says more than rmcp's error.
 async fn settle(died: &mut watch::Receiver<Option<Arc<Death>>>) -> Option<Arc<Death>> {
-    tokio::time::timeout(KILL_WAIT * 2, wait_for_death(died))
+    tokio::time::timeout(DEATH_WAIT, wait_for_death(died))
         .await
         .ok()
 }
@@ -301,32 +310,28 @@ async fn watch_process(
     } = watching;
     let what = tokio::select! {
         exit = exited => exit.to_string(),
-        end = transport_end => {
-            let (said, grace) = match end {
-                Ok(TransportEnd::Closed) => ("closed its stdout".to_owned(), EXIT_GRACE),
+        end = transport_end => match end {
+                // A dying server closes its stdout on the way out: its
+                // exit, if it comes at once, is what happened.
+                Ok(TransportEnd::Closed) => {
+                    match tokio::time::timeout(EXIT_GRACE, exited_again).await {
+                        Ok(exit) => exit.to_string(),
+                        Err(_) => "closed its stdout while it ran, so it was killed".to_owned(),
+                    }
+                }
                 Ok(TransportEnd::ReadFailed(error)) => {
-                    (format!("could not be read from ({error})"), Duration::ZERO)
+                    format!("could not be read from ({error}), so it was killed")
                 }
-                Ok(TransportEnd::Violation(text)) => (text, Duration::ZERO),
+                Ok(TransportEnd::Violation(text)) => format!("{text}; so it was killed"),
                 // rmcp dropped the transport: the connection was closed.
-                Err(_) => ("was disconnected".to_owned(), Duration::ZERO),
-            };
-            let mut exited = std::pin::pin!(exited_again);
-            let exit = match tokio::time::timeout(grace, &mut exited).await {
-                Ok(exit) => Some(exit),
-                Err(_) => {
-                    killer.kill();
-                    tokio::time::timeout(KILL_WAIT, &mut exited).await.ok()
-                }
-            };
-            match exit {
-                Some(exit) => format!("{said}, and {exit}"),
-                None => format!("{said}, and was killed"),
-            }
+                Err(_) => "was disconnected".to_owned(),
         }
     };
     // Whatever ended it, nothing of its group outlives it.
     killer.kill();
+    // Its last words may still be in the pipe: the thread keeping the
+    // stderr reads them a moment after the exit.
+    tokio::time::sleep(STDERR_SETTLE).await;
     let (stderr, deliberate) = match process.upgrade() {
         Some(process) => (tail(&process.child), false),
         None => (String::new(), true),

@@ -53,17 +53,18 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     /// A transport reading lines of at most `max_line` bytes; `end` hears
-    /// why it stopped reading.
+    /// why it stopped reading. The writer is shared with the connection,
+    /// which keeps it open (see [`close`](Transport::close)).
     pub(crate) fn new(
         reader: R,
-        writer: W,
+        writer: Arc<Mutex<W>>,
         max_line: usize,
         end: oneshot::Sender<TransportEnd>,
     ) -> Self {
         Self {
             lines: BoundedLines::new(reader, max_line),
             max_line,
-            writer: Arc::new(Mutex::new(writer)),
+            writer,
             highest_sent: Arc::new(AtomicI64::new(-1)),
             end: Some(end),
         }
@@ -163,7 +164,12 @@ where
         }
     }
 
+    /// Leaves the server's stdin open: rmcp closes its transport when
+    /// reading ends, and a server whose stdin closes exits, which would
+    /// hide how it really ended (a server that closed its stdout but runs
+    /// on would seem to exit by itself). The connection closes stdin when
+    /// it is dropped, and kills the server anyway.
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.writer.lock().await.shutdown().await
+        Ok(())
     }
 }
