@@ -9,6 +9,7 @@
 //! back.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -53,6 +54,9 @@ pub(crate) struct Health {
     server: String,
     rule: QuarantineRule,
     backoff: Backoff,
+    /// Mirrors `state.quarantine.is_some()`: the registry asks at every
+    /// look-up of a tool, and this answers without the lock.
+    quarantined: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -75,6 +79,7 @@ impl Health {
             server: server.into(),
             rule,
             backoff,
+            quarantined: AtomicBool::new(false),
             state: Mutex::default(),
         }
     }
@@ -119,6 +124,7 @@ impl Health {
                 ),
                 limit,
             ));
+            self.quarantined.store(true, Ordering::Release);
             let notifiers = state.notifiers.clone();
             drop(state);
             for notifier in notifiers {
@@ -146,6 +152,9 @@ impl Health {
 
     /// The quarantine, while the server is in it.
     pub(crate) fn quarantine(&self) -> Option<Disabled> {
+        if !self.quarantined.load(Ordering::Acquire) {
+            return None;
+        }
         self.state().quarantine.clone()
     }
 
@@ -156,6 +165,7 @@ impl Health {
         if state.quarantine.take().is_none() {
             return false;
         }
+        self.quarantined.store(false, Ordering::Release);
         state.deaths.clear();
         state.in_a_row = 0;
         state.last_death = None;
