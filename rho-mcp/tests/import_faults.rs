@@ -384,6 +384,13 @@ fn the_server_dies_with_its_source() {
     let runner = host.runner();
     let end = host.block_on(call(&registry, &runner, "echo", json!({ "text": "x" })));
     assert!(end.result.is_error);
+    // A new source of the same name outlives the old one's drop.
+    let again = host
+        .block_on(fault_source("removed").connect(&registry))
+        .expect("the name is free again");
+    drop(source);
+    assert_eq!(registry.sources(), ["removed"]);
+    assert!(again.server_pid().is_some_and(alive));
 }
 
 #[test]

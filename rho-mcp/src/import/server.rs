@@ -95,6 +95,11 @@ impl Server {
         }
     }
 
+    /// Whether its source is still registered.
+    pub(crate) fn is_registered(&self) -> bool {
+        self.source.is_registered()
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }

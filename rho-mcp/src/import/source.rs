@@ -71,7 +71,9 @@ impl McpSource {
         &self.server.name
     }
 
-    /// The names of its tools in the registry, sorted.
+    /// The names of its tools the model can call now, sorted (a tool
+    /// quarantined on its own, or all of them while the server is, are
+    /// left out).
     pub fn tools(&self) -> Vec<String> {
         self.registry
             .tools()
@@ -132,8 +134,13 @@ impl McpSource {
 
     /// Closes the source now, as dropping it does.
     pub fn close(&self) {
+        // Only this source: the host may have removed it and registered
+        // another of the same name since.
+        let registered = self.server.is_registered();
         self.server.close();
-        self.registry.remove_source(&self.server.name);
+        if registered {
+            self.registry.remove_source(&self.server.name);
+        }
     }
 }
 
