@@ -102,6 +102,13 @@
 //! # }
 //! ```
 //!
+//! # MCP servers as sources
+//!
+//! The other way round, [`import::McpSource`] makes an MCP server (a child
+//! process over stdio) a source of a registry: its tools become untrusted
+//! rho tools with rho's deadline, cancellation, crash accounting and
+//! quarantine, on tokio or smol. See the [`import`] module.
+//!
 //! # Which transports
 //!
 //! [`McpServer::serve_stdio`] serves one client over stdin and stdout;
@@ -112,6 +119,8 @@
 //! transport of its own gives rmcp a [`Session`] per connection.
 
 mod error;
+#[cfg(unix)]
+pub mod import;
 pub mod serve;
 
 pub use error::ServeError;

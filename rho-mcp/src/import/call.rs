@@ -1,0 +1,299 @@
+//! One `tools/call`, from the host's executor to the source's runtime and
+//! back.
+//!
+//! The tool's future (in the host, on tokio, smol or any executor) spawns
+//! the call on the source's runtime and then only waits on channels: the
+//! answer, and partial results to pass to [`ToolContext::update`]. It also
+//! holds the sending half of a "still wanted" channel; when rho drops the
+//! future (the tool's timeout, a host abort), that half is dropped, the
+//! call on the runtime sees it at once, stops waiting and sends
+//! `notifications/cancelled` for its request. The call on the runtime also
+//! waits for the connection's death, so a server that dies ends every call
+//! in flight on it at that moment, as crashed.
+
+use std::convert::Infallible;
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::{Arc, PoisonError};
+use std::task::Poll;
+
+use rho_tool_core::{ToolContext, ToolOutput};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientNotification, ClientRequest, JsonObject, ProgressToken,
+    RequestId, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{Peer, RoleClient};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::answer::{error_text, to_output};
+use super::connection::{Connection, Death, wait_for_death};
+use super::handler::ProgressRoutes;
+use super::server::{Server, Unavailable};
+
+/// How many partial results may wait for the tool's future; more are
+/// dropped (each progress notification says where the call is, the next
+/// one says more).
+const PROGRESS_BUFFER: usize = 64;
+
+/// How many times a call gives way after its answer, for the progress
+/// sent before it to be routed (see `Request::run`).
+const NOTIFICATION_YIELDS: usize = 3;
+
+/// Calls tool `remote` of `server` (listed as `shown`) with `arguments`.
+pub(crate) async fn call(
+    server: &Arc<Server>,
+    remote: &str,
+    shown: &str,
+    arguments: Value,
+    context: ToolContext,
+) -> ToolOutput {
+    if server.is_closed() {
+        return closed(server);
+    }
+    let arguments = match arguments {
+        Value::Object(arguments) => Some(arguments),
+        Value::Null => None,
+        other => {
+            return ToolOutput::error(format!(
+                "tool `{shown}` takes a JSON object of arguments, not {other}"
+            ));
+        }
+    };
+    let (answer_tx, mut answer_rx) = oneshot::channel();
+    let (progress_tx, mut progress_rx) = mpsc::channel(PROGRESS_BUFFER);
+    // Dropped with this future: the call on the runtime then cancels.
+    let (_wanted, unwanted) = oneshot::channel::<Infallible>();
+    let request = Request {
+        server: Arc::clone(server),
+        remote: remote.to_owned(),
+        shown: shown.to_owned(),
+        arguments,
+    };
+    drop(server.runtime.handle().spawn(async move {
+        tokio::select! {
+            output = request.run(progress_tx) => {
+                let _ = answer_tx.send(output);
+            }
+            // Only an error: nothing is ever sent on it.
+            _ = unwanted => {}
+        }
+    }));
+    let mut progress_open = true;
+    loop {
+        // Progress first: what the server reported before its answer
+        // reaches the host before the answer.
+        let next = poll_fn(|cx| {
+            if progress_open {
+                match progress_rx.poll_recv(cx) {
+                    Poll::Ready(Some(partial)) => return Poll::Ready(Next::Progress(partial)),
+                    Poll::Ready(None) => progress_open = false,
+                    Poll::Pending => {}
+                }
+            }
+            if let Poll::Ready(answer) = Pin::new(&mut answer_rx).poll(cx) {
+                return Poll::Ready(Next::Answer(answer.ok()));
+            }
+            Poll::Pending
+        })
+        .await;
+        match next {
+            Next::Progress(partial) => {
+                // A partial result rho cannot hold is dropped; the answer
+                // still comes.
+                let _ = context.update(&partial);
+            }
+            Next::Answer(Some(output)) => return output,
+            // The runtime dropped the call: the source was closed.
+            Next::Answer(None) => return closed(server),
+        }
+    }
+}
+
+enum Next {
+    Progress(Value),
+    Answer(Option<ToolOutput>),
+}
+
+fn closed(server: &Server) -> ToolOutput {
+    ToolOutput::error(format!(
+        "the MCP source `{}` was closed; its tools are gone",
+        server.name
+    ))
+}
+
+/// A call as the runtime runs it.
+struct Request {
+    server: Arc<Server>,
+    remote: String,
+    shown: String,
+    arguments: Option<JsonObject>,
+}
+
+impl Request {
+    async fn run(self, progress: mpsc::Sender<Value>) -> ToolOutput {
+        let connection = match self.server.connection().await {
+            Ok(connection) => connection,
+            Err(why) => return self.unavailable(why),
+        };
+        let mut died = connection.death_watch();
+        let mut params = CallToolRequestParams::new(self.remote.clone());
+        params.arguments = self.arguments.clone();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let sent = tokio::select! {
+            sent = connection.peer().send_request_with_option(request, PeerRequestOptions::no_options()) => sent,
+            death = wait_for_death(&mut died) => return self.crashed(&death),
+        };
+        let mut handle = match sent {
+            Ok(handle) => handle,
+            Err(error) => return self.lost(&connection, &error.to_string()).await,
+        };
+        let _route = Route::new(connection.routes(), handle.progress_token.clone(), progress);
+        let mut cancel = CancelOnDrop {
+            server: Arc::clone(&self.server),
+            peer: Some(connection.peer().clone()),
+            id: handle.id.clone(),
+        };
+        let response = tokio::select! {
+            response = &mut handle.rx => response,
+            death = wait_for_death(&mut died) => {
+                cancel.disarm();
+                return self.crashed(&death);
+            }
+        };
+        cancel.disarm();
+        // rmcp hands each notification to a task of its own, so progress
+        // the server sent just before its answer may still be on its way
+        // to the route: let those tasks run before the route goes.
+        for _ in 0..NOTIFICATION_YIELDS {
+            tokio::task::yield_now().await;
+        }
+        match response {
+            Ok(Ok(ServerResult::CallToolResult(result))) => {
+                self.server.health.answered();
+                to_output(&self.server.name, &self.shown, result)
+            }
+            // An answer with no content at all reads as an empty result.
+            Ok(Ok(ServerResult::EmptyResult(_))) => {
+                self.server.health.answered();
+                to_output(&self.server.name, &self.shown, CallToolResult::default())
+            }
+            Ok(Ok(_)) => ToolOutput::error(format!(
+                "tool `{}` of MCP server `{}` answered with something that is not a tool's result",
+                self.shown, self.server.name
+            )),
+            Ok(Err(ServiceError::McpError(error))) => ToolOutput::error(error_text(
+                &self.server.name,
+                &self.shown,
+                error.code.0,
+                &error.message,
+                error.data.as_ref(),
+            )),
+            Ok(Err(error)) => self.lost(&connection, &error.to_string()).await,
+            Err(_) => self.lost(&connection, "the connection closed").await,
+        }
+    }
+
+    fn unavailable(&self, why: Unavailable) -> ToolOutput {
+        match why {
+            Unavailable::Closed => closed(&self.server),
+            Unavailable::Quarantined(quarantine) => {
+                ToolOutput::error(format!("tool `{}` cannot run: {quarantine}", self.shown))
+            }
+            Unavailable::StartFailed(why) => ToolOutput::error(format!(
+                "tool `{}` cannot run: MCP server `{}` {why}",
+                self.shown, self.server.name
+            )),
+        }
+    }
+
+    fn crashed(&self, death: &Death) -> ToolOutput {
+        if death.deliberate || self.server.is_closed() {
+            return closed(&self.server);
+        }
+        ToolOutput::crashed(format!(
+            "tool `{}` did not answer: {}",
+            self.shown,
+            death.describe(&self.server.name)
+        ))
+    }
+
+    /// The request failed in the transport: almost always the server
+    /// dying, whose death says more; otherwise `what`.
+    async fn lost(&self, connection: &Connection, what: &str) -> ToolOutput {
+        let mut died = connection.death_watch();
+        let settled = tokio::time::timeout(
+            std::time::Duration::from_millis(100),
+            wait_for_death(&mut died),
+        )
+        .await;
+        match settled {
+            Ok(death) => self.crashed(&death),
+            Err(_) => ToolOutput::crashed(format!(
+                "tool `{}` did not answer: the connection to MCP server `{}` failed ({what})",
+                self.shown, self.server.name
+            )),
+        }
+    }
+}
+
+/// A call's progress route, removed when the call ends.
+struct Route<'a> {
+    routes: &'a ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl<'a> Route<'a> {
+    fn new(routes: &'a ProgressRoutes, token: ProgressToken, to: mpsc::Sender<Value>) -> Self {
+        routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(token.clone(), to);
+        Self { routes, token }
+    }
+}
+
+impl Drop for Route<'_> {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.token);
+    }
+}
+
+/// Sends `notifications/cancelled` for a request unless disarmed: dropped
+/// while the request is unanswered, the call was given up.
+struct CancelOnDrop {
+    server: Arc<Server>,
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let notification = ClientNotification::CancelledNotification(CancelledNotification::new(
+            CancelledNotificationParam::new(
+                Some(self.id.clone()),
+                Some("rho gave up the call (its timeout, or the host aborted it)".to_owned()),
+            ),
+        ));
+        // Spawned through the handle, which never panics, even while the
+        // runtime shuts down (the notification is then moot: the server is
+        // being killed).
+        drop(self.server.runtime.handle().spawn(async move {
+            let _ = peer.send_notification(notification).await;
+        }));
+    }
+}

@@ -1,0 +1,136 @@
+//! Reading a server's stdout one line at a time, never holding more than
+//! a cap of it.
+//!
+//! A server that never writes a newline, or writes a line of a hundred
+//! megabytes, must cost the host at most the cap: the reader stops at the
+//! cap and says so, and the connection treats that as the server breaking
+//! the protocol.
+
+use std::io;
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// What one read gave.
+#[derive(Debug)]
+pub(crate) enum Line {
+    /// A whole line, without its `\n` (and a `\r` before it).
+    Text(Vec<u8>),
+    /// The line grew past the cap before it ended; what was read of it is
+    /// dropped.
+    TooLong,
+    /// The stream ended (a partial last line is dropped: a message always
+    /// ends with a newline).
+    End,
+    /// Reading failed.
+    Failed(io::Error),
+}
+
+/// Reads lines of at most `max` bytes from `reader`.
+///
+/// Cancel-safe: the line read so far lives in the struct, and bytes are
+/// taken from the reader's buffer and appended in one step with no
+/// `.await` between, so dropping [`next`](BoundedLines::next) half way (as
+/// a `select!` does) loses nothing.
+#[derive(Debug)]
+pub(crate) struct BoundedLines<R> {
+    reader: R,
+    line: Vec<u8>,
+    max: usize,
+}
+
+impl<R: AsyncBufRead + Unpin> BoundedLines<R> {
+    pub(crate) fn new(reader: R, max: usize) -> Self {
+        Self {
+            reader,
+            line: Vec::new(),
+            max,
+        }
+    }
+
+    /// The next line.
+    pub(crate) async fn next(&mut self) -> Line {
+        loop {
+            let buffered = match self.reader.fill_buf().await {
+                Ok(buffered) => buffered,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Line::Failed(error),
+            };
+            if buffered.is_empty() {
+                return Line::End;
+            }
+            let newline = buffered.iter().position(|&byte| byte == b'\n');
+            let part = newline.unwrap_or(buffered.len());
+            if self.line.len().saturating_add(part) > self.max {
+                self.line = Vec::new();
+                let taken = buffered.len();
+                self.reader.consume(taken);
+                return Line::TooLong;
+            }
+            self.line.extend_from_slice(&buffered[..part]);
+            match newline {
+                Some(at) => {
+                    self.reader.consume(at + 1);
+                    let mut line = std::mem::take(&mut self.line);
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                    return Line::Text(line);
+                }
+                None => self.reader.consume(part),
+            }
+        }
+    }
+}
+
+/// The start of `bytes` as text for an error message: at most `max` bytes,
+/// invalid UTF-8 replaced, control characters escaped, and a note of what
+/// was cut.
+pub(crate) fn excerpt(bytes: &[u8], max: usize) -> String {
+    let shown = &bytes[..bytes.len().min(max)];
+    let mut text: String = String::from_utf8_lossy(shown)
+        .chars()
+        .flat_map(char::escape_default)
+        .collect();
+    if bytes.len() > max {
+        text.push_str(&format!("... ({} bytes in all)", bytes.len()));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut reader = BoundedLines::new(tokio::io::BufReader::with_capacity(4, input), max);
+        let mut seen = Vec::new();
+        loop {
+            match reader.next().await {
+                Line::Text(line) => seen.push(String::from_utf8_lossy(&line).into_owned()),
+                Line::TooLong => seen.push("<too long>".to_owned()),
+                Line::End => return seen,
+                Line::Failed(error) => panic!("{error}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn splits_lines_across_small_reads_and_drops_a_partial_last_one() {
+        assert_eq!(
+            lines(b"{\"a\":1}\r\n\nsecond line\npartial", 64).await,
+            ["{\"a\":1}", "", "second line"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_line_past_the_cap_is_reported_not_kept() {
+        assert_eq!(lines(b"0123456789\nok\n", 8).await[0], "<too long>");
+        assert_eq!(lines(b"01234567\n", 8).await, ["01234567"]);
+    }
+
+    #[test]
+    fn excerpts_are_bounded_and_printable() {
+        assert_eq!(excerpt(b"ab\x1bc", 10), "ab\\u{1b}c");
+        assert_eq!(excerpt(b"abcdef", 3), "abc... (6 bytes in all)");
+    }
+}

@@ -1,0 +1,100 @@
+//! MCP servers imported as sources of a rho registry.
+//!
+//! An agent host gets most of its tools from MCP servers: other people's
+//! processes, which hang, crash, flood and die. [`McpSource`] makes one
+//! such server a source of a [`ToolRegistry`](rho_registry::ToolRegistry),
+//! untrusted, so that each of its tools is a rho tool with rho's contract:
+//!
+//! - **Its tools, as it lists them.** Name (with an optional prefix),
+//!   description, input schema, output schema and annotations (hints that
+//!   are the server's claims: the tools are untrusted, and a gate such as
+//!   [`AnnotationGate`](rho_tool_core::AnnotationGate) does not believe
+//!   them). `notifications/tools/list_changed` lists them again, and so
+//!   does a restart.
+//! - **rho's deadline.** Every call has the tool's rho timeout (the
+//!   builder's, or [`DEFAULT_TIMEOUT`](rho_tool_core::DEFAULT_TIMEOUT)),
+//!   whatever the server and the SDK would wait. At the deadline or a host
+//!   abort the call ends at once and the server is sent
+//!   `notifications/cancelled` for it; the server keeps serving the
+//!   others.
+//! - **Answers mapped.** Text, images, `isError` and `structuredContent`
+//!   (as details); progress notifications become partial results
+//!   ([`ToolContext::update`](rho_tool_core::ToolContext::update)).
+//! - **A death is a crash of every call on it.** A stdio server runs as a
+//!   [`ChildGroup`](rho_process::ChildGroup): a process group of its own,
+//!   reaped by a thread, watched. When it exits, is killed, or closes its
+//!   stdout, every call in flight on it ends at that moment as
+//!   [`Outcome::Crashed`](rho_tool_core::Outcome::Crashed) (so each is
+//!   counted against its tool), with how it died and the end of its stderr
+//!   in the text. The next call starts it again, after a backoff that
+//!   doubles with each death in a row; a server that keeps dying (three
+//!   deaths or failed starts within five minutes, by default) is
+//!   quarantined as a whole: its tools leave the model's list until the
+//!   host calls [`McpSource::reenable`].
+//! - **Garbage is a clear error, in bounded memory.** A line on stdout
+//!   that is not an MCP message, a line longer than the cap
+//!   ([`DEFAULT_MAX_MESSAGE`] unless set), or an answer to a request that
+//!   was never sent ends the connection: the server is killed and its
+//!   calls crash with a text quoting what it wrote. Nothing past the cap is
+//!   held, and no other server notices.
+//! - **Any executor.** rmcp needs tokio, so each source runs it on a small
+//!   current-thread runtime of its own, on its own thread. A tool's future
+//!   only waits on channels, so imported tools run unchanged in a tokio
+//!   host and in a smol host.
+//! - **Gone with the source.** Dropping the [`McpSource`], closing it, or
+//!   the host removing the source from the registry kills the server's
+//!   whole process group. When the host process exits however it exits,
+//!   the server's stdin closes, which is how MCP tells a stdio server to
+//!   end (nothing can kill a group after its host is gone).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use rho_exec_tokio::{Runner, TokioExecutor};
+//! use rho_mcp::import::McpSource;
+//! use rho_registry::ToolRegistry;
+//! use rho_tool_core::ToolCall;
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let registry = ToolRegistry::new();
+//! let everything = McpSource::stdio("everything", "npx")
+//!     .args(["-y", "@modelcontextprotocol/server-everything"])
+//!     .timeout(Duration::from_secs(30))
+//!     .connect(&registry)
+//!     .await?;
+//! println!("{:?}", everything.tools());
+//!
+//! let runner = Runner::new(TokioExecutor::current()?);
+//! let call = ToolCall::new("1", "echo", serde_json::json!({ "message": "hi" }));
+//! let end = registry.start(&runner, call).await;
+//! println!("{}", end.result.text());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! One concept a module: `source` is the public face, `server` the
+//! connection a source keeps (started on demand, restarted), `connection`
+//! one running server and its watcher, `transport` and `lines` what is read
+//! from its stdout, `handler` rmcp's client side (progress, list changes),
+//! `call` one `tools/call`, `answer` its result as rho's, `tool` an
+//! imported tool, `health` deaths, backoff and the server's quarantine,
+//! `policy` the source's policy, `runtime` the runtime thread.
+
+mod answer;
+mod call;
+mod connection;
+mod error;
+mod handler;
+mod health;
+mod lines;
+mod policy;
+mod runtime;
+mod server;
+mod source;
+mod tool;
+mod transport;
+
+pub use error::ImportError;
+pub use health::Backoff;
+pub use source::{DEFAULT_MAX_MESSAGE, DEFAULT_STARTUP_TIMEOUT, McpSource, McpSourceBuilder};

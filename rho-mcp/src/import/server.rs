@@ -1,0 +1,286 @@
+//! What a source shares with its tools: the server's current connection,
+//! started on demand (again, with backoff, after a death), its health,
+//! and its tool list kept up to date.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use rho_registry::{Disabled, SourceHandle};
+use rho_tool_core::Tool;
+use tokio::sync::Notify;
+
+use super::connection::{CommandSpec, Connection, Limits, wait_for_death};
+use super::health::Health;
+use super::runtime::RuntimeThread;
+use super::tool::{ImportedTool, ToolSpec};
+
+/// Where the server is.
+#[derive(Debug, Clone)]
+pub(crate) enum Endpoint {
+    /// A child process spoken to over its stdin and stdout.
+    Stdio(CommandSpec),
+}
+
+/// What the host set for the source.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// Each tool's rho timeout.
+    pub(crate) timeout: Duration,
+    /// Put before each tool's name in the registry.
+    pub(crate) prefix: String,
+    pub(crate) limits: Limits,
+}
+
+/// Why a call found no connection to send on.
+#[derive(Debug)]
+pub(crate) enum Unavailable {
+    /// The source was closed.
+    Closed,
+    /// The server is quarantined as a whole.
+    Quarantined(Disabled),
+    /// The server could not be started; the text is the end of a sentence
+    /// about it.
+    StartFailed(String),
+}
+
+/// The server of one source.
+pub(crate) struct Server {
+    /// The source's name, which names the server in every text.
+    pub(crate) name: String,
+    endpoint: Endpoint,
+    pub(crate) settings: Settings,
+    pub(crate) runtime: RuntimeThread,
+    pub(crate) health: Arc<Health>,
+    source: SourceHandle,
+    slot: tokio::sync::Mutex<Slot>,
+    /// A copy of the slot's connection for readers that cannot wait
+    /// (the pid, the stderr, a close from `Drop`).
+    current: Mutex<Option<Arc<Connection>>>,
+    /// How many starts were begun.
+    attempts: AtomicU64,
+    closed: AtomicBool,
+    tools_changed: Arc<Notify>,
+}
+
+#[derive(Default)]
+struct Slot {
+    connection: Option<Arc<Connection>>,
+    /// The last start that failed: its number and why.
+    failure: Option<(u64, String)>,
+}
+
+impl Server {
+    pub(crate) fn new(
+        name: String,
+        endpoint: Endpoint,
+        settings: Settings,
+        runtime: RuntimeThread,
+        health: Arc<Health>,
+        source: SourceHandle,
+    ) -> Self {
+        Self {
+            name,
+            endpoint,
+            settings,
+            runtime,
+            health,
+            source,
+            slot: tokio::sync::Mutex::default(),
+            current: Mutex::default(),
+            attempts: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            tools_changed: Arc::default(),
+        }
+    }
+
+    /// Whether its source is still registered.
+    pub(crate) fn is_registered(&self) -> bool {
+        self.source.is_registered()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// The live connection, started if there is none (after the backoff
+    /// a recent death asks for). Callers that waited while a start failed
+    /// get that failure rather than trying again at once.
+    pub(crate) async fn connection(self: &Arc<Self>) -> Result<Arc<Connection>, Unavailable> {
+        let seen = self.attempts.load(Ordering::Acquire);
+        let mut slot = self.slot.lock().await;
+        if self.is_closed() {
+            return Err(Unavailable::Closed);
+        }
+        if let Some(connection) = &slot.connection
+            && connection.death().is_none()
+        {
+            return Ok(Arc::clone(connection));
+        }
+        if let Some(quarantine) = self.health.quarantine() {
+            return Err(Unavailable::Quarantined(quarantine));
+        }
+        if let Some((attempt, why)) = &slot.failure
+            && *attempt > seen
+        {
+            return Err(Unavailable::StartFailed(why.clone()));
+        }
+        let wait = self.health.wait_before_start();
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        let attempt = self.attempts.fetch_add(1, Ordering::AcqRel) + 1;
+        match self.start().await {
+            Ok(connection) => {
+                slot.connection = Some(Arc::clone(&connection));
+                slot.failure = None;
+                drop(slot);
+                if attempt > 1 {
+                    // A restarted server may offer other tools.
+                    self.tools_changed.notify_one();
+                }
+                Ok(connection)
+            }
+            Err(why) => {
+                self.health
+                    .died(&format!("MCP server `{}` {why}", self.name));
+                slot.failure = Some((attempt, why.clone()));
+                Err(Unavailable::StartFailed(why))
+            }
+        }
+    }
+
+    /// Starts a connection and the task that counts its death.
+    async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
+        let connection = match &self.endpoint {
+            Endpoint::Stdio(spec) => {
+                Connection::start_stdio(spec, self.settings.limits, Arc::clone(&self.tools_changed))
+                    .await?
+            }
+        };
+        let connection = Arc::new(connection);
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(Arc::clone(&connection));
+        let mut died = connection.death_watch();
+        let server = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let death = wait_for_death(&mut died).await;
+            if let Some(server) = server.upgrade()
+                && !death.deliberate
+                && !server.is_closed()
+            {
+                server.health.died(&death.describe(&server.name));
+            }
+        });
+        Ok(connection)
+    }
+
+    /// Lists the server's tools and makes them the source's.
+    ///
+    /// # Errors
+    ///
+    /// The listing failed or timed out, or the registry refused the tools
+    /// (a name another source has): the text says which.
+    pub(crate) async fn refresh(self: &Arc<Self>) -> Result<(), String> {
+        let connection = self.connection().await.map_err(|why| match why {
+            Unavailable::Closed => "the source was closed".to_owned(),
+            Unavailable::Quarantined(quarantine) => quarantine.to_string(),
+            Unavailable::StartFailed(why) => format!("MCP server `{}` {why}", self.name),
+        })?;
+        let listed = tokio::time::timeout(
+            self.settings.limits.startup_timeout,
+            connection.peer().list_all_tools(),
+        )
+        .await
+        .map_err(|_| {
+            format!(
+                "MCP server `{}` did not answer `tools/list` within {} ms",
+                self.name,
+                self.settings.limits.startup_timeout.as_millis()
+            )
+        })?
+        .map_err(|error| format!("MCP server `{}` failed `tools/list`: {error}", self.name))?;
+        let mut seen = HashSet::new();
+        let tools: Vec<Arc<dyn Tool>> = listed
+            .into_iter()
+            .filter(|tool| seen.insert(tool.name.to_string()))
+            .map(|tool| {
+                Arc::new(ImportedTool::new(
+                    Arc::clone(self),
+                    ToolSpec::from_mcp(tool),
+                )) as Arc<dyn Tool>
+            })
+            .collect();
+        self.source
+            .set_tools(tools)
+            .map_err(|error| format!("the tools of MCP server `{}`: {error}", self.name))
+    }
+
+    /// Refreshes the tools each time the server says they changed (and
+    /// after each restart), until the source closes.
+    pub(crate) fn follow_tool_changes(self: &Arc<Self>) {
+        let server: Weak<Self> = Arc::downgrade(self);
+        let changed = Arc::clone(&self.tools_changed);
+        self.runtime.handle().spawn(async move {
+            loop {
+                changed.notified().await;
+                let Some(server) = server.upgrade() else {
+                    return;
+                };
+                if server.is_closed() {
+                    return;
+                }
+                // A failed refresh keeps the tools listed before; the
+                // next change or restart tries again.
+                let _ = server.refresh().await;
+            }
+        });
+    }
+
+    /// The server's process id while a stdio server runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        current
+            .as_ref()
+            .filter(|connection| connection.death().is_none())
+            .and_then(|connection| connection.pid())
+    }
+
+    /// The end of the current (or last) server's stderr.
+    pub(crate) fn stderr_tail(&self) -> String {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        current
+            .as_ref()
+            .map(|connection| connection.stderr_tail())
+            .unwrap_or_default()
+    }
+
+    /// Closes the source: the server is killed, calls in flight end, the
+    /// runtime stops. Never blocks; idempotent.
+    pub(crate) fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let current = self
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(connection) = current {
+            connection.kill();
+        }
+        self.source.clear();
+        self.runtime.stop();
+    }
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.name)
+            .field("endpoint", &self.endpoint)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,336 @@
+//! [`McpSource`]: an MCP server's tools as a source of a rho registry.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use rho_registry::{
+    Accounting, ChangeSubscription, Disabled, QuarantineRule, Source, ToolRegistry,
+};
+use rho_tool_core::DEFAULT_TIMEOUT;
+use tokio::sync::oneshot;
+
+use super::connection::{CommandSpec, Limits};
+use super::error::ImportError;
+use super::health::{Backoff, Health};
+use super::policy::ImportPolicy;
+use super::runtime::RuntimeThread;
+use super::server::{Endpoint, Server, Settings};
+
+/// The largest message a server may write by default: 16 MiB.
+pub const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
+/// How long a server has by default to start, answer `initialize` and
+/// list its tools: 30 s.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An MCP server imported into a [`ToolRegistry`] as an untrusted source.
+///
+/// Made by [`McpSource::stdio`] and
+/// [`connect`](McpSourceBuilder::connect); see the [module
+/// docs](super) for what a call of its tools can rely on.
+///
+/// Dropping it (or [`close`](McpSource::close)) removes the source and
+/// its tools from the registry and kills the server's process group;
+/// calls in flight end with an error saying the source was closed. A host
+/// that removes the source from the registry itself
+/// ([`ToolRegistry::remove_source`]) gets the same.
+pub struct McpSource {
+    server: Arc<Server>,
+    registry: ToolRegistry,
+    accounting: Arc<Accounting>,
+    _removal: ChangeSubscription,
+}
+
+impl McpSource {
+    /// A builder for the stdio server started by running `program` (with
+    /// the builder's arguments), named `name` in the registry and in every
+    /// error text.
+    pub fn stdio(name: impl Into<String>, program: impl Into<OsString>) -> McpSourceBuilder {
+        McpSourceBuilder {
+            name: name.into(),
+            command: CommandSpec {
+                program: program.into(),
+                args: Vec::new(),
+                env: Vec::new(),
+                current_dir: None,
+            },
+            timeout: DEFAULT_TIMEOUT,
+            prefix: String::new(),
+            max_message: DEFAULT_MAX_MESSAGE,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            rule: QuarantineRule::after(3).within(Duration::from_secs(300)),
+            backoff: Backoff::default(),
+            accounting: None,
+        }
+    }
+
+    /// The source's name.
+    pub fn name(&self) -> &str {
+        &self.server.name
+    }
+
+    /// The names of its tools the model can call now, sorted (a tool
+    /// quarantined on its own, or all of them while the server is, are
+    /// left out).
+    pub fn tools(&self) -> Vec<String> {
+        self.registry
+            .tools()
+            .into_iter()
+            .filter(|tool| tool.source == self.server.name)
+            .map(|tool| tool.name)
+            .collect()
+    }
+
+    /// The accounting of its tools' calls (counts, last errors, each
+    /// tool's quarantine).
+    pub fn accounting(&self) -> &Arc<Accounting> {
+        &self.accounting
+    }
+
+    /// The server's process id while it runs (it is started again on the
+    /// next call after it died).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.server.pid()
+    }
+
+    /// The end of the server's stderr (the current one, or the last one
+    /// that ran).
+    pub fn stderr_tail(&self) -> String {
+        self.server.stderr_tail()
+    }
+
+    /// How many times the server died or failed to start, and the text of
+    /// the last time.
+    pub fn deaths(&self) -> (u64, Option<String>) {
+        self.server.health.deaths()
+    }
+
+    /// The quarantine of the whole server, while it kept dying.
+    pub fn quarantine(&self) -> Option<Disabled> {
+        self.server.health.quarantine()
+    }
+
+    /// Ends the server's quarantine: the next call starts it again.
+    /// Returns whether it was quarantined.
+    pub fn reenable(&self) -> bool {
+        self.server.health.reenable()
+    }
+
+    /// Lists the server's tools again and makes them the source's (the
+    /// source does so by itself when the server says they changed).
+    ///
+    /// # Errors
+    ///
+    /// [`ImportError::Server`] when the server could not be reached or
+    /// did not list its tools; the tools listed before stay.
+    pub async fn refresh(&self) -> Result<(), ImportError> {
+        let server = Arc::clone(&self.server);
+        on_runtime(&self.server, async move { server.refresh().await })
+            .await
+            .map_err(ImportError::Server)
+    }
+
+    /// Closes the source now, as dropping it does.
+    pub fn close(&self) {
+        // Only this source: the host may have removed it and registered
+        // another of the same name since.
+        let registered = self.server.is_registered();
+        self.server.close();
+        if registered {
+            self.registry.remove_source(&self.server.name);
+        }
+    }
+}
+
+impl Drop for McpSource {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl fmt::Debug for McpSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpSource")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `work` on the source's runtime and awaits it from any executor.
+async fn on_runtime<T: Send + 'static>(
+    server: &Server,
+    work: impl Future<Output = Result<T, String>> + Send + 'static,
+) -> Result<T, String> {
+    let (done, answer) = oneshot::channel();
+    drop(server.runtime.handle().spawn(async move {
+        let _ = done.send(work.await);
+    }));
+    answer
+        .await
+        .unwrap_or_else(|_| Err(format!("the MCP source `{}` was closed", server.name)))
+}
+
+/// How to import an MCP server: made by [`McpSource::stdio`], finished by
+/// [`connect`](McpSourceBuilder::connect).
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `connect`"]
+pub struct McpSourceBuilder {
+    name: String,
+    command: CommandSpec,
+    timeout: Duration,
+    prefix: String,
+    max_message: usize,
+    startup_timeout: Duration,
+    rule: QuarantineRule,
+    backoff: Backoff,
+    accounting: Option<Arc<Accounting>>,
+}
+
+impl McpSourceBuilder {
+    /// Adds an argument to the server's command.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.command.args.push(arg.into());
+        self
+    }
+
+    /// Adds arguments to the server's command.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.command.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for the server.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.command.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Runs the server in `dir`.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.command.current_dir = Some(dir.into());
+        self
+    }
+
+    /// Every tool's rho timeout (default [`DEFAULT_TIMEOUT`]), which holds
+    /// whatever the server and the SDK would wait: at the deadline the call
+    /// ends and the server is sent `notifications/cancelled`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Puts `prefix` before each tool's name in the registry (two servers
+    /// with an `echo` each, say); the server is still called by its own
+    /// names.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The largest message (one line) the server may write (default
+    /// [`DEFAULT_MAX_MESSAGE`]); a longer one ends the connection as a
+    /// protocol violation, with no more of it held than this.
+    pub fn max_message(mut self, bytes: usize) -> Self {
+        self.max_message = bytes;
+        self
+    }
+
+    /// How long the server has to start and answer `initialize`, and to
+    /// answer each `tools/list` (default [`DEFAULT_STARTUP_TIMEOUT`]).
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
+        self
+    }
+
+    /// When the whole server is quarantined: at the rule's count of deaths
+    /// and failed starts (default: 3 within 5 minutes).
+    pub fn quarantine(mut self, rule: QuarantineRule) -> Self {
+        self.rule = rule;
+        self
+    }
+
+    /// How restarts after a death are spaced (default: [`Backoff::default`]).
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The accounting the source's calls are counted in (default: a new
+    /// [`Accounting::default`]); share one to see the health of several
+    /// sources in one table.
+    pub fn accounting(mut self, accounting: Arc<Accounting>) -> Self {
+        self.accounting = Some(accounting);
+        self
+    }
+
+    /// Starts the server, shakes hands, lists its tools and registers them
+    /// in `registry` as the untrusted source named after the builder.
+    ///
+    /// The returned future waits on a channel only: await it on any
+    /// executor (tokio, smol, a plain `block_on`).
+    ///
+    /// # Errors
+    ///
+    /// [`ImportError::Registry`] when the name or a tool's name is taken;
+    /// [`ImportError::Server`] when the server could not be started, did
+    /// not answer in time, or broke the protocol; [`ImportError::Runtime`]
+    /// when no thread could be started. Nothing is left behind.
+    pub async fn connect(self, registry: &ToolRegistry) -> Result<McpSource, ImportError> {
+        let name = self.name;
+        let runtime = RuntimeThread::start(&name).map_err(|error| ImportError::Runtime {
+            source_name: name.clone(),
+            error,
+        })?;
+        let health = Arc::new(Health::new(name.clone(), self.rule, self.backoff));
+        let accounting = self.accounting.unwrap_or_default();
+        let policy = Arc::new(ImportPolicy {
+            accounting: Arc::clone(&accounting),
+            health: Arc::clone(&health),
+        });
+        let handle = registry.add_source(Source::untrusted(name.clone()).with_policy(policy))?;
+        let settings = Settings {
+            timeout: self.timeout,
+            prefix: self.prefix,
+            limits: Limits {
+                max_message: self.max_message,
+                startup_timeout: self.startup_timeout,
+            },
+        };
+        let server = Arc::new(Server::new(
+            name,
+            Endpoint::Stdio(self.command),
+            settings,
+            runtime,
+            health,
+            handle.clone(),
+        ));
+        let first = Arc::clone(&server);
+        if let Err(why) = on_runtime(&server, async move { first.refresh().await }).await {
+            server.close();
+            registry.remove_source(&server.name);
+            return Err(ImportError::Server(why));
+        }
+        server.follow_tool_changes();
+        // The host removing the source is the source closing.
+        let watched: Weak<Server> = Arc::downgrade(&server);
+        let removal = registry.on_tools_changed(move || {
+            if let Some(server) = watched.upgrade()
+                && !handle.is_registered()
+            {
+                server.close();
+            }
+        });
+        Ok(McpSource {
+            server,
+            registry: registry.clone(),
+            accounting,
+            _removal: removal,
+        })
+    }
+}

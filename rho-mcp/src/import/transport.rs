@@ -1,0 +1,175 @@
+//! rmcp's transport over a server's stdin and stdout, strict about what
+//! the server writes.
+//!
+//! rmcp's own line transport skips lines it cannot read and responses to
+//! requests nobody sent, so a server that answers in garbage leaves its
+//! call waiting until the deadline. Here anything on stdout that is not an
+//! MCP message (not JSON, JSON of another shape, a line past the size
+//! cap, an answer to a request id that was never sent) ends the
+//! connection at once with a text that says what the server wrote; the
+//! connection's watcher then kills the server, and its calls in flight end
+//! as crashed with that text.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use rmcp::RoleClient;
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, NumberOrString, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Mutex, oneshot};
+
+use super::lines::{BoundedLines, Line, excerpt};
+
+/// How much of an offending line an error text quotes.
+const EXCERPT_BYTES: usize = 200;
+
+/// Why the transport stopped reading.
+#[derive(Debug)]
+pub(crate) enum TransportEnd {
+    /// The server closed its stdout.
+    Closed,
+    /// Reading its stdout failed.
+    ReadFailed(String),
+    /// The server wrote something that is not an MCP message; the text says
+    /// what, as the end of a sentence that starts with the server.
+    Violation(String),
+}
+
+/// The client's transport over a server's stdout (`reader`) and stdin
+/// (`writer`).
+pub(crate) struct LineTransport<R, W> {
+    lines: BoundedLines<R>,
+    max_line: usize,
+    writer: Arc<Mutex<W>>,
+    /// The highest request id sent; rmcp numbers requests from 0.
+    highest_sent: Arc<AtomicI64>,
+    end: Option<oneshot::Sender<TransportEnd>>,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncBufRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// A transport reading lines of at most `max_line` bytes; `end` hears
+    /// why it stopped reading. The writer is shared with the connection,
+    /// which keeps it open (see [`close`](Transport::close)).
+    pub(crate) fn new(
+        reader: R,
+        writer: Arc<Mutex<W>>,
+        max_line: usize,
+        end: oneshot::Sender<TransportEnd>,
+    ) -> Self {
+        Self {
+            lines: BoundedLines::new(reader, max_line),
+            max_line,
+            writer,
+            highest_sent: Arc::new(AtomicI64::new(-1)),
+            end: Some(end),
+        }
+    }
+
+    fn stop(&mut self, why: TransportEnd) -> Option<ServerJsonRpcMessage> {
+        if let Some(end) = self.end.take() {
+            let _ = end.send(why);
+        }
+        None
+    }
+
+    /// Whether `id` names a request this client sent.
+    fn was_sent(&self, id: &NumberOrString) -> bool {
+        let number = match id {
+            NumberOrString::Number(number) => Some(*number),
+            // rmcp matches "7" to request 7; so does this check.
+            NumberOrString::String(text) => text.parse::<i64>().ok(),
+        };
+        number.is_some_and(|n| n >= 0 && n <= self.highest_sent.load(Ordering::Acquire))
+    }
+
+    /// Reads `line` as a message, or says why it is not one.
+    fn read(&self, line: &[u8]) -> Result<ServerJsonRpcMessage, String> {
+        let message: ServerJsonRpcMessage = serde_json::from_slice(line).map_err(|error| {
+            format!(
+                "wrote a line to stdout that is not an MCP message ({error}): {}",
+                excerpt(line, EXCERPT_BYTES)
+            )
+        })?;
+        let answered = match &message {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
+        };
+        match answered {
+            Some(id) if !self.was_sent(id) => Err(format!(
+                "answered request id {id}, which it was never sent: {}",
+                excerpt(line, EXCERPT_BYTES)
+            )),
+            _ => Ok(message),
+        }
+    }
+}
+
+impl<R, W> Transport<RoleClient> for LineTransport<R, W>
+where
+    R: AsyncBufRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        message: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &message
+            && let NumberOrString::Number(id) = request.id
+        {
+            self.highest_sent.fetch_max(id, Ordering::AcqRel);
+        }
+        let encoded = serde_json::to_vec(&message).map(|mut line| {
+            line.push(b'\n');
+            line
+        });
+        let writer = Arc::clone(&self.writer);
+        async move {
+            let line = encoded.map_err(std::io::Error::other)?;
+            let mut writer = writer.lock().await;
+            writer.write_all(&line).await?;
+            writer.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            match self.lines.next().await {
+                Line::Text(line) if line.iter().all(u8::is_ascii_whitespace) => {}
+                Line::Text(line) => {
+                    return match self.read(&line) {
+                        Ok(message) => Some(message),
+                        Err(why) => self.stop(TransportEnd::Violation(why)),
+                    };
+                }
+                Line::TooLong => {
+                    let why = format!(
+                        "wrote a line to stdout longer than the limit of {} bytes",
+                        self.max_line
+                    );
+                    return self.stop(TransportEnd::Violation(why));
+                }
+                Line::End => return self.stop(TransportEnd::Closed),
+                Line::Failed(error) => {
+                    return self.stop(TransportEnd::ReadFailed(error.to_string()));
+                }
+            }
+        }
+    }
+
+    /// Leaves the server's stdin open: rmcp closes its transport when
+    /// reading ends, and a server whose stdin closes exits, which would
+    /// hide how it really ended (a server that closed its stdout but runs
+    /// on would seem to exit by itself). The connection closes stdin when
+    /// it is dropped, and kills the server anyway.
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}

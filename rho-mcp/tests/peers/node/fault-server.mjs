@@ -1,0 +1,131 @@
+// A small MCP server over stdio, written by hand (no SDK), that misbehaves
+// on request: the stand-in for the faults rho-mcp's import tests provoke.
+//
+//   node fault-server.mjs
+//
+// RHO_FAULT_START picks a fault at start: `hang` (never answers
+// `initialize`), `garbage` (writes a line that is not JSON first), `exit`
+// (writes to stderr and exits with code 7 at once).
+// Each tool call misbehaves as its name says; see `tools` below.
+import process from "node:process";
+import fs from "node:fs";
+
+const start = process.env.RHO_FAULT_START || "";
+if (start === "exit") {
+    process.stderr.write("fault-server: refusing to start\n");
+    process.exit(7);
+}
+if (start === "garbage") {
+    process.stdout.write("Welcome to the fault server!\n");
+}
+
+const cancelled = [];
+let extraTool = false;
+
+const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
+const answer = (id, result) => send({ jsonrpc: "2.0", id, result });
+const text = (id, value) => answer(id, { content: [{ type: "text", text: value }] });
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const object = (properties = {}) => ({ type: "object", properties });
+const tools = () => [
+    { name: "echo", description: "Answers `text`.", inputSchema: object({ text: { type: "string" } }),
+      annotations: { readOnlyHint: true, title: "Echo" } },
+    { name: "sleep", description: "Answers after `ms` milliseconds.", inputSchema: object({ ms: { type: "number" } }) },
+    { name: "hang", description: "Never answers.", inputSchema: object() },
+    { name: "cancelled", description: "The request ids it was told were cancelled.", inputSchema: object() },
+    { name: "die", description: "Writes `stderr` to stderr, then exits with `code` after `ms`.",
+      inputSchema: object({ code: { type: "number" }, ms: { type: "number" }, stderr: { type: "string" } }) },
+    { name: "garbage", description: "Writes a line that is not JSON.", inputSchema: object() },
+    { name: "huge", description: "Writes a line of `mb` megabytes.", inputSchema: object({ mb: { type: "number" } }) },
+    { name: "unknown_id", description: "Answers a request it was never sent.", inputSchema: object() },
+    { name: "close_stdout", description: "Closes its stdout and stays alive.", inputSchema: object() },
+    { name: "progress", description: "Reports `steps` steps of progress, then answers.",
+      inputSchema: object({ steps: { type: "number" } }) },
+    { name: "picture", description: "An image and structured content.", inputSchema: object(),
+      outputSchema: object({ width: { type: "number" } }) },
+    { name: "fails", description: "Answers with isError.", inputSchema: object() },
+    { name: "add_tool", description: "Adds the tool `added` and says the list changed.", inputSchema: object() },
+    ...(extraTool ? [{ name: "added", description: "Added at run time.", inputSchema: object() }] : []),
+];
+
+async function call(id, name, args, meta) {
+    switch (name) {
+        case "echo": return text(id, String(args.text ?? ""));
+        case "sleep": await sleep(args.ms ?? 0); return text(id, `slept ${args.ms} ms`);
+        case "hang": return;
+        case "cancelled": return text(id, JSON.stringify(cancelled));
+        case "die":
+            process.stderr.write(String(args.stderr ?? ""));
+            await sleep(args.ms ?? 0);
+            process.exit(args.code ?? 1);
+        case "garbage": process.stdout.write("this is not json {\n"); return;
+        case "huge": {
+            const chunk = "x".repeat(1 << 20);
+            for (let i = 0; i < (args.mb ?? 64); i++) {
+                if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once("drain", r));
+            }
+            process.stdout.write("\n");
+            return;
+        }
+        case "unknown_id": return answer(987654, { content: [] });
+        case "close_stdout": fs.closeSync(1); setInterval(() => {}, 1000); return;
+        case "progress": {
+            const steps = args.steps ?? 3;
+            for (let i = 1; i <= steps; i++) {
+                if (meta?.progressToken !== undefined) {
+                    send({ jsonrpc: "2.0", method: "notifications/progress",
+                           params: { progressToken: meta.progressToken, progress: i, total: steps, message: `step ${i}` } });
+                }
+                await sleep(20);
+            }
+            return text(id, "done");
+        }
+        case "picture":
+            return answer(id, { content: [{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" },
+                                          { type: "text", text: "a picture" }],
+                                structuredContent: { width: 1 } });
+        case "fails": return answer(id, { content: [{ type: "text", text: "it went wrong" }], isError: true });
+        case "add_tool":
+            extraTool = true;
+            send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+            return text(id, "added");
+        case "added": return text(id, "I was added");
+        default:
+            return send({ jsonrpc: "2.0", id, error: { code: -32602, message: `no tool ${name}` } });
+    }
+}
+
+function handle(message) {
+    const { id, method, params } = message;
+    if (method === "initialize") {
+        if (start === "hang") return;
+        return answer(id, { protocolVersion: params.protocolVersion, capabilities: { tools: { listChanged: true } },
+                            serverInfo: { name: "fault-server", version: "1" } });
+    }
+    if (method === "notifications/cancelled") {
+        cancelled.push(params.requestId);
+        process.stderr.write(`fault-server: cancelled ${params.requestId}\n`);
+        return;
+    }
+    if (method === "tools/list") return answer(id, { tools: tools() });
+    if (method === "tools/call") return call(id, params.name, params.arguments ?? {}, params._meta);
+    if (method === "ping") return answer(id, {});
+    if (id !== undefined && method !== undefined) {
+        send({ jsonrpc: "2.0", id, error: { code: -32601, message: `no method ${method}` } });
+    }
+}
+
+let buffered = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+    buffered += chunk;
+    let newline;
+    while ((newline = buffered.indexOf("\n")) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        if (line.trim()) handle(JSON.parse(line));
+    }
+});
+// MCP's way to tell a stdio server to end: its stdin closes.
+process.stdin.on("end", () => process.exit(0));
