@@ -121,7 +121,9 @@ fn hit(index: usize) -> Hit {
                 weight: span as f32 * 0.25,
             })
             .collect(),
-        note: index.is_multiple_of(4).then(|| "matched in a doc comment".to_owned()),
+        note: index
+            .is_multiple_of(4)
+            .then(|| "matched in a doc comment".to_owned()),
     }
 }
 
