@@ -134,6 +134,10 @@
 //! rho-bench __script <tokio|smol> <rho|bare> <calls>
 //! ```
 //!
+//! `__script` also prints each thread's time on a CPU and waiting for one
+//! (from `/proc/self/task/*/schedstat`) per call, which tells instructions
+//! from the hops between threads.
+//!
 //! # Unsafe code
 //!
 //! The counting allocator ([`alloc`]) is an `unsafe impl GlobalAlloc`, the

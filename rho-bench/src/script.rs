@@ -295,7 +295,10 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
 const NODE_UNIT: &str = "ms/call (fresh process)";
 
 /// The hidden subcommand that runs one side of figure 7 alone, for a
-/// profiler: `__script <tokio|smol> <rho|bare> <calls>`.
+/// profiler: `__script <tokio|smol> <rho|bare> <calls>`. It ends by
+/// printing each thread's time on a CPU and waiting for one, per call: a
+/// rho call wakes four threads in turn (the loop's, a worker, a script
+/// thread, the worker, the loop's), the bare engine none.
 pub(crate) const PROFILE: &str = "__script";
 
 /// Runs the [`PROFILE`] subcommand.
@@ -330,4 +333,41 @@ fn profile_on<B: Bench>(bench: &B, engine: Engine, count: usize) {
         B::NAME,
         median(&times)
     );
+    print_threads(count);
+}
+
+/// Each thread's time on a CPU and waiting for one (`schedstat`), per
+/// call: where a call's wall time went beyond its instructions (a thread
+/// woken for each hop waits for a CPU on a busy machine).
+fn print_threads(count: usize) {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    let mut lines = Vec::new();
+    for task in tasks.flatten() {
+        let read = |file: &str| std::fs::read_to_string(task.path().join(file)).ok();
+        let (Some(name), Some(stat)) = (read("comm"), read("schedstat")) else {
+            continue;
+        };
+        let fields: Vec<f64> = stat
+            .split_whitespace()
+            .filter_map(|field| field.parse().ok())
+            .collect();
+        let [on_cpu, waiting, slices] = fields[..] else {
+            continue;
+        };
+        let per = |value: f64| value / count as f64;
+        lines.push(format!(
+            "  {:<16} on CPU {:8.1} us/call, waiting for a CPU {:8.1} us/call, {:5.2} runs/call",
+            name.trim(),
+            per(on_cpu) / 1e3,
+            per(waiting) / 1e3,
+            per(slices)
+        ));
+    }
+    lines.sort();
+    eprintln!("threads (from /proc/self/task/*/schedstat, whole run):");
+    for line in lines {
+        eprintln!("{line}");
+    }
 }
