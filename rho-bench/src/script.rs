@@ -318,9 +318,10 @@ pub(crate) fn profile(args: &[String]) {
 
 fn profile_on<B: Bench>(bench: &B, engine: Engine, count: usize) {
     let mut times = Vec::with_capacity(count);
+    // Kept until the threads are read: its threads end when it is dropped.
+    let pool = ScriptPool::new(rt::WORKERS).expect("the script threads start");
     match engine {
         Engine::Rho => {
-            let pool = ScriptPool::new(rt::WORKERS).expect("the script threads start");
             let runner = Runner::new(bench.executor());
             let tool = add_tool(&pool);
             bench.block_on(rho_calls(&runner, &tool, count, &mut times));
@@ -334,6 +335,7 @@ fn profile_on<B: Bench>(bench: &B, engine: Engine, count: usize) {
         median(&times)
     );
     print_threads(count);
+    drop(pool);
 }
 
 /// Each thread's time on a CPU and waiting for one (`schedstat`), per
