@@ -13,7 +13,9 @@
 //! `--quick` run uses small counts: its figures show the harness works, not
 //! whether the targets are met. `--only LIST` runs some figures
 //! (comma-separated:
-//! `percall,sequential_task,memory,kill,blocked,plain,registry`).
+//! `percall,sequential_task,memory,kill,blocked,plain,registry`, and for
+//! script tools `script` (figures 7 to 10) or some of `script_call`
+//! (7 and 8), `script_stop` (9), `script_memory` (10)).
 //!
 //! # How it measures
 //!
@@ -94,16 +96,47 @@
 //! Figures 5 and 6 do not depend on the runtime; they run in a task on each
 //! runtime's workers all the same, so each runtime's table is complete.
 //!
+//! Script tools (`rho-script`: JavaScript the model writes, a fresh
+//! QuickJS sandbox per call on the script pool's own threads) have a peer
+//! of their own instead of the floor:
+//!
+//! 7. **A script call against the bare engine** ([`script`]): a trivial
+//!    script (`{a, b}` in, `{sum}` out), one call after the other, through
+//!    rho against the same work on the engine alone (`rquickjs`: a new
+//!    runtime and full context, evaluate, call `run`, JSON in and out) on
+//!    the loop's thread, in alternating rounds. The figure is rho's median
+//!    call over the bare engine's (target <= 1.3), with rho's p50 (target
+//!    <= 300 us) and the p99s beside it.
+//! 8. **Against `node -e`** ([`script`]): the same call as a fresh
+//!    `node -e` process per call, as hosts often run model-written code;
+//!    node's p50 over rho's (target >= 100). Without `node` on `PATH` the
+//!    figure is not measured, says so on stderr, and its row misses.
+//! 9. **Stopping a script that never yields** ([`script_stop`]): a loop and
+//!    a catastrophic regular expression, 20 ms timeout, on a pool of one
+//!    script thread: how far past its deadline the call ends, and when a
+//!    trivial call queued right behind it has ended (so the thread was
+//!    free again); p99 target <= 5 ms each.
+//! 10. **Memory of scripts that hit their cap** ([`script_memory`]): in a
+//!     fresh process, 1,000 calls of a script that allocates until its
+//!     16 MiB cap stops it (each must end `Crashed`; the ones whose text
+//!     names the cap are counted); the resident size after a warm-up and
+//!     after the calls, growth target <= 10%.
+//!
 //! # Profiling a figure
 //!
-//! Two hidden subcommands run one side of a figure alone, for a profiler
+//! Three hidden subcommands run one side of a figure alone, for a profiler
 //! (`valgrind --tool=callgrind` counts instructions repeatably on a noisy
 //! machine; run two call counts and subtract to get a per-call figure):
 //!
 //! ```sh
 //! rho-bench __percall <tokio|smol> <rho|floor> <sequential|sequential_task|in_flight> <calls> <rounds>
 //! rho-bench __plain <mb> <rounds> <plain|json>
+//! rho-bench __script <tokio|smol> <rho|bare> <calls>
 //! ```
+//!
+//! `__script` also prints each thread's time on a CPU and waiting for one
+//! (from `/proc/self/task/*/schedstat`) per call, which tells instructions
+//! from the hops between threads.
 //!
 //! # Unsafe code
 //!
@@ -123,6 +156,9 @@ mod plain;
 mod registry;
 mod report;
 mod rt;
+mod script;
+mod script_memory;
+mod script_stop;
 mod side;
 mod stats;
 mod tools;
@@ -171,6 +207,18 @@ pub(crate) struct Config {
     registry_calls: usize,
     /// Rounds of each side (figure 6).
     registry_rounds: usize,
+    /// Script calls of each side per round (figure 7).
+    script_calls: usize,
+    /// Rounds of each side (figure 7).
+    script_rounds: usize,
+    /// `node -e` processes (figure 8).
+    script_node_calls: usize,
+    /// Samples of each never-yielding script (figure 9).
+    script_stop_samples: usize,
+    /// Calls before the first resident size is read (figure 10).
+    script_memory_warm_up: usize,
+    /// Calls measured (figure 10).
+    script_memory_calls: usize,
 }
 
 impl Config {
@@ -192,6 +240,12 @@ impl Config {
             plain_rounds: 7,
             registry_calls: 500_000,
             registry_rounds: 5,
+            script_calls: 2_000,
+            script_rounds: 7,
+            script_node_calls: 50,
+            script_stop_samples: 200,
+            script_memory_warm_up: 50,
+            script_memory_calls: 1_000,
         }
     }
 
@@ -213,11 +267,17 @@ impl Config {
             plain_rounds: 3,
             registry_calls: 20_000,
             registry_rounds: 3,
+            script_calls: 200,
+            script_rounds: 3,
+            script_node_calls: 10,
+            script_stop_samples: 20,
+            script_memory_warm_up: 10,
+            script_memory_calls: 100,
         }
     }
 }
 
-const FIGURES: [&str; 7] = [
+const FIGURES: [&str; 11] = [
     "percall",
     "sequential_task",
     "memory",
@@ -225,10 +285,15 @@ const FIGURES: [&str; 7] = [
     "blocked",
     "plain",
     "registry",
+    "script",
+    "script_call",
+    "script_stop",
+    "script_memory",
 ];
 
 const USAGE: &str = "usage: rho-bench [--json] [--quick] \
-     [--only percall,sequential_task,memory,kill,blocked,plain,registry]";
+     [--only percall,sequential_task,memory,kill,blocked,plain,registry,\
+     script,script_call,script_stop,script_memory]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -242,6 +307,14 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some(percall::PROFILE) {
         percall::profile(&args[1..]);
+        return;
+    }
+    if args.first().map(String::as_str) == Some(script_memory::SUBCOMMAND) {
+        script_memory::child(&args[1..]);
+        return;
+    }
+    if args.first().map(String::as_str) == Some(script::PROFILE) {
+        script::profile(&args[1..]);
         return;
     }
     let mut json = false;
@@ -364,10 +437,22 @@ fn run_on<B: Bench>(
         step("registry");
         registry::run(&bench, config, report);
     }
+    if wants("script") || wants("script_call") {
+        step("script call: rho, the bare engine, node -e");
+        script::run(&bench, config, report);
+    }
+    if wants("script") || wants("script_stop") {
+        step("script stop latency");
+        script_stop::run(&bench, config, report);
+    }
     drop(bench);
     if wants("memory") {
         step("memory per in-flight call (fresh processes)");
         memory::run(B::NAME, config, report);
+    }
+    if wants("script") || wants("script_memory") {
+        step("script memory (a fresh process)");
+        script_memory::run(B::NAME, config, report);
     }
 }
 
@@ -445,6 +530,32 @@ fn print_notes(config: &Config) {
         "  registry_*       resolve + watch started/ended, 2 tasks on the 2 workers at once, {} calls each; \
          ns per call per thread",
         config.registry_calls
+    );
+    println!(
+        "  script_call_*    a trivial script ({{a,b}} -> {{sum}}), one call after the other, {} calls a \
+         round x {} rounds: rho (ScriptTool, 2 script threads, loop on the main thread) against the \
+         bare engine on the loop's thread (Runtime, Context::full, eval, run, JSON in and out); ratio \
+         = median over rounds of rho's median call / bare's",
+        config.script_calls, config.script_rounds
+    );
+    println!(
+        "  script_node_*    the same call as a fresh `node -e` process, {} processes; ratio = node p50 / \
+         rho p50",
+        config.script_node_calls
+    );
+    println!(
+        "  script_stop_*, script_thread_free_*  a never-yielding script (loop; catastrophic regex), {} ms \
+         timeout, on ONE script thread, {} samples each: the call's end past its deadline, and the end \
+         of a trivial call queued right behind it (includes that call's own run)",
+        script_stop::TIMEOUT.as_millis(),
+        config.script_stop_samples
+    );
+    println!(
+        "  script_memory_*  a fresh process: {} calls of a script that allocates to its 16 MiB cap (each \
+         ends Crashed), two at a time; RSS after {} such calls, then after the {}",
+        config.script_memory_warm_up + config.script_memory_calls,
+        config.script_memory_warm_up,
+        config.script_memory_calls
     );
 }
 

@@ -130,7 +130,7 @@ fn hold_calls<B: Bench, S: Side>(
 }
 
 /// The resident size of this process, from `VmRSS` in `/proc/self/status`.
-fn rss_bytes() -> u64 {
+pub(crate) fn rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     status
         .lines()

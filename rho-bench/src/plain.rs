@@ -106,8 +106,8 @@ fn hit(index: usize) -> Hit {
             .map(|tag| format!("tag-{}", (index + tag) % 50))
             .collect(),
         flags: [
-            ("generated", index % 7 == 0),
-            ("test", index % 5 == 0),
+            ("generated", index.is_multiple_of(7)),
+            ("test", index.is_multiple_of(5)),
             ("vendored", false),
         ]
         .into_iter()
@@ -121,7 +121,9 @@ fn hit(index: usize) -> Hit {
                 weight: span as f32 * 0.25,
             })
             .collect(),
-        note: (index % 4 == 0).then(|| "matched in a doc comment".to_owned()),
+        note: index
+            .is_multiple_of(4)
+            .then(|| "matched in a doc comment".to_owned()),
     }
 }
 

@@ -28,7 +28,7 @@ impl Which {
     /// Round `round`'s order: rho first in even rounds, the floor first in
     /// odd ones, so that neither always runs on a warmer (or colder) machine.
     pub(crate) fn order(round: usize) -> [Which; 2] {
-        if round % 2 == 0 {
+        if round.is_multiple_of(2) {
             [Which::Rho, Which::Floor]
         } else {
             [Which::Floor, Which::Rho]
