@@ -1,6 +1,6 @@
 //! rho's demo: a scripted session of tool calls, printed live.
 //!
-//! Eight model messages, each run as one turn of `rho-turn`: the first has
+//! Ten model messages, each run as one turn of `rho-turn`: the first has
 //! one call of each kind a host meets (a gate that waits about a second for
 //! a person while the others run, a build that reports progress and is
 //! killed at its timeout, an agent-written tool that panics with a custom
@@ -12,14 +12,23 @@
 //! JavaScript (`define_tool`, put to a person first; one has a syntax error
 //! and is refused with its line and column), then calls them at once: one
 //! answers, one spins for ever and is stopped at its deadline, one blows
-//! its memory cap, one throws until its source quarantines it. The session
-//! keeps details of at most 120 bytes; the health table of the agent's
-//! tools closes the run.
+//! its memory cap, one throws until its source quarantines it. In the
+//! ninth the model writes one program (`run_script`, code mode) that reads
+//! three files, greps them, looks a word up in the docs and saves a note:
+//! each of its six calls is a rho call of its own, shown under it, and the
+//! note waits for a person without running the program's clock; the demo
+//! prints how many bytes the model read against the same calls made one by
+//! one. In the tenth the model calls two tools imported over MCP from a
+//! documentation server the demo starts itself (this same program, run
+//! with a hidden flag): one answers, one never does and is cut at rho's
+//! deadline. The session keeps details of at most 120 bytes; the health
+//! table of the agent's tools closes the run.
 //!
 //! `cargo run -p rho-demo` prints readable lines; `-- --json` prints one JSON
 //! object a line; `-- --runtime smol` runs the same tools and gate on smol
 //! instead of tokio.
 
+mod docs;
 mod print;
 mod session;
 mod tools;
@@ -33,7 +42,7 @@ use rho_tool_core::ToolCall;
 use rho_turn::{EventBus, KeepDetails, SessionEntry, TurnAbort};
 
 use crate::print::Printer;
-use crate::session::{Runtime, Wait, gate, registry, run_session};
+use crate::session::{Runtime, Wait, add_run_script, gate, registry, run_session};
 
 /// The session on tokio: a turn runner on its executor, the turns driven
 /// by the runtime's `block_on`.
@@ -78,6 +87,9 @@ impl Runtime for OnSmol {
 const KEEP: KeepDetails = KeepDetails::MaxBytes(120);
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some(docs::SERVE_FLAG) {
+        docs::serve();
+    }
     let mut json = false;
     let mut runtime = "tokio".to_owned();
     let mut args = std::env::args().skip(1);
@@ -95,7 +107,7 @@ fn main() {
     // the demo.
     rho_untrusted::install_quiet_panic_hook();
     let mut printer = Printer::new(json, &runtime, Instant::now());
-    let (registry, accounting) = registry();
+    let (registry, accounting, pool) = registry();
 
     match runtime.as_str() {
         "tokio" => {
@@ -107,23 +119,35 @@ fn main() {
             let executor = TokioExecutor::new(runtime.handle().clone())
                 .unwrap_or_else(|error| fail(&error.to_string()));
             let wait: Wait = Arc::new(|duration: Duration| Box::pin(tokio::time::sleep(duration)));
+            // Kept for the session: dropping it stops the docs server.
+            let _docs = runtime.block_on(docs::import(&registry));
             let turns = rho_exec_tokio::TurnRunner::new(executor, registry)
                 .with_gate(Arc::new(gate(wait)))
                 .with_keep_details(KEEP);
+            add_run_script(&turns, &pool);
             run_session(&OnTokio { turns, runtime }, &accounting, &mut printer);
         }
         "smol" => {
-            let pool = SmolPool::new(2)
+            let executors = SmolPool::new(2)
                 .unwrap_or_else(|error| fail(&format!("cannot start smol: {error}")));
             let wait: Wait = Arc::new(|duration: Duration| {
                 Box::pin(async move {
                     smol::Timer::after(duration).await;
                 })
             });
-            let turns = rho_exec_smol::TurnRunner::new(pool.executor(), registry)
+            let _docs = smol::block_on(docs::import(&registry));
+            let turns = rho_exec_smol::TurnRunner::new(executors.executor(), registry)
                 .with_gate(Arc::new(gate(wait)))
                 .with_keep_details(KEEP);
-            run_session(&OnSmol { turns, _pool: pool }, &accounting, &mut printer);
+            add_run_script(&turns, &pool);
+            run_session(
+                &OnSmol {
+                    turns,
+                    _pool: executors,
+                },
+                &accounting,
+                &mut printer,
+            );
         }
         other => fail(&format!("unknown runtime `{other}` (use tokio or smol)")),
     }

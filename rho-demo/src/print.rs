@@ -43,7 +43,19 @@ impl Printer {
     }
 
     fn text_line(event: &TurnEvent) -> Option<String> {
-        let head = |what: &str| format!("{what:<9} {:<8} {:<12}", event.call_id(), event.tool());
+        // A call a program made is shown under it, indented.
+        let indent = if event.parent_call_id().is_some() {
+            "  "
+        } else {
+            ""
+        };
+        let head = |what: &str| {
+            format!(
+                "{indent}{what:<9} {:<9} {:<12}",
+                event.call_id(),
+                event.tool()
+            )
+        };
         let line = match event {
             TurnEvent::ToolExecutionStart(start) => {
                 format!("{} {}", head("start"), start.arguments)
@@ -126,6 +138,26 @@ impl Printer {
             self.runtime,
             took.as_secs_f64(),
             parts.join(", ")
+        );
+    }
+
+    /// What code mode saved the model: it read the program's answer, where
+    /// making the same calls one by one it would have read every result.
+    pub(crate) fn code_mode_reading(&self, entry: &SessionEntry) {
+        let calls = entry.nested.len();
+        let one_by_one: usize = entry.nested.iter().map(|nested| nested.text().len()).sum();
+        let read = entry.text().len();
+        if self.json {
+            println!(
+                "{}",
+                json!({ "type": "code_mode", "calls": calls, "read_bytes": read,
+                        "one_by_one_bytes": one_by_one })
+            );
+            return;
+        }
+        println!(
+            "code mode: the model read {read} bytes, in one call; making the same {calls} calls \
+             one by one it would have read {one_by_one} bytes, over {calls} more turns."
         );
     }
 

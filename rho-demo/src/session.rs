@@ -6,9 +6,11 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
-use rho_script::{ScriptLimits, ScriptPool, ScriptSource};
-use rho_tool_core::{AnnotationGate, ApprovalRequest, Match, Rule, Tool, ToolCall, Verdict};
-use rho_turn::{EventBus, SessionEntry, TurnAbort, TurnEvent};
+use rho_script::{CodeMode, RunScript, ScriptLimits, ScriptPool, ScriptSource};
+use rho_tool_core::{
+    AnnotationGate, ApprovalRequest, Executor, Match, Rule, Tool, ToolCall, Verdict,
+};
+use rho_turn::{EventBus, SessionEntry, TurnAbort, TurnEvent, TurnRunner};
 use serde_json::json;
 
 use crate::print::Printer;
@@ -18,6 +20,8 @@ use crate::{fail, tools};
 const APPROVAL: Duration = Duration::from_millis(1000);
 /// How long they take to read a tool the model wrote before it exists.
 const CODE_REVIEW: Duration = Duration::from_millis(200);
+/// How long they take to approve a note the model's program saves.
+const NOTE_APPROVAL: Duration = Duration::from_millis(600);
 
 /// A wait on the runtime's own timer.
 pub(crate) type Wait =
@@ -40,7 +44,10 @@ pub(crate) trait Runtime: Sync {
 /// model defines (a fifth of a second) before it exists, and the rest is
 /// allowed. An
 /// agent-written tool that claims to be read-only is still put to the
-/// approver: its claim is code the host did not write.
+/// approver: its claim is code the host did not write. A program the model
+/// writes for `run_script` is read like a tool's code, and a note it saves
+/// is approved (in a bit over half a second) while the program waits,
+/// without running its clock.
 pub(crate) fn gate(wait: Wait) -> AnnotationGate {
     AnnotationGate::new()
         .rule(
@@ -52,7 +59,8 @@ pub(crate) fn gate(wait: Wait) -> AnnotationGate {
             async move {
                 match request.tool.as_str() {
                     "deploy" => wait(APPROVAL).await,
-                    "define_tool" => wait(CODE_REVIEW).await,
+                    "define_tool" | "run_script" => wait(CODE_REVIEW).await,
+                    "save_note" => wait(NOTE_APPROVAL).await,
                     _ => {}
                 }
                 Verdict::Allow
@@ -69,21 +77,18 @@ const SCRIPT_MEMORY: usize = 16 << 20;
 /// tools the agent wrote itself in Rust, and the JavaScript tools the model
 /// defines during the session. The agent's sources quarantine a tool after
 /// two crashes or timeouts.
-pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>) {
+pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>, ScriptPool) {
     let registry = ToolRegistry::new();
     let accounting = Arc::new(Accounting::new(QuarantineRule::after(2)));
-    let scripts = ScriptPool::new(2)
-        .map_err(|error| error.to_string())
-        .and_then(|pool| {
-            ScriptSource::builder("agent-js", &pool)
-                .with_policy(accounting.clone())
-                .with_timeout(SCRIPT_TIMEOUT)
-                .with_limits(ScriptLimits::default().with_memory(SCRIPT_MEMORY))
-                .register(&registry)
-                .map_err(|error| error.to_string())
-        })
+    let pool = ScriptPool::new(2)
+        .unwrap_or_else(|error| fail(&format!("cannot start the script threads: {error}")));
+    let scripts = ScriptSource::builder("agent-js", &pool)
+        .with_policy(accounting.clone())
+        .with_timeout(SCRIPT_TIMEOUT)
+        .with_limits(ScriptLimits::default().with_memory(SCRIPT_MEMORY))
+        .register(&registry)
         .unwrap_or_else(|error| fail(&format!("cannot start the script tools: {error}")));
-    let builtin: [Arc<dyn Tool>; 7] = [
+    let builtin: [Arc<dyn Tool>; 8] = [
         Arc::new(scripts.define_tool()),
         Arc::new(tools::Deploy),
         Arc::new(tools::ReadFile),
@@ -91,6 +96,7 @@ pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>) {
         Arc::new(tools::Screenshot),
         Arc::new(tools::Grep),
         Arc::new(tools::RemoveAll),
+        Arc::new(tools::SaveNote),
     ];
     let agent: [Arc<dyn Tool>; 2] = [Arc::new(tools::Flaky), Arc::new(tools::AgentScript)];
     let added = registry
@@ -103,8 +109,43 @@ pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>) {
     if let Err(error) = added {
         fail(&format!("cannot register the demo's tools: {error}"));
     }
-    (registry, accounting)
+    (registry, accounting, pool)
 }
+
+/// Adds `run_script` to the host's tools: the model's program, in the call,
+/// may call the project's file tools, the imported docs and `save_note`,
+/// each call a rho call of its own (code mode).
+pub(crate) fn add_run_script<E: Executor>(turns: &TurnRunner<E>, pool: &ScriptPool) {
+    let code = CodeMode::new(turns)
+        .allow_tool("read_file")
+        .allow_tool("grep")
+        .allow_tool("save_note")
+        .allow_source("docs");
+    let run_script = RunScript::new(pool)
+        .with_timeout(SCRIPT_TIMEOUT)
+        .with_limits(ScriptLimits::default().with_memory(SCRIPT_MEMORY))
+        .with_code_mode(code);
+    let added = turns
+        .registry()
+        .add_source(Source::trusted("code"))
+        .and_then(|source| source.add(Arc::new(run_script)));
+    if let Err(error) = added {
+        fail(&format!("cannot register run_script: {error}"));
+    }
+}
+
+/// The program the model writes in turn 9: it reads three files, greps
+/// them, looks the words up in the docs, saves a note (which a person
+/// approves while the program waits) and answers one line.
+const SUMMARY_PROGRAM: &str = r#"async function run({ paths }) {
+  const files = await Promise.all(paths.map((path) => tools.read_file({ path })));
+  const todos = await tools.grep({ pattern: "TODO" });
+  const docs = await tools.search_docs({ query: "timeout" });
+  const lines = files.map((text) => Number(text.split(" ")[1])).reduce((a, b) => a + b, 0);
+  const note = `${paths.length} files, ${lines} lines, ${todos.matches.length} TODOs; docs: ${docs.split(":")[0]}`;
+  await tools.save_note({ text: note });
+  return note;
+}"#;
 
 fn call(id: &str, tool: &str, arguments: serde_json::Value) -> ToolCall {
     ToolCall::new(id, tool, arguments)
@@ -136,36 +177,44 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
     if let Err(error) = subscribed {
         fail(&format!("cannot subscribe the screen: {error}"));
     }
-    let mut play = |title: &str, calls: Vec<ToolCall>, esc_after: Option<Duration>| {
-        printer.heading(title);
-        let total = calls.len();
-        let entries = std::thread::scope(|scope| {
-            let (aborts, abort) = mpsc::channel();
-            let running = scope.spawn(move || {
-                runtime.run(calls, &mut |handle| {
-                    let _ = aborts.send(handle);
-                })
-            });
-            if let (Some(after), Ok(abort)) = (esc_after, abort.recv()) {
-                scope.spawn(move || {
-                    std::thread::sleep(after);
-                    abort.abort();
+    let play =
+        |printer: &mut Printer, title: &str, calls: Vec<ToolCall>, esc_after: Option<Duration>| {
+            printer.heading(title);
+            let total = calls.len();
+            let entries = std::thread::scope(|scope| {
+                let (aborts, abort) = mpsc::channel();
+                let running = scope.spawn(move || {
+                    runtime.run(calls, &mut |handle| {
+                        let _ = aborts.send(handle);
+                    })
                 });
-            }
-            let mut ended = 0;
-            while ended < total {
-                let Ok(event) = events.recv() else { break };
-                ended += usize::from(matches!(event, TurnEvent::ToolExecutionEnd(_)));
-                printer.print(&event);
-            }
-            running
-                .join()
-                .unwrap_or_else(|_| fail("the turn's thread panicked"))
-        });
-        printer.summary(&entries);
-    };
+                if let (Some(after), Ok(abort)) = (esc_after, abort.recv()) {
+                    scope.spawn(move || {
+                        std::thread::sleep(after);
+                        abort.abort();
+                    });
+                }
+                let mut ended = 0;
+                while ended < total {
+                    let Ok(event) = events.recv() else { break };
+                    // Calls a program made end before it does: only the
+                    // model's own calls count here.
+                    ended += usize::from(
+                        matches!(event, TurnEvent::ToolExecutionEnd(_))
+                            && event.parent_call_id().is_none(),
+                    );
+                    printer.print(&event);
+                }
+                running
+                    .join()
+                    .unwrap_or_else(|_| fail("the turn's thread panicked"))
+            });
+            printer.summary(&entries);
+            entries
+        };
 
     play(
+        printer,
         "turn 1: the model calls eight tools at once",
         vec![
             call("call-1", "deploy", json!({ "env": "staging" })),
@@ -180,6 +229,7 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
         None,
     );
     play(
+        printer,
         "turn 2: the model retries the lint, misspells a tool, and sends a malformed call",
         vec![
             call("call-9", "flaky_lint", json!({ "path": "src/main.rs" })),
@@ -189,6 +239,7 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
         None,
     );
     play(
+        printer,
         "turn 3: the model tries the quarantined lint once more",
         vec![call(
             "call-12",
@@ -198,6 +249,7 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
         None,
     );
     play(
+        printer,
         "turn 4: a deploy and a build; a person presses Esc after 300 ms",
         vec![
             call("call-13", "deploy", json!({ "env": "production" })),
@@ -206,6 +258,7 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
         Some(Duration::from_millis(300)),
     );
     play(
+        printer,
         "turn 5: the model writes five JavaScript tools (one with a syntax error)",
         vec![
             define(
@@ -248,6 +301,7 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
         None,
     );
     play(
+        printer,
         "turn 6: the model calls its JavaScript tools at once",
         vec![
             call(
@@ -262,15 +316,40 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
         None,
     );
     play(
+        printer,
         "turn 7: the model retries parse_config, whose second crash quarantines it",
         vec![call("call-24", "parse_config", json!({}))],
         None,
     );
     play(
+        printer,
         "turn 8: the quarantined script is refused, the others still run",
         vec![
             call("call-25", "parse_config", json!({})),
             call("call-26", "word_count", json!({ "text": "one two" })),
+        ],
+        None,
+    );
+    let entries = play(
+        printer,
+        "turn 9: the model writes one program that reads, greps, looks up the docs and saves a note",
+        vec![call(
+            "call-27",
+            "run_script",
+            json!({ "source": SUMMARY_PROGRAM,
+                    "args": { "paths": ["src/main.rs", "src/lib.rs", "src/print.rs"] } }),
+        )],
+        None,
+    );
+    if let Some(entry) = entries.first() {
+        printer.code_mode_reading(entry);
+    }
+    play(
+        printer,
+        "turn 10: tools imported over MCP: one answers, one hangs and is cut at rho's deadline",
+        vec![
+            call("call-28", "search_docs", json!({ "query": "quarantine" })),
+            call("call-29", "fetch_page", json!({ "page": "Home" })),
         ],
         None,
     );

@@ -237,3 +237,34 @@ impl Tool for RemoveAll {
         ToolOutput::error("never runs: the gate denies it")
     }
 }
+
+/// Saves a note for the team; it writes, so a person approves it first.
+pub(crate) struct SaveNote;
+
+#[async_trait]
+impl Tool for SaveNote {
+    fn name(&self) -> &str {
+        "save_note"
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::new()
+            .title("Save a note")
+            .destructive(false)
+    }
+    fn description(&self) -> &str {
+        "Saves a note for the team."
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": { "text": { "type": "string" } },
+            "required": ["text"],
+            "additionalProperties": false,
+        })
+    }
+    async fn run(&self, args: serde_json::Value, cx: ToolContext) -> ToolOutput {
+        cx.sleep(Duration::from_millis(20)).await;
+        let text = args["text"].as_str().unwrap_or_default();
+        ToolOutput::text(format!("saved a note of {} bytes", text.len()))
+    }
+}
