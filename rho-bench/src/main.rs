@@ -14,8 +14,9 @@
 //! whether the targets are met. `--only LIST` runs some figures
 //! (comma-separated:
 //! `percall,sequential_task,memory,kill,blocked,plain,registry`, and for
-//! script tools `script` (figures 7 to 10) or some of `script_call`
-//! (7 and 8), `script_stop` (9), `script_memory` (10)).
+//! script tools `script` (figures 7 to 12) or some of `script_call`
+//! (7 and 8), `script_stop` (9), `script_memory` (10), `code` (11 and
+//! 12).
 //!
 //! # How it measures
 //!
@@ -121,6 +122,13 @@
 //!     16 MiB cap stops it (each must end `Crashed`; the ones whose text
 //!     names the cap are counted); the resident size after a warm-up and
 //!     after the calls, growth target <= 10%.
+//! 11. **What a script's call of a tool adds** ([`script_code`]): a
+//!     no-op tool called from a script (code mode) against the same tool
+//!     called directly, each through the same turn runner; microseconds
+//!     added per call, target <= 20.
+//! 12. **A thousand calls from one script run** ([`script_code`]): at
+//!     most 16 in flight, under a 16 MiB cap; every call must end once and
+//!     be kept in the run's session entry (target: 1,000 ended).
 //!
 //! # Profiling a figure
 //!
@@ -157,6 +165,7 @@ mod registry;
 mod report;
 mod rt;
 mod script;
+mod script_code;
 mod script_memory;
 mod script_stop;
 mod side;
@@ -219,6 +228,10 @@ pub(crate) struct Config {
     script_memory_warm_up: usize,
     /// Calls measured (figure 10).
     script_memory_calls: usize,
+    /// Calls of a tool per round, nested and direct (figure 11).
+    code_calls: usize,
+    /// Rounds (figure 11).
+    code_rounds: usize,
 }
 
 impl Config {
@@ -246,6 +259,8 @@ impl Config {
             script_stop_samples: 200,
             script_memory_warm_up: 50,
             script_memory_calls: 1_000,
+            code_calls: 500,
+            code_rounds: 9,
         }
     }
 
@@ -273,11 +288,13 @@ impl Config {
             script_stop_samples: 20,
             script_memory_warm_up: 10,
             script_memory_calls: 100,
+            code_calls: 50,
+            code_rounds: 3,
         }
     }
 }
 
-const FIGURES: [&str; 11] = [
+const FIGURES: [&str; 12] = [
     "percall",
     "sequential_task",
     "memory",
@@ -289,11 +306,12 @@ const FIGURES: [&str; 11] = [
     "script_call",
     "script_stop",
     "script_memory",
+    "code",
 ];
 
 const USAGE: &str = "usage: rho-bench [--json] [--quick] \
      [--only percall,sequential_task,memory,kill,blocked,plain,registry,\
-     script,script_call,script_stop,script_memory]";
+     script,script_call,script_stop,script_memory,code]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -440,6 +458,10 @@ fn run_on<B: Bench>(
     if wants("script") || wants("script_call") {
         step("script call: rho, the bare engine, node -e");
         script::run(&bench, config, report);
+    }
+    if wants("script") || wants("code") {
+        step("code mode: nested calls");
+        script_code::run(&bench, config, report);
     }
     if wants("script") || wants("script_stop") {
         step("script stop latency");
