@@ -303,7 +303,7 @@ fn relay(
                 due = None;
                 worker.send(&ToWorker::Due { job: number })
             }
-            Woken::Stopped => return stopped(worker, number, slot),
+            Woken::Stopped => return stopped(worker, number, stop, slot),
         };
         if let Err(error) = sent {
             return Ended::Broken(format!("writing to it failed ({error})"));
@@ -311,11 +311,13 @@ fn relay(
     }
 }
 
-/// The call is gone or past its deadline: tells the worker to stop and
-/// waits, briefly, for the answer it then gives (the worker's own text
-/// for a deadline, which is the call's answer if anyone still waits).
-fn stopped(worker: &mut Worker, number: u64, slot: &Slot) -> Ended {
-    if worker.send(&ToWorker::Stop { job: number }).is_err() {
+/// The call is gone or past its deadline: waits, briefly, for the answer
+/// the worker then gives. A call that is gone is told to stop; at the
+/// deadline the worker stops the script by its own clock, with the same
+/// text as in the in-process mode (telling it to stop would race that
+/// and could answer "stopped" instead).
+fn stopped(worker: &mut Worker, number: u64, stop: &AtomicBool, slot: &Slot) -> Ended {
+    if stop.load(Ordering::Acquire) && worker.send(&ToWorker::Stop { job: number }).is_err() {
         return Ended::Stuck;
     }
     let grace = Instant::now() + STOP_GRACE;
