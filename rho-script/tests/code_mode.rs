@@ -601,84 +601,76 @@ async fn a_thousand_nested_calls_all_end_in_order_of_completion<E: Executor>(
     }
 }
 
+use rho_turn::{Typed, TypedTool};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+/// How to search.
+struct SearchArgs {
+    /// The words to look for.
+    query: String,
+    /// Where to look.
+    scope: Scope,
+    /// At most this many results.
+    limit: Option<u32>,
+    /// Only in these folders.
+    folders: Vec<String>,
+    range: Option<Range>,
+    target: Target,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum Scope {
+    Files,
+    Symbols,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Range {
+    start: u32,
+    end: Option<u32>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Target {
+    Path(String),
+    Lines(Vec<u32>),
+}
+
+struct Search;
+
+#[async_trait]
+impl TypedTool for Search {
+    type Args = SearchArgs;
+    fn name(&self) -> &str {
+        "search"
+    }
+    fn description(&self) -> &str {
+        "Searches the project."
+    }
+    fn output_schema(&self) -> Option<Value> {
+        Some(json!({
+            "type": "object",
+            "properties": { "hits": { "type": "array", "items": { "type": "string" } } },
+            "required": ["hits"]
+        }))
+    }
+    async fn run(&self, _args: SearchArgs, _context: ToolContext) -> ToolOutput {
+        ToolOutput::text("")
+    }
+}
+
 /// The declarations a model is shown, made from schemas a real generator
 /// (schemars) wrote for typed tools: nested objects, enums, optional
 /// fields, arrays, unions, and an output schema.
 #[test]
 fn declarations_render_real_schemas_as_typescript() {
-    use rho_turn::{Typed, TypedTool};
-
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    #[allow(dead_code)]
-    /// How to search.
-    struct SearchArgs {
-        /// The words to look for.
-        query: String,
-        /// Where to look.
-        scope: Scope,
-        /// At most this many results.
-        limit: Option<u32>,
-        /// Only in these folders.
-        folders: Vec<String>,
-        range: Option<Range>,
-        target: Target,
-    }
-
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    #[serde(rename_all = "snake_case")]
-    #[allow(dead_code)]
-    enum Scope {
-        Files,
-        Symbols,
-    }
-
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    #[allow(dead_code)]
-    struct Range {
-        start: u32,
-        end: Option<u32>,
-    }
-
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    #[serde(untagged)]
-    #[allow(dead_code)]
-    enum Target {
-        Path(String),
-        Lines(Vec<u32>),
-    }
-
-    struct Search;
-
-    #[async_trait]
-    impl TypedTool for Search {
-        type Args = SearchArgs;
-        fn name(&self) -> &str {
-            "search"
-        }
-        fn description(&self) -> &str {
-            "Searches the project."
-        }
-        fn output_schema(&self) -> Option<Value> {
-            Some(json!({
-                "type": "object",
-                "properties": { "hits": { "type": "array", "items": { "type": "string" } } },
-                "required": ["hits"]
-            }))
-        }
-        async fn run(&self, _args: SearchArgs, _context: ToolContext) -> ToolOutput {
-            ToolOutput::text("")
-        }
-    }
-
-    let registry = ToolRegistry::new();
-    registry
-        .add_source(Source::trusted("project"))
-        .expect("a new source")
-        .add(Typed::new(Search).into_arc())
-        .expect("a new tool");
-    let executors = rho_exec_smol::SmolPool::new(1).expect("an executor");
-    let turns = TurnRunner::new(executors.executor(), registry);
-    let declarations = CodeMode::new(&turns).allow_tool("search").declarations();
+    let declarations = project_declarations(false);
     let expected = [
         "declare const tools: {",
         "  /** Searches the project. */",
@@ -704,20 +696,13 @@ fn declarations_render_real_schemas_as_typescript() {
         );
     }
     // The optional nested object, through its `$ref`.
-    assert!(declarations.contains("    range?: {\n"), "{declarations}");
+    // The optional nested object, through its `$ref`, indented as its
+    // place says.
     assert!(
-        declarations.contains("      start: number;\n"),
+        declarations.contains(
+            "    range?: {\n      end?: number | null;\n      start: number;\n    } | null;\n"
+        ),
         "{declarations}"
-    );
-    assert!(
-        declarations.contains("      end?: number | null;\n"),
-        "{declarations}"
-    );
-    println!("{declarations}");
-    // Nothing allowed, nothing declared.
-    assert_eq!(
-        CodeMode::new(&turns).declarations(),
-        "declare const tools: {\n};\n"
     );
 }
 
@@ -812,4 +797,144 @@ async fn a_script_gets_whole_results_whatever_the_session_keeps<E: Executor>(
     let answer: Value = serde_json::from_str(&entry.text()).expect("JSON");
     assert_eq!(answer["text"], "contents of a: alpha beta alpha");
     assert_eq!(answer["found"], json!({ "matches": 2 }));
+}
+
+/// The declarations of the project's tools: `search`, whose schema
+/// schemars made, and (with `more`) `word-count`, whose name is no
+/// identifier and whose argument holds a map.
+fn project_declarations(more: bool) -> String {
+    let registry = ToolRegistry::new();
+    registry
+        .add_source(Source::trusted("project"))
+        .expect("a new source")
+        .add(Typed::new(Search).into_arc())
+        .expect("a new tool");
+    let executors = rho_exec_smol::SmolPool::new(1).expect("an executor");
+    let turns = TurnRunner::new(executors.executor(), registry.clone());
+    // Nothing allowed, nothing declared.
+    assert_eq!(
+        CodeMode::new(&turns).declarations(),
+        "declare const tools: {\n};\n"
+    );
+    if more {
+        registry
+            .add_source(Source::trusted("words"))
+            .expect("a new source")
+            .add(host_tool(
+                "word-count",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "text": { "type": "string" },
+                        "weights": { "type": "object", "additionalProperties": { "type": "number" } }
+                    },
+                    "required": ["text"],
+                    "additionalProperties": false
+                }),
+                |_, _| async { ToolOutput::text("0") },
+            ))
+            .expect("a new tool");
+        return CodeMode::new(&turns)
+            .allow_tool("search")
+            .allow_tool("word-count")
+            .declarations();
+    }
+    CodeMode::new(&turns).allow_tool("search").declarations()
+}
+
+/// The target directory, where test peers are installed.
+fn target_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the tmp dir is inside the target dir")
+        .to_path_buf()
+}
+
+/// The pinned TypeScript compiler, installed by
+/// `tests/peers/install-typescript.sh` the first time: the path of `tsc`.
+///
+/// # Panics
+///
+/// Loudly, with the installer's words, when node, npm or the install is
+/// not available: the test never passes without its compiler.
+fn typescript() -> std::path::PathBuf {
+    let dir = target_dir().join("peers").join("typescript");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("peers")
+        .join("install-typescript.sh");
+    let output = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(&dir)
+        .output()
+        .unwrap_or_else(|error| panic!("\n\n*** cannot run {}: {error} ***\n", script.display()));
+    if !output.status.success() {
+        panic!(
+            "\n\n*** the declarations test needs node with npm and the pinned TypeScript \
+             compiler, and it could not be installed ***\n{} said ({}):\n{}{}\n",
+            script.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+    }
+    dir.join("node_modules/typescript/bin/tsc")
+}
+
+/// The declarations are TypeScript a real compiler takes in strict mode,
+/// and their types are the schemas': calls that fit the schemas compile,
+/// and each call that breaks one (a value outside an enum, a missing
+/// required field, a nested object without its required field, a value of
+/// the wrong type, an unknown key of a closed object) is an error the
+/// compiler reports (each is marked `@ts-expect-error`, so a call that
+/// compiled when it should not fails the check too).
+#[test]
+fn the_declarations_type_check_under_the_typescript_compiler_and_reject_wrong_calls() {
+    let tsc = typescript();
+    let declarations = project_declarations(true);
+    let program = format!(
+        r#"{declarations}
+export async function fits(): Promise<number> {{
+  const found = await tools.search({{ query: "a", scope: "files", folders: [], target: [1, 2], range: {{ start: 1 }} }});
+  const hits: string[] = found.hits;
+  await tools.search({{ query: "b", scope: "symbols", folders: ["src"], target: "src/lib.rs", limit: null }});
+  await tools["word-count"]({{ text: "one two", weights: {{ one: 2 }} }});
+  return hits.length;
+}}
+
+export async function breaks(): Promise<void> {{
+  // @ts-expect-error: not one of the enum's values
+  await tools.search({{ query: "a", scope: "lines", folders: [], target: "x" }});
+  // @ts-expect-error: the required `query` is missing
+  await tools.search({{ scope: "files", folders: [], target: "x" }});
+  // @ts-expect-error: a range without its required `start`
+  await tools.search({{ query: "a", scope: "files", folders: [], target: "x", range: {{ end: 2 }} }});
+  // @ts-expect-error: a target that is neither text nor numbers
+  await tools.search({{ query: "a", scope: "files", folders: [], target: true }});
+  // @ts-expect-error: a weight that is not a number
+  await tools["word-count"]({{ text: "a", weights: {{ a: "heavy" }} }});
+  // @ts-expect-error: a key the closed object does not have
+  await tools["word-count"]({{ text: "a", language: "en" }});
+}}
+"#
+    );
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("declarations");
+    std::fs::create_dir_all(&dir).expect("a folder for the program");
+    let file = dir.join("tools.ts");
+    std::fs::write(&file, &program).expect("the program is written");
+    let output = std::process::Command::new("node")
+        .arg(&tsc)
+        .args([
+            "--noEmit", "--strict", "--target", "es2022", "--lib", "es2022",
+        ])
+        .arg(&file)
+        .output()
+        .expect("node runs the compiler");
+    assert!(
+        output.status.success(),
+        "tsc refused the program ({}):\n{}{}\nthe program:\n{program}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
 }
