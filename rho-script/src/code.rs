@@ -88,6 +88,9 @@ pub(crate) type EntryFuture = Pin<Box<dyn Future<Output = Option<CallEnd>> + Sen
 trait Tools: Send + Sync {
     /// Every tool of the registry, or `None` once the host is gone.
     fn list(&self) -> Option<Vec<ToolInfo>>;
+    /// The tool called `name` (`Some(None)`: no such tool, or disabled),
+    /// or `None` once the host is gone.
+    fn find(&self, name: &str) -> Option<Option<Arc<ToolInfo>>>;
     /// Runs `call` within the script's call `parent`.
     fn call(&self, parent: &ToolContext, call: ToolCall) -> EntryFuture;
 }
@@ -99,6 +102,17 @@ struct TurnTools<E: Executor> {
 impl<E: Executor> Tools for TurnTools<E> {
     fn list(&self) -> Option<Vec<ToolInfo>> {
         self.turns.upgrade().map(|turns| turns.registry().tools())
+    }
+
+    fn find(&self, name: &str) -> Option<Option<Arc<ToolInfo>>> {
+        let turns = self.turns.upgrade()?;
+        Some(
+            turns
+                .registry()
+                .resolve(name)
+                .ok()
+                .map(|resolved| Arc::clone(resolved.info())),
+        )
     }
 
     fn call(&self, parent: &ToolContext, call: ToolCall) -> EntryFuture {
@@ -237,20 +251,21 @@ impl CodeMode {
         tool: &str,
         arguments: serde_json::Value,
     ) -> Result<EntryFuture, String> {
-        let Some(listed) = self.tools.list() else {
+        // One look-up, not a list of every tool: this is on every call.
+        let Some(found) = self.tools.find(tool) else {
             return Err(format!(
                 "tools.{tool}: the host's tools are gone (the session ended)"
             ));
         };
-        if let Some(info) = listed.iter().find(|info| info.name == tool) {
-            if !self.allows(info) {
+        if let Some(info) = found {
+            if !self.allows(&info) {
                 return Err(format!(
                     "tool `{tool}` is not one this script may call (see `Object.keys(tools)`)"
                 ));
             }
         }
-        // An allowed name that is gone now (or was never there) goes to
-        // the turn all the same: it answers as it would the model.
+        // A name that is not there now (or is disabled) goes to the turn
+        // all the same: it answers as it would the model.
         let id = format!("{}.{n}", parent.call_id());
         Ok(self.tools.call(parent, ToolCall::new(id, tool, arguments)))
     }
