@@ -14,7 +14,7 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Coerced, Context, Ctx, Promise, Runtime, Type, Value};
 
 use crate::convert::{Originals, WalkError, Walker};
-use crate::global::{self, RhoGlobal, id_value};
+use crate::global::{self, RhoGlobal};
 use crate::output::ScriptOutput;
 use crate::pool::{Answer, JobKind, JobSpec};
 use crate::slot::{HostAnswer, Slot, Woken};
@@ -411,8 +411,7 @@ impl<'js> Call<'_, 'js> {
             return Ok(answer);
         }
         let promise: Promise<'js> = originals
-            .promise_resolve()
-            .call((answer,))
+            .resolve(answer)
             .map_err(|error| self.failed(Phase::Promise, &error, Some(originals)))?;
         loop {
             if self.should_stop() {
@@ -448,12 +447,7 @@ impl<'js> Call<'_, 'js> {
                     let due = global.pending.borrow_mut().timers.take_due(Instant::now());
                     for id in due {
                         global
-                            .settle
-                            .call::<_, ()>((
-                                id_value(id),
-                                true,
-                                Value::new_undefined(self.ctx.clone()),
-                            ))
+                            .settle(id, Ok(Value::new_undefined(self.ctx.clone())))
                             .map_err(|error| {
                                 self.failed(Phase::Promise, &error, Some(originals))
                             })?;
@@ -476,7 +470,7 @@ impl<'js> Call<'_, 'js> {
         originals: &Originals<'js>,
     ) -> Result<(), ScriptOutput> {
         let fail = |error: rquickjs::Error| self.failed(Phase::Promise, &error, Some(originals));
-        let id = id_value(answer.id);
+        let id = answer.id;
         match answer.result {
             Ok(value) => {
                 // The host's value, as the JSON text it stands for: parsed
@@ -485,9 +479,9 @@ impl<'js> Call<'_, 'js> {
                     self.crashed(&format!("a host function's answer is not JSON: {error}"))
                 })?;
                 let value = self.ctx.json_parse(json).map_err(fail)?;
-                global.settle.call::<_, ()>((id, true, value)).map_err(fail)
+                global.settle(id, Ok(value)).map_err(fail)
             }
-            Err(text) => global.settle.call::<_, ()>((id, false, text)).map_err(fail),
+            Err(text) => global.settle(id, Err(text)).map_err(fail),
         }
     }
 
@@ -544,7 +538,7 @@ impl<'js> Call<'_, 'js> {
         global: &RhoGlobal<'js>,
         originals: &Originals<'js>,
     ) -> Option<ScriptOutput> {
-        match global.answer_of.call::<_, Value<'js>>((value.clone(),)) {
+        match global.answer_of(value) {
             Ok(holder) => {
                 holder
                     .as_object()
@@ -709,7 +703,7 @@ impl<'js> Call<'_, 'js> {
                     ))
                 })?
             } else if data.is_object() {
-                let binary: rquickjs::String<'js> = global.binary.call((data,)).map_err(fail)?;
+                let binary: rquickjs::String<'js> = global.binary(self.ctx, data).map_err(fail)?;
                 let binary = binary.to_string().map_err(fail)?;
                 // One char per byte, each below 256.
                 binary
