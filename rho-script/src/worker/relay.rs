@@ -30,6 +30,12 @@ use crate::worker::wire::{FromWorker, ToWorker, WorkerJob};
 /// reached by a worker that is stuck or broken.
 const STOP_GRACE: Duration = Duration::from_millis(500);
 
+/// How long the pool's thread waits, at the job's deadline, for the worker
+/// to stop the script at its own deadline before it tells the worker to
+/// stop: the worker got the deadline in whole milliseconds, as a time from
+/// when it read the job, so its own may come a little later.
+const OWN_DEADLINE_GRACE: Duration = Duration::from_millis(50);
+
 /// How long the pool's thread waits for a worker that closed its stdout
 /// to be reaped, for the exit status in the text.
 const EXIT_WAIT: Duration = Duration::from_secs(2);
@@ -303,7 +309,18 @@ fn relay(
                 due = None;
                 worker.send(&ToWorker::Due { job: number })
             }
-            Woken::Stopped => return stopped(worker, number, slot),
+            Woken::Stopped => {
+                // Past the deadline with the call still awaited: told to
+                // stop now, the worker would answer that the call was
+                // stopped (as for a dropped call) instead of with the
+                // deadline's text, which the in-process mode gives.
+                if !stop.load(Ordering::Acquire) {
+                    if let Some(ended) = answer_within(slot, Instant::now() + OWN_DEADLINE_GRACE) {
+                        return ended;
+                    }
+                }
+                return stopped(worker, number, slot);
+            }
         };
         if let Err(error) = sent {
             return Ended::Broken(format!("writing to it failed ({error})"));
@@ -318,18 +335,23 @@ fn stopped(worker: &mut Worker, number: u64, slot: &Slot) -> Ended {
     if worker.send(&ToWorker::Stop { job: number }).is_err() {
         return Ended::Stuck;
     }
-    let grace = Instant::now() + STOP_GRACE;
+    answer_within(slot, Instant::now() + STOP_GRACE).unwrap_or(Ended::Stuck)
+}
+
+/// The worker's answer (or its breaking) if it comes by `until`; what
+/// else it sends meanwhile is dropped (the job is over).
+fn answer_within(slot: &Slot, until: Instant) -> Option<Ended> {
     loop {
-        let relayed = slot.wait_relayed(grace);
+        let relayed = slot.wait_relayed(until);
         if relayed.is_empty() {
-            return Ended::Stuck;
+            return None;
         }
         for relayed in relayed {
             match relayed {
                 Relayed::Message(FromWorker::Answer { answer, .. }) => {
-                    return Ended::Answered(answer);
+                    return Some(Ended::Answered(answer));
                 }
-                Relayed::Broken(why) => return Ended::Broken(why),
+                Relayed::Broken(why) => return Some(Ended::Broken(why)),
                 Relayed::Message(_) => {}
             }
         }
