@@ -366,7 +366,9 @@ fn died(worker: &Worker, name: &str, why: &str) -> Answer {
         || "did not end when killed".to_owned(),
         |exit| exit.to_string(),
     );
-    let stderr = worker.child.stderr_tail();
+    // Killed and reaped (or given up on): its stderr ends at once, but
+    // its reader may not have read the last words yet.
+    let stderr = worker.child.stderr_tail_at_end(EXIT_WAIT);
     let stderr = stderr.trim_end();
     let stderr = if stderr.is_empty() {
         String::new()
