@@ -10,7 +10,9 @@
 //!   is in it: the call's task on a worker, the hop to the script's thread
 //!   and back, a fresh runtime and context with the memory cap, the stack
 //!   limit and the interrupt, the `rho` grants, the script, `run`, and the
-//!   answer made plain data and JSON text.
+//!   answer made plain data and JSON text. Not in it: freeing the runtime,
+//!   which the script thread does after it sent the answer, before it
+//!   takes its next call (the bare engine's free is in its time).
 //! - **bare**: the engine without rho, on the loop's own thread: a new
 //!   `Runtime`, `Context::full`, evaluate the source, get `run`, parse the
 //!   arguments' JSON into a JavaScript value, call, and the result as JSON

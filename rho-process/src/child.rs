@@ -91,6 +91,8 @@ struct Watch {
 struct WatchState {
     exit: Option<ChildExit>,
     stderr: VecDeque<u8>,
+    /// The child's stderr was read to its end (or cannot be read).
+    stderr_ended: bool,
     wakers: Vec<Waker>,
 }
 
@@ -151,10 +153,16 @@ impl ChildGroup {
             // pipe: then kill it rather than let it hang.
             let started = thread::Builder::new()
                 .name("rho-process-stderr".to_owned())
-                .spawn(move || keep_tail(stderr, tail, &kept));
+                .spawn(move || {
+                    keep_tail(stderr, tail, &kept);
+                    kept.lock().stderr_ended = true;
+                    kept.changed.notify_all();
+                });
             if let Err(error) = started {
                 return Err(give_up(&group, child, error));
             }
+        } else {
+            watch.lock().stderr_ended = true;
         }
         let reaped = Arc::clone(&watch);
         let reaper = Arc::clone(&group);
@@ -258,13 +266,40 @@ impl ChildGroup {
     /// The end of the child's stderr kept so far, as text (bytes that are
     /// not UTF-8 replaced), at most the tail's size.
     pub fn stderr_tail(&self) -> String {
-        let state = self.watch.lock();
-        let (front, back) = state.stderr.as_slices();
-        let mut bytes = Vec::with_capacity(front.len() + back.len());
-        bytes.extend_from_slice(front);
-        bytes.extend_from_slice(back);
-        String::from_utf8_lossy(&bytes).into_owned()
+        tail_text(&self.watch.lock())
     }
+
+    /// [`stderr_tail`](Self::stderr_tail) once the child's stderr was read
+    /// to its end, or after `timeout`, whichever comes first. Its reader
+    /// may finish after the child was reaped: this is the text for a child
+    /// known to be dead, whose last words (an abort's message) are
+    /// otherwise easily missed.
+    pub fn stderr_tail_at_end(&self, timeout: Duration) -> String {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut state = self.watch.lock();
+        while !state.stderr_ended {
+            let Some(left) = deadline.and_then(|at| at.checked_duration_since(Instant::now()))
+            else {
+                break;
+            };
+            state = self
+                .watch
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        tail_text(&state)
+    }
+}
+
+/// The kept end of a child's stderr as text.
+fn tail_text(state: &WatchState) -> String {
+    let (front, back) = state.stderr.as_slices();
+    let mut bytes = Vec::with_capacity(front.len() + back.len());
+    bytes.extend_from_slice(front);
+    bytes.extend_from_slice(back);
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 impl Drop for ChildGroup {
@@ -424,6 +459,17 @@ mod tests {
             end.to_string()
                 .starts_with("was killed by signal SIGABRT (6)"),
             "{end}"
+        );
+    }
+
+    #[test]
+    fn the_stderr_tail_at_its_end_has_the_last_words_of_a_dead_child() {
+        let child = ChildGroup::spawn(sh("echo 'last words' >&2; kill -ABRT $$")).expect("spawned");
+        child.wait_timeout(Duration::from_secs(30)).expect("exited");
+        // No polling: it waits for the stderr thread to read to the end.
+        assert_eq!(
+            child.stderr_tail_at_end(Duration::from_secs(30)),
+            "last words\n"
         );
     }
 

@@ -30,7 +30,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use rho_tool_core::untrusted::plain::{Limit, Limits, Plain, PlainError};
-use rquickjs::{Coerced, Ctx, Function, Object, Type, Value, function::This};
+use rquickjs::atom::PredefinedAtom;
+use rquickjs::{Coerced, Ctx, Function, Object, Promise, Type, Value, function::This};
 
 /// Integers a float holds exactly: ±(2^53 - 1).
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
@@ -77,54 +78,65 @@ impl WalkError {
     }
 }
 
-/// The helpers the walk takes from the fresh context before any script
-/// ran, so a script that replaces them changes nothing here.
+/// The built-ins the walk and the call rely on, taken from the fresh
+/// context before any script ran, so a script that replaces them changes
+/// nothing here.
+///
+/// They are read as properties of the built-ins and called with an
+/// explicit `this` ([`This`]), not bound by evaluated source: evaluating
+/// even a short snippet parses and compiles it, several times the cost of
+/// a few property reads.
 pub(crate) struct Originals<'js> {
-    /// `Function.prototype.toString`, bound to be called as `f(fn)`.
+    /// `Function.prototype.toString`, called with the function as `this`.
     function_to_string: Function<'js>,
-    /// `String.prototype.toWellFormed`, bound the same way.
+    /// `String.prototype.toWellFormed`, called with the string as `this`.
     to_well_formed: Function<'js>,
-    /// `Promise.resolve`, bound to `Promise`.
+    /// `Promise.resolve`, called with [`Originals::promise`] as `this`.
     promise_resolve: Function<'js>,
+    /// `Promise`.
+    promise: Object<'js>,
 }
 
 impl<'js> Originals<'js> {
-    /// Takes the helpers from `ctx`, which must not have run a script yet.
+    /// Takes the built-ins from `ctx`, which must not have run a script
+    /// yet.
     pub(crate) fn take(ctx: &Ctx<'js>) -> rquickjs::Result<Self> {
-        let function_to_string =
-            ctx.eval("Function.prototype.call.bind(Function.prototype.toString)")?;
-        let to_well_formed =
-            ctx.eval("Function.prototype.call.bind(String.prototype.toWellFormed)")?;
-        let promise_resolve = ctx.eval("Promise.resolve.bind(Promise)")?;
+        let function_to_string = Function::prototype(ctx.clone()).get(PredefinedAtom::ToString)?;
+        let globals = ctx.globals();
+        let string: Object<'js> = globals.get(PredefinedAtom::String)?;
+        let string_prototype: Object<'js> = string.get(PredefinedAtom::Prototype)?;
+        let to_well_formed = string_prototype.get("toWellFormed")?;
+        let promise: Object<'js> = globals.get(PredefinedAtom::Promise)?;
+        let promise_resolve = promise.get(PredefinedAtom::Resolve)?;
         Ok(Self {
             function_to_string,
             to_well_formed,
             promise_resolve,
+            promise,
         })
     }
 
-    /// The helpers made from their parts (as [`parts`](Self::parts) gives
-    /// them).
-    pub(crate) fn from_parts(
-        function_to_string: Function<'js>,
-        to_well_formed: Function<'js>,
-        promise_resolve: Function<'js>,
-    ) -> Self {
-        Self {
-            function_to_string,
-            to_well_formed,
-            promise_resolve,
-        }
+    /// The built-ins in the order [`Originals::from_values`] reads them:
+    /// for a kit that a native function of the sandbox is bound to (a
+    /// native closure may capture no JavaScript value).
+    pub(crate) fn values(&self) -> [Value<'js>; 4] {
+        [
+            self.function_to_string.clone().into_value(),
+            self.to_well_formed.clone().into_value(),
+            self.promise_resolve.clone().into_value(),
+            self.promise.clone().into_value(),
+        ]
     }
 
-    /// The helpers, to be handed to the grants' JavaScript half, which
-    /// hands them back with each partial result.
-    pub(crate) fn parts(&self) -> (Function<'js>, Function<'js>, Function<'js>) {
-        (
-            self.function_to_string.clone(),
-            self.to_well_formed.clone(),
-            self.promise_resolve.clone(),
-        )
+    /// The built-ins as [`Originals::values`] gave them, from `kit`
+    /// starting at `at`.
+    pub(crate) fn from_values(kit: &rquickjs::Array<'js>, at: usize) -> rquickjs::Result<Self> {
+        Ok(Self {
+            function_to_string: kit.get(at)?,
+            to_well_formed: kit.get(at + 1)?,
+            promise_resolve: kit.get(at + 2)?,
+            promise: kit.get(at + 3)?,
+        })
     }
 
     /// `string` as Rust text, each lone surrogate replaced by U+FFFD (with
@@ -138,17 +150,24 @@ impl<'js> Originals<'js> {
         match string.to_string() {
             Err(rquickjs::Error::Utf8(_)) => {
                 let well_formed: rquickjs::String<'js> =
-                    self.to_well_formed.call((string.clone(),))?;
+                    self.to_well_formed.call((This(string.clone()),))?;
                 well_formed.to_string()
             }
             other => other,
         }
     }
 
-    /// `Promise.resolve`, bound to `Promise`: a promise of any value, the
-    /// same one for a promise, an adopted one for a thenable.
-    pub(crate) fn promise_resolve(&self) -> &Function<'js> {
-        &self.promise_resolve
+    /// The source text of `function` (the original
+    /// `Function.prototype.toString`).
+    fn source_of(&self, function: Value<'js>) -> rquickjs::Result<Value<'js>> {
+        self.function_to_string.call((This(function),))
+    }
+
+    /// `Promise.resolve(value)`: a promise of any value, the same one for
+    /// a promise, an adopted one for a thenable.
+    pub(crate) fn resolve(&self, value: Value<'js>) -> rquickjs::Result<Promise<'js>> {
+        self.promise_resolve
+            .call((This(self.promise.clone()), value))
     }
 }
 
@@ -349,8 +368,7 @@ impl<'a, 'js> Walker<'a, 'js> {
             Type::Function | Type::Constructor => {
                 let source: Value<'js> = self
                     .originals
-                    .function_to_string
-                    .call((value,))
+                    .source_of(value)
                     .map_err(|error| self.engine_error(error, path_string(path)))?;
                 let source = self.text(source, path)?;
                 self.leaf_text(source, path)?

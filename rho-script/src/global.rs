@@ -1,15 +1,25 @@
 //! The global `rho` of every sandbox: `update`, `sleep`, `answer`,
-//! `error`, and the host functions granted by name. Installed before the
-//! script loads; runs on the script's thread only.
+//! `error`, the host functions granted by name and, in code mode, the
+//! global `tools`. Installed before the script loads; runs on the
+//! script's thread only.
 //!
-//! The JavaScript half (the prelude) runs before the script, so what it
-//! keeps (`Reflect.apply`, the answers' `WeakMap` and its methods,
-//! `Promise`, `Error`) are the originals, whatever the script changes
-//! later. The Rust half holds no JavaScript value inside a function the
-//! script can reach (the engine's collector cannot see into Rust
-//! closures): the native functions capture plain Rust data only, and the
-//! helpers Rust calls back are kept on the Rust stack of the call, dropped
-//! before its runtime.
+//! Everything is made natively, with no JavaScript source to parse: the
+//! prelude this replaced cost more to parse and compile on every call than
+//! the rest of rho's part of the call together. What it needs of the
+//! built-ins (`Function.prototype.bind`, `Object.freeze`, the answers'
+//! `WeakMap` and its methods, `Promise.resolve`, `Error`, and what the
+//! `binary` helper uses) is read before the script runs, so those are the
+//! originals, whatever the script changes later.
+//!
+//! A native closure captures plain Rust data only, never a JavaScript
+//! value (the engine's collector cannot see into Rust closures, and the
+//! runtime must be freeable with nothing left alive). The JavaScript
+//! values a native function needs sit in one array, the kit, which
+//! `Function.prototype.bind` binds as the function's first argument: the
+//! collector sees a bound function's arguments, and a script cannot read
+//! them. What Rust calls back (`settle`, `answer_of`, `binary`) it reaches
+//! through the kit held in [`RhoGlobal`], on the Rust stack of the call,
+//! dropped before its runtime.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -18,7 +28,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rho_tool_core::untrusted::plain::Limits;
-use rquickjs::{Array, Coerced, Ctx, Exception, Function, Value};
+use rquickjs::function::{Opt, This};
+use rquickjs::object::Property;
+use rquickjs::proxy::ProxyHandler;
+use rquickjs::{
+    Array, Coerced, Constructor, Ctx, Exception, Function, IntoJs, Object, Promise, Proxy, Value,
+};
 
 use crate::convert::{Originals, WalkError, Walker};
 use crate::slot::{Callee, HostAsk, Slot};
@@ -33,96 +48,46 @@ pub(crate) const MAX_HOST_CALLS: usize = 64;
 /// ones are cut to it (the call's timeout ends it long before).
 const MAX_SLEEP_MS: f64 = 365.0 * 24.0 * 3600.0 * 1000.0;
 
-const PRELUDE: &str = r#"(function (nativeUpdate, nativeSleep, nativeHost, granted, nativeTool, toolNames, originals) {
+/// Where each value sits in the kit. The walk's originals come first
+/// ([`Originals::values`]).
+mod kit {
+    pub(super) const ORIGINALS: usize = 0;
+    /// The promises waiting for a sleep or a host call: `[resolve,
+    /// reject]` by id, in an object without a prototype.
+    pub(super) const WAITING: usize = 4;
+    /// The answers built by `rho.answer`: a `WeakMap` from token to holder.
+    pub(super) const ANSWERS: usize = 5;
+    pub(super) const GET_ANSWER: usize = 6;
+    pub(super) const SET_ANSWER: usize = 7;
+    pub(super) const FREEZE: usize = 8;
+    pub(super) const ERROR: usize = 9;
+    pub(super) const BIND: usize = 10;
+    /// What the `binary` helper uses: `Uint8Array`, `ArrayBuffer.isView`,
+    /// `Uint8Array.prototype.subarray`, `String.fromCharCode`,
+    /// `Reflect.apply`.
+    pub(super) const BYTES: usize = 11;
+    pub(super) const IS_VIEW: usize = 12;
+    pub(super) const SUBARRAY: usize = 13;
+    pub(super) const FROM_CHAR_CODE: usize = 14;
+    pub(super) const APPLY: usize = 15;
+    /// Code mode: the native half of `tools.<name>`.
+    pub(super) const TOOL: usize = 16;
+}
+
+/// The helper that reads an image's bytes, made only when an answer has
+/// an image whose data is not base64 text: few calls do. It is handed the
+/// originals the kit kept, so what the script replaced before it was made
+/// changes nothing.
+const BINARY: &str = r#"(function (Bytes, isView, subarray, fromCharCode, apply) {
   "use strict";
-  const functionToString = originals[0];
-  const toWellFormed = originals[1];
-  const promiseResolve = originals[2];
-  const apply = Reflect.apply;
-  const freeze = Object.freeze;
-  const create = Object.create;
-  const PromiseOf = Promise;
-  const ErrorOf = Error;
-  const Bytes = Uint8Array;
-  const isView = ArrayBuffer.isView;
-  const subarray = Uint8Array.prototype.subarray;
-  const fromCharCode = String.fromCharCode;
-  const answers = new WeakMap();
-  const getAnswer = WeakMap.prototype.get;
-  const setAnswer = WeakMap.prototype.set;
-  const waiting = create(null);
-  function answer(spec) {
-    const token = freeze(create(null));
-    const holder = create(null);
-    holder.spec = spec;
-    apply(setAnswer, answers, [token, holder]);
-    return token;
-  }
-  function settle(id, ok, value) {
-    const waiter = waiting[id];
-    delete waiting[id];
-    if (waiter === undefined) return;
-    if (ok) waiter.resolve(value); else waiter.reject(new ErrorOf(value));
-  }
-  function answerOf(value) {
-    if ((typeof value !== "object" && typeof value !== "function") || value === null) return undefined;
-    return apply(getAnswer, answers, [value]);
-  }
-  function binary(data) {
+  return function binary(data) {
     const bytes = isView(data) ? new Bytes(data.buffer, data.byteOffset, data.byteLength) : new Bytes(data);
     let text = "";
     for (let at = 0; at < bytes.length; at += 8192) {
       text += apply(fromCharCode, undefined, apply(subarray, bytes, [at, at + 8192]));
     }
     return text;
-  }
-  function waitFor(id, resolve, reject) {
-    const waiter = create(null);
-    waiter.resolve = resolve;
-    waiter.reject = reject;
-    waiting[id] = waiter;
-  }
-  const api = {
-    update(value) { nativeUpdate(value, functionToString, toWellFormed, promiseResolve); },
-    sleep(ms) { return new PromiseOf((resolve, reject) => { waitFor(nativeSleep(ms), resolve, reject); }); },
-    answer,
-    error(text) { return answer({ error: text }); },
   };
-  for (let index = 0; index < granted.length; index++) {
-    const name = granted[index];
-    api[name] = function (argument) {
-      return new PromiseOf((resolve, reject) => {
-        waitFor(nativeHost(name, argument, functionToString, toWellFormed, promiseResolve), resolve, reject);
-      });
-    };
-  }
-  globalThis.rho = freeze(api);
-  if (toolNames !== null) {
-    const ProxyOf = Proxy;
-    function caller(name) {
-      return function (args) {
-        return new PromiseOf((resolve, reject) => {
-          waitFor(nativeTool(name, args === undefined ? {} : args, functionToString, toWellFormed, promiseResolve), resolve, reject);
-        });
-      };
-    }
-    const allowed = create(null);
-    for (let index = 0; index < toolNames.length; index++) {
-      allowed[toolNames[index]] = caller(toolNames[index]);
-    }
-    freeze(allowed);
-    // A name the script may not call still answers as the host would
-    // answer the model (no such tool, the nearest names), not with a
-    // TypeError about `undefined`.
-    globalThis.tools = new ProxyOf(allowed, {
-      get(target, name) {
-        if (typeof name !== "string") return undefined;
-        const known = target[name];
-        return known !== undefined ? known : caller(name);
-      },
-    });
-  }
-  return [settle, answerOf, binary];
 })"#;
 
 /// The sleeps a call has pending: when each is due, and its id.
@@ -174,32 +139,92 @@ impl Pending {
     }
 }
 
-/// What the call keeps of the global: the helpers it calls back and what
-/// the script waits for.
+/// What the call keeps of the global: the kit, through which it settles
+/// promises and reads answers, and what the script waits for.
 pub(crate) struct RhoGlobal<'js> {
-    /// `settle(id, ok, value)`: resolves the promise waiting under `id`
-    /// with `value`, or rejects it with an `Error` of the text `value`.
-    pub(crate) settle: Function<'js>,
-    /// `answerOf(value)`: the holder `{ spec }` of an answer built by
-    /// `rho.answer`, or `undefined`.
-    pub(crate) answer_of: Function<'js>,
-    /// `binary(data)`: the bytes of a typed array, `ArrayBuffer` or array
-    /// of byte values, as a string of one char per byte.
-    pub(crate) binary: Function<'js>,
+    kit: Array<'js>,
+    /// The `binary` helper, once made.
+    binary: RefCell<Option<Function<'js>>>,
     pub(crate) pending: Rc<RefCell<Pending>>,
 }
 
-/// Makes a value plain under `limits` with the helpers handed back by the
-/// prelude, or the error the script sees (`what` names the function).
+impl<'js> RhoGlobal<'js> {
+    /// Resolves the promise waiting under `id` with `result`'s value, or
+    /// rejects it with an `Error` of its text; nothing when none waits.
+    pub(crate) fn settle(
+        &self,
+        id: u64,
+        result: Result<Value<'js>, String>,
+    ) -> rquickjs::Result<()> {
+        let waiting: Object<'js> = self.kit.get(kit::WAITING)?;
+        let key = id_value(id);
+        let waiter: Value<'js> = waiting.get(key)?;
+        waiting.remove(key)?;
+        let Some(waiter) = waiter.into_array() else {
+            return Ok(());
+        };
+        match result {
+            Ok(value) => {
+                let resolve: Function<'js> = waiter.get(0)?;
+                resolve.call((value,))
+            }
+            Err(text) => {
+                let reject: Function<'js> = waiter.get(1)?;
+                let error: Constructor<'js> = self.kit.get(kit::ERROR)?;
+                let error: Value<'js> = error.construct((text,))?;
+                reject.call((error,))
+            }
+        }
+    }
+
+    /// The holder `{ spec }` of an answer built by `rho.answer` (or
+    /// `rho.error`) when `value` is one, else `undefined`.
+    pub(crate) fn answer_of(&self, value: &Value<'js>) -> rquickjs::Result<Value<'js>> {
+        if value.as_object().is_none() {
+            return Ok(Value::new_undefined(value.ctx().clone()));
+        }
+        let answers: Object<'js> = self.kit.get(kit::ANSWERS)?;
+        let get: Function<'js> = self.kit.get(kit::GET_ANSWER)?;
+        get.call((This(answers), value.clone()))
+    }
+
+    /// The bytes of a typed array, `ArrayBuffer` or array of byte values,
+    /// as a string of one char per byte.
+    pub(crate) fn binary(
+        &self,
+        ctx: &Ctx<'js>,
+        data: Value<'js>,
+    ) -> rquickjs::Result<rquickjs::String<'js>> {
+        let made = self.binary.borrow().clone();
+        let binary = match made {
+            Some(binary) => binary,
+            None => {
+                let maker: Function<'js> = ctx.eval(BINARY)?;
+                let binary: Function<'js> = maker.call((
+                    self.kit.get::<Value<'js>>(kit::BYTES)?,
+                    self.kit.get::<Value<'js>>(kit::IS_VIEW)?,
+                    self.kit.get::<Value<'js>>(kit::SUBARRAY)?,
+                    self.kit.get::<Value<'js>>(kit::FROM_CHAR_CODE)?,
+                    self.kit.get::<Value<'js>>(kit::APPLY)?,
+                ))?;
+                *self.binary.borrow_mut() = Some(binary.clone());
+                binary
+            }
+        };
+        binary.call((data,))
+    }
+}
+
+/// Makes a value plain under `limits` with `originals`, or the error the
+/// script sees (`what` names the function).
 fn plain_for<'js>(
     ctx: &Ctx<'js>,
     what: &str,
     value: Value<'js>,
-    helpers: (Function<'js>, Function<'js>, Function<'js>),
+    originals: &Originals<'js>,
     limits: &Limits,
 ) -> rquickjs::Result<rho_tool_core::untrusted::Plain> {
-    let originals = Originals::from_parts(helpers.0, helpers.1, helpers.2);
-    match Walker::new(&originals, limits).convert(value) {
+    match Walker::new(originals, limits).convert(value) {
         Ok(plain) => Ok(plain),
         // The exception is pending: it goes on in the script.
         Err(WalkError::Threw { .. }) => Err(rquickjs::Error::Exception),
@@ -213,18 +238,41 @@ fn plain_for<'js>(
     }
 }
 
-/// `names` as a JavaScript array.
-fn names_array<'js>(ctx: &Ctx<'js>, names: &[Arc<str>]) -> rquickjs::Result<Array<'js>> {
-    let array = Array::new(ctx.clone())?;
-    for (index, name) in names.iter().enumerate() {
-        array.set(index, &**name)?;
+/// A promise whose outcome `work` decides: `work` gives the id the promise
+/// waits under (it is kept in the kit until settled), or throws, and the
+/// promise rejects with what it threw, as a `Promise` executor's throw
+/// would.
+fn promised<'js>(
+    ctx: &Ctx<'js>,
+    kit: &Array<'js>,
+    work: impl FnOnce() -> rquickjs::Result<u64>,
+) -> rquickjs::Result<Promise<'js>> {
+    let (promise, resolve, reject) = ctx.promise()?;
+    match work() {
+        Ok(id) => {
+            let waiter = Array::new(ctx.clone())?;
+            waiter.set(0, resolve)?;
+            waiter.set(1, reject)?;
+            let waiting: Object<'js> = kit.get(kit::WAITING)?;
+            waiting.set(id_value(id), waiter)?;
+        }
+        Err(error) => {
+            // The binding's own errors (a name that is not valid
+            // Unicode) become the `TypeError` it would throw for them.
+            if !matches!(error, rquickjs::Error::Exception) {
+                let _ = Exception::throw_type(ctx, &error.to_string());
+            }
+            let thrown = ctx.catch();
+            reject.call::<_, ()>((thrown,))?;
+        }
     }
-    Ok(array)
+    Ok(promise)
 }
 
 /// The native half of `rho.<name>` (`callee` a grant) or `tools.<name>`
-/// (a tool): makes the argument plain, hands the call to the slot, and
-/// gives the id its promise waits under.
+/// (a tool), to be bound to the kit and the name: makes the argument
+/// plain, hands the call to the slot, and gives the promise that waits for
+/// its end.
 fn host_function<'js>(
     ctx: &Ctx<'js>,
     pending: &Rc<RefCell<Pending>>,
@@ -242,35 +290,45 @@ fn host_function<'js>(
     Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>,
-              name: String,
-              argument: Value<'js>,
-              function_to_string: Function<'js>,
-              to_well_formed: Function<'js>,
-              promise_resolve: Function<'js>|
-              -> rquickjs::Result<f64> {
-            if pending.borrow().host_calls >= MAX_HOST_CALLS {
-                return Err(Exception::throw_range(
-                    &ctx,
-                    &format!(
-                        "{prefix}.{name}: more than {MAX_HOST_CALLS} calls of host functions and tools pending at once"
-                    ),
-                ));
-            }
-            let helpers = (function_to_string, to_well_formed, promise_resolve);
-            let what = format!("{prefix}.{name}");
-            let argument = plain_for(&ctx, &what, argument, helpers, &limits)?;
-            let id = {
-                let mut pending = pending.borrow_mut();
-                pending.host_calls += 1;
-                pending.id()
-            };
-            slot.ask_host(HostAsk {
-                id,
-                callee,
-                name: Arc::from(name),
-                argument,
-            });
-            Ok(id_value(id))
+              kit: Array<'js>,
+              name: Value<'js>,
+              argument: Opt<Value<'js>>|
+              -> rquickjs::Result<Promise<'js>> {
+            promised(&ctx, &kit, || {
+                let name: String = name.get()?;
+                if pending.borrow().host_calls >= MAX_HOST_CALLS {
+                    return Err(Exception::throw_range(
+                        &ctx,
+                        &format!(
+                            "{prefix}.{name}: more than {MAX_HOST_CALLS} calls of host functions and tools pending at once"
+                        ),
+                    ));
+                }
+                let argument = match (argument.0, callee) {
+                    // A tool called with no arguments gets `{}`.
+                    (None, Callee::Tool) => Object::new(ctx.clone())?.into_value(),
+                    (Some(argument), Callee::Tool) if argument.is_undefined() => {
+                        Object::new(ctx.clone())?.into_value()
+                    }
+                    (Some(argument), _) => argument,
+                    (None, Callee::Grant) => Value::new_undefined(ctx.clone()),
+                };
+                let originals = Originals::from_values(&kit, kit::ORIGINALS)?;
+                let what = format!("{prefix}.{name}");
+                let argument = plain_for(&ctx, &what, argument, &originals, &limits)?;
+                let id = {
+                    let mut pending = pending.borrow_mut();
+                    pending.host_calls += 1;
+                    pending.id()
+                };
+                slot.ask_host(HostAsk {
+                    id,
+                    callee,
+                    name: Arc::from(name),
+                    argument,
+                });
+                Ok(id)
+            })
         },
     )
 }
@@ -279,6 +337,88 @@ fn host_function<'js>(
 #[allow(clippy::cast_precision_loss)]
 pub(crate) fn id_value(id: u64) -> f64 {
     id as f64
+}
+
+/// The answer token of `spec`: a frozen object with no prototype, known
+/// by the kit's `WeakMap`, which maps it to the holder `{ spec }`.
+fn build_answer<'js>(
+    ctx: &Ctx<'js>,
+    kit: &Array<'js>,
+    spec: Value<'js>,
+) -> rquickjs::Result<Object<'js>> {
+    let token = Object::new_proto(ctx.clone(), None)?;
+    let freeze: Function<'js> = kit.get(kit::FREEZE)?;
+    freeze.call::<_, Value<'js>>((token.clone(),))?;
+    let holder = Object::new_proto(ctx.clone(), None)?;
+    holder.set("spec", spec)?;
+    let answers: Object<'js> = kit.get(kit::ANSWERS)?;
+    let set: Function<'js> = kit.get(kit::SET_ANSWER)?;
+    set.call::<_, Value<'js>>((This(answers), token.clone(), holder))?;
+    Ok(token)
+}
+
+/// `value` as an own data property of `object`, as an object literal
+/// makes it: defined, so no setter a script put on `Object.prototype`
+/// runs.
+fn define<'js>(object: &Object<'js>, key: &str, value: Value<'js>) -> rquickjs::Result<()> {
+    object.prop(
+        key,
+        Property::from(value).writable().enumerable().configurable(),
+    )
+}
+
+/// The kit's values before the script: the originals, the tables the
+/// natives share, and the built-ins they call.
+fn make_kit<'js>(ctx: &Ctx<'js>, originals: &Originals<'js>) -> rquickjs::Result<Array<'js>> {
+    let globals = ctx.globals();
+    let object: Object<'js> = globals.get("Object")?;
+    let weak_map: Constructor<'js> = globals.get("WeakMap")?;
+    let weak_map_prototype: Object<'js> = weak_map.get("prototype")?;
+    let bytes: Object<'js> = globals.get("Uint8Array")?;
+    let bytes_prototype: Object<'js> = bytes.get("prototype")?;
+    let array_buffer: Object<'js> = globals.get("ArrayBuffer")?;
+    let string: Object<'js> = globals.get("String")?;
+    let reflect: Object<'js> = globals.get("Reflect")?;
+    let values: [Value<'js>; 13] = [
+        Object::new_proto(ctx.clone(), None)?.into_value(),
+        weak_map.construct(())?,
+        weak_map_prototype.get("get")?,
+        weak_map_prototype.get("set")?,
+        object.get("freeze")?,
+        globals.get("Error")?,
+        Function::prototype(ctx.clone()).get("bind")?,
+        bytes.into_value(),
+        array_buffer.get("isView")?,
+        bytes_prototype.get("subarray")?,
+        string.get("fromCharCode")?,
+        reflect.get("apply")?,
+        Value::new_undefined(ctx.clone()),
+    ];
+    let kit = Array::new(ctx.clone())?;
+    for (index, value) in originals.values().into_iter().chain(values).enumerate() {
+        kit.set(index, value)?;
+    }
+    Ok(kit)
+}
+
+/// `native` bound to `kit` (and `name`, when given), named `label` (as
+/// the JavaScript functions these replaced were named: a grant's or a
+/// tool's function had no name).
+fn bind<'js>(
+    kit: &Array<'js>,
+    native: &Function<'js>,
+    name: Option<Value<'js>>,
+    label: &str,
+) -> rquickjs::Result<Function<'js>> {
+    let bind: Function<'js> = kit.get(kit::BIND)?;
+    let this = This(native.clone());
+    let undefined = Value::new_undefined(kit.ctx().clone());
+    let bound: Function<'js> = match name {
+        Some(name) => bind.call((this, undefined, kit.clone(), name))?,
+        None => bind.call((this, undefined, kit.clone()))?,
+    };
+    bound.set_name(label)?;
+    Ok(bound)
 }
 
 /// Installs `rho` in `ctx`, with `granted` host functions, and (code
@@ -292,72 +432,154 @@ pub(crate) fn install<'js>(
     granted: &[Arc<str>],
     tools: Option<&[Arc<str>]>,
 ) -> rquickjs::Result<RhoGlobal<'js>> {
+    let kit = make_kit(ctx, originals)?;
+    let pending = Rc::new(RefCell::new(Pending::default()));
     let update = {
         let slot = Arc::clone(slot);
         let limits = limits.clone();
         Function::new(
             ctx.clone(),
-            move |ctx: Ctx<'js>,
-                  value: Value<'js>,
-                  function_to_string: Function<'js>,
-                  to_well_formed: Function<'js>,
-                  promise_resolve: Function<'js>|
-                  -> rquickjs::Result<()> {
-                let helpers = (function_to_string, to_well_formed, promise_resolve);
-                let partial = plain_for(&ctx, "rho.update", value, helpers, &limits)?;
+            move |ctx: Ctx<'js>, kit: Array<'js>, value: Opt<Value<'js>>| -> rquickjs::Result<()> {
+                let originals = Originals::from_values(&kit, kit::ORIGINALS)?;
+                let value = value.0.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+                let partial = plain_for(&ctx, "rho.update", value, &originals, &limits)?;
                 slot.push_update(partial);
                 Ok(())
             },
         )?
     };
-    let pending = Rc::new(RefCell::new(Pending::default()));
     let sleep = {
         let pending = Rc::clone(&pending);
         Function::new(
             ctx.clone(),
-            move |ctx: Ctx<'js>, Coerced(ms): Coerced<f64>| -> rquickjs::Result<f64> {
-                let mut pending = pending.borrow_mut();
-                if pending.timers.pending.len() >= MAX_SLEEPS {
-                    return Err(Exception::throw_range(
-                        &ctx,
-                        &format!("rho.sleep: more than {MAX_SLEEPS} sleeps pending at once"),
-                    ));
-                }
-                let ms = if ms.is_nan() {
-                    0.0
-                } else {
-                    ms.clamp(0.0, MAX_SLEEP_MS)
-                };
-                let now = Instant::now();
-                let due = now
-                    .checked_add(Duration::from_secs_f64(ms / 1000.0))
-                    .unwrap_or(now);
-                let id = pending.id();
-                pending.timers.pending.insert((due, id));
-                Ok(id_value(id))
+            move |ctx: Ctx<'js>,
+                  kit: Array<'js>,
+                  ms: Opt<Value<'js>>|
+                  -> rquickjs::Result<Promise<'js>> {
+                promised(&ctx, &kit, || {
+                    let ms = match ms.0 {
+                        Some(ms) => ms.get::<Coerced<f64>>()?.0,
+                        None => f64::NAN,
+                    };
+                    let mut pending = pending.borrow_mut();
+                    if pending.timers.pending.len() >= MAX_SLEEPS {
+                        return Err(Exception::throw_range(
+                            &ctx,
+                            &format!("rho.sleep: more than {MAX_SLEEPS} sleeps pending at once"),
+                        ));
+                    }
+                    let ms = if ms.is_nan() {
+                        0.0
+                    } else {
+                        ms.clamp(0.0, MAX_SLEEP_MS)
+                    };
+                    let now = Instant::now();
+                    let due = now
+                        .checked_add(Duration::from_secs_f64(ms / 1000.0))
+                        .unwrap_or(now);
+                    let id = pending.id();
+                    pending.timers.pending.insert((due, id));
+                    Ok(id)
+                })
             },
         )?
     };
-    let host = host_function(ctx, &pending, slot, limits, Callee::Grant)?;
-    let tool = host_function(ctx, &pending, slot, limits, Callee::Tool)?;
-    let names = names_array(ctx, granted)?;
-    let tool_names = match tools {
-        Some(tools) => names_array(ctx, tools)?.into_value(),
-        None => Value::new_null(ctx.clone()),
-    };
-    let prelude: Function<'js> = ctx.eval(PRELUDE)?;
-    let (function_to_string, to_well_formed, promise_resolve) = originals.parts();
-    let kept = Array::new(ctx.clone())?;
-    kept.set(0, function_to_string)?;
-    kept.set(1, to_well_formed)?;
-    kept.set(2, promise_resolve)?;
-    let helpers: Array<'js> = prelude.call((update, sleep, host, names, tool, tool_names, kept))?;
+    let answer = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, kit: Array<'js>, spec: Opt<Value<'js>>| -> rquickjs::Result<Object<'js>> {
+            let spec = spec.0.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+            build_answer(&ctx, &kit, spec)
+        },
+    )?;
+    let error = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, kit: Array<'js>, text: Opt<Value<'js>>| -> rquickjs::Result<Object<'js>> {
+            let spec = Object::new(ctx.clone())?;
+            define(
+                &spec,
+                "error",
+                text.0.unwrap_or_else(|| Value::new_undefined(ctx.clone())),
+            )?;
+            build_answer(&ctx, &kit, spec.into_value())
+        },
+    )?;
+    let api = Object::new(ctx.clone())?;
+    define(
+        &api,
+        "update",
+        bind(&kit, &update, None, "update")?.into_value(),
+    )?;
+    define(
+        &api,
+        "sleep",
+        bind(&kit, &sleep, None, "sleep")?.into_value(),
+    )?;
+    define(
+        &api,
+        "answer",
+        bind(&kit, &answer, None, "answer")?.into_value(),
+    )?;
+    define(
+        &api,
+        "error",
+        bind(&kit, &error, None, "error")?.into_value(),
+    )?;
+    if !granted.is_empty() {
+        let host = host_function(ctx, &pending, slot, limits, Callee::Grant)?;
+        for name in granted {
+            let bound = bind(&kit, &host, Some(name.into_js(ctx)?), "")?;
+            define(&api, name, bound.into_value())?;
+        }
+    }
+    let freeze: Function<'js> = kit.get(kit::FREEZE)?;
+    let api: Value<'js> = freeze.call((api,))?;
+    let globals = ctx.globals();
+    globals.set("rho", api)?;
+    if let Some(tools) = tools {
+        let tool = host_function(ctx, &pending, slot, limits, Callee::Tool)?;
+        kit.set(kit::TOOL, tool.clone())?;
+        globals.set("tools", tools_global(ctx, &kit, &tool, tools)?)?;
+    }
     Ok(RhoGlobal {
-        settle: helpers.get(0)?,
-        answer_of: helpers.get(1)?,
-        binary: helpers.get(2)?,
+        kit,
+        binary: RefCell::new(None),
         pending,
     })
+}
+
+/// Code mode's `tools`: a proxy of a frozen object that holds a function
+/// per tool named. A name the script may not call still gives a function,
+/// whose call the host answers as it would answer the model (no such tool,
+/// the nearest names), not a `TypeError` about `undefined`.
+fn tools_global<'js>(
+    ctx: &Ctx<'js>,
+    kit: &Array<'js>,
+    tool: &Function<'js>,
+    names: &[Arc<str>],
+) -> rquickjs::Result<Proxy<'js>> {
+    let allowed = Object::new_proto(ctx.clone(), None)?;
+    for name in names {
+        allowed.set(&**name, bind(kit, tool, Some(name.into_js(ctx)?), "")?)?;
+    }
+    let freeze: Function<'js> = kit.get(kit::FREEZE)?;
+    freeze.call::<_, Value<'js>>((allowed.clone(),))?;
+    let get = Function::new(
+        ctx.clone(),
+        |kit: Array<'js>, target: Object<'js>, name: Value<'js>| -> rquickjs::Result<Value<'js>> {
+            let Some(name) = name.as_string() else {
+                return Ok(Value::new_undefined(kit.ctx().clone()));
+            };
+            let known: Value<'js> = target.get(name.clone())?;
+            if !known.is_undefined() {
+                return Ok(known);
+            }
+            let tool: Function<'js> = kit.get(kit::TOOL)?;
+            Ok(bind(&kit, &tool, Some(name.clone().into_value()), "")?.into_value())
+        },
+    )?;
+    let handler = Object::new_proto(ctx.clone(), None)?;
+    handler.set("get", bind(kit, &get, None, "get")?)?;
+    Proxy::new(ctx.clone(), allowed, ProxyHandler::from_object(handler)?)
 }
 
 /// The bytes of standard or URL-safe base64 text (padding optional,

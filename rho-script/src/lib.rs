@@ -88,10 +88,11 @@
 //! may be pending at once (past that `sleep` rejects with a `RangeError`).
 //!
 //! `rho` is an ordinary, frozen global: a script may shadow or replace it
-//! for itself. What rho-script needs of it (the answers' registry, the
-//! sleeps' resolvers, `Promise`, `Reflect.apply`) was kept before the
-//! script ran, so a script that changes the built-ins cannot forge an
-//! answer or wake a sleep early.
+//! for itself. What rho-script needs of it and of the built-ins (the
+//! answers' registry, the sleeps' resolvers, `Promise.resolve`, `Error`,
+//! what reads an image's bytes) was kept before the script ran, so a
+//! script that changes the built-ins cannot forge an answer, wake a sleep
+//! early or change the bytes of an image.
 //!
 //! **Host functions granted by name.** Beyond those four a script has
 //! what the host grants it, tool by tool: a [`Grant`] is a host function

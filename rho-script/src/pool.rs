@@ -21,7 +21,7 @@ use crate::ScriptLimits;
 use crate::code::CodeMode;
 use crate::grant::GrantSet;
 use crate::output::ScriptOutput;
-use crate::sandbox::{self, CheckFailure};
+use crate::sandbox::{self, CheckFailure, Spent};
 use crate::slot::{Reply, ScriptCall, Slot};
 use crate::tool::Origin;
 
@@ -299,34 +299,44 @@ fn work(shared: &Shared) {
         };
         let answered = run(job, &shared.options, &mut own);
         shared.lock().idle += 1;
-        if let Some((reply, answer)) = answered {
+        if let Some((reply, answer, spent)) = answered {
             reply.send(answer);
+            free(spent);
         }
     }
 }
 
+/// Frees a job's engine after its answer was sent. A panic of the binding
+/// while it frees is contained here like one while it runs (the answer is
+/// already out); the payload is dropped on this thread.
+pub(crate) fn free(spent: Spent) {
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(spent)));
+}
+
 /// Runs one job: its reply and answer, for the caller to send once the
 /// thread counts as idle again (so that a caller that got its answer finds
-/// the thread free). A call whose future is already gone is skipped. A
+/// the thread free), and its engine, to free after that (see [`Spent`]).
+/// A call whose future is already gone is skipped. A
 /// panic in the engine's binding is contained here: the reply then goes
 /// unsent and answers with its own crash text; the payload is dropped on
 /// this thread, never in the loop.
-fn run(job: Job, options: &PoolOptions, own: &mut ThreadState) -> Option<(Reply, Answer)> {
+fn run(job: Job, options: &PoolOptions, own: &mut ThreadState) -> Option<(Reply, Answer, Spent)> {
     let Job { spec, stop, reply } = job;
     if stop.load(Ordering::Acquire) {
         return None;
     }
     let slot = Arc::clone(reply.slot());
     let stack_limit = options.stack_limit;
-    let answer = catch_unwind(AssertUnwindSafe(|| match &options.isolation {
+    let (answer, spent) = catch_unwind(AssertUnwindSafe(|| match &options.isolation {
         Isolation::Threads => sandbox::run(&spec, &stop, &slot, stack_limit),
         #[cfg(unix)]
-        Isolation::WorkerProcesses(command) => {
-            crate::worker::relay::run(&mut own.worker, command, spec, &stop, &slot, stack_limit)
-        }
+        Isolation::WorkerProcesses(command) => (
+            crate::worker::relay::run(&mut own.worker, command, spec, &stop, &slot, stack_limit),
+            Spent::none(),
+        ),
     }))
     .ok()?;
-    Some((reply, answer))
+    Some((reply, answer, spent))
 }
 
 /// What a pool thread keeps between jobs.

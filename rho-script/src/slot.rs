@@ -83,6 +83,10 @@ struct SlotState {
     /// What a worker process sent, for the pool's thread that relays a
     /// job to it (empty when the script runs on the pool's own thread).
     relayed: VecDeque<Relayed>,
+    /// Whether the script's thread waits on [`Slot::woke`]: a notify is a
+    /// system call even when nobody waits, so the other side makes it only
+    /// then.
+    asleep: bool,
 }
 
 /// What the reader of a worker process hands the pool's thread.
@@ -201,11 +205,32 @@ impl Slot {
             if now >= deadline {
                 return Woken::Stopped;
             }
-            state = self
-                .woke
-                .wait_timeout(state, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            state = self.sleep(state, deadline - now);
+        }
+    }
+
+    /// Waits on [`Slot::woke`] for at most `wait`, marked as asleep.
+    fn sleep<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, SlotState>,
+        wait: std::time::Duration,
+    ) -> MutexGuard<'a, SlotState> {
+        state.asleep = true;
+        let mut state = self
+            .woke
+            .wait_timeout(state, wait)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+        state.asleep = false;
+        state
+    }
+
+    /// Wakes the script's thread if it waits; `state` is unlocked first.
+    fn notify(&self, state: MutexGuard<'_, SlotState>) {
+        let asleep = state.asleep;
+        drop(state);
+        if asleep {
+            self.woke.notify_all();
         }
     }
 }
@@ -213,8 +238,9 @@ impl Slot {
 impl Slot {
     /// Hands the pool's thread what a worker process sent.
     pub(crate) fn relay(&self, relayed: Relayed) {
-        self.lock().relayed.push_back(relayed);
-        self.woke.notify_all();
+        let mut state = self.lock();
+        state.relayed.push_back(relayed);
+        self.notify(state);
     }
 
     /// Waits, past a stop, only for what a worker process sends, until
@@ -229,11 +255,7 @@ impl Slot {
             if now >= deadline {
                 return Vec::new();
             }
-            state = self
-                .woke
-                .wait_timeout(state, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            state = self.sleep(state, deadline - now);
         }
     }
 
@@ -273,8 +295,7 @@ impl Slot {
             state.timer = Timer::Fired;
         }
         state.answers.extend(answers);
-        drop(state);
-        self.woke.notify_all();
+        self.notify(state);
     }
 
     /// The future's side: the call is gone. Sets `stop` (which the
@@ -282,8 +303,8 @@ impl Slot {
     /// lock, so the thread either saw the flag or is waiting.
     pub(crate) fn stop(&self, stop: &AtomicBool) {
         stop.store(true, Ordering::Release);
-        let _state = self.lock();
-        self.woke.notify_all();
+        let state = self.lock();
+        self.notify(state);
     }
 }
 
@@ -358,6 +379,8 @@ pub(crate) struct ScriptCall<T> {
     host_calls: Vec<(u64, HostFuture)>,
     /// Code mode: the tools the script may call, and its calls of them.
     code: Option<CodeCalls>,
+    /// The answer was taken: the job is over, nothing is left to stop.
+    answered: bool,
 }
 
 /// A script run's calls of tools, under its [`CodeLimits`](crate::CodeLimits).
@@ -392,6 +415,7 @@ impl<T> ScriptCall<T> {
                 bytes_back: 0,
                 in_flight: Vec::new(),
             }),
+            answered: false,
         }
     }
 
@@ -522,6 +546,7 @@ impl<T> Future for ScriptCall<T> {
         }
         drop(updates);
         if let Some(answer) = answer {
+            this.answered = true;
             return Poll::Ready((this.read)(answer));
         }
         let mut ended: Vec<HostAnswer> =
@@ -559,7 +584,12 @@ impl<T> Future for ScriptCall<T> {
 
 impl<T> Drop for ScriptCall<T> {
     fn drop(&mut self) {
-        self.slot.stop(&self.stop);
+        // An answer is sent only once its job is over (the runtime freed,
+        // the worker done with it): nothing reads the flag any more, and
+        // the lock and the wake-up would only cost the call's thread.
+        if !self.answered {
+            self.slot.stop(&self.stop);
+        }
     }
 }
 

@@ -22,6 +22,7 @@ use support::{NEVER, SHORT, STOP_BOUND, call};
 crate::on_both_executors!(
     a_granted_function_gets_plain_data_and_answers_the_script,
     a_host_error_rejects_with_an_error_the_script_can_catch,
+    a_host_error_is_an_original_error_whatever_the_script_replaced,
     an_uncaught_host_error_crashes_with_its_text,
     host_calls_run_side_by_side_on_the_executor,
     only_what_was_granted_is_there,
@@ -108,6 +109,31 @@ async fn a_host_error_rejects_with_an_error_the_script_can_catch<E: Executor>(
     let end = call(&runner, &tool, json!({})).await;
     assert_eq!(end.outcome, Outcome::Succeeded, "{}", end.result.text());
     assert_eq!(end.result.text(), "true: the host said no");
+}
+
+async fn a_host_error_is_an_original_error_whatever_the_script_replaced<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    let refuse = Grant::new("refuse", |_: Value, _| async move {
+        Err::<Value, _>("not today".to_owned())
+    })
+    .expect("a grant name");
+    let tool = tool(
+        &pool,
+        "async function run() {
+            const OriginalError = Error;
+            globalThis.Error = function () { return { forged: true }; };
+            globalThis.Promise = function () { throw new Error('no promise'); };
+            Function.prototype.bind = () => { throw new Error('no bind'); };
+            try { await rho.refuse(1); return 'resolved'; }
+            catch (error) { return [error instanceof OriginalError, error.message, Object.keys(error).length]; }
+        }",
+        vec![refuse],
+    );
+    let end = call(&runner, &tool, json!({})).await;
+    assert_eq!(end.outcome, Outcome::Succeeded, "{}", end.result.text());
+    assert_eq!(end.result.text(), r#"[true,"not today",0]"#);
 }
 
 async fn an_uncaught_host_error_crashes_with_its_text<E: Executor>(

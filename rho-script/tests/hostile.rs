@@ -12,7 +12,7 @@ use std::time::Duration;
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
 use rho_script::{ScriptDefinition, ScriptLimits, ScriptPool, ScriptSource, ScriptTool};
 use rho_tool_core::untrusted::Limits;
-use rho_tool_core::{Executor, Outcome, Runner, ToolCall};
+use rho_tool_core::{Content, Executor, Outcome, Runner, ToolCall};
 use rho_turn::TurnRunner;
 use serde_json::{Value, json};
 use support::{NEVER, call, script};
@@ -23,6 +23,7 @@ crate::on_both_executors!(
     a_replaced_function_to_string_does_not_change_a_functions_text,
     redefined_globals_change_nothing_rho_reads,
     a_forged_rho_cannot_build_an_answer,
+    built_ins_replaced_before_an_image_is_read_change_nothing,
     lone_surrogates_become_replacement_characters,
     a_thrown_built_answer_is_that_answer_and_no_crash,
     a_schema_that_rejects_every_argument_refuses_every_call_before_it_runs,
@@ -227,6 +228,66 @@ async fn a_forged_rho_cannot_build_an_answer<E: Executor>(runner: Runner<E>, poo
         end.result.text(),
         r#"{"images":[],"spec":{"error":"x"},"text":"forged"}"#
     );
+}
+
+async fn built_ins_replaced_before_an_image_is_read_change_nothing<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    // The helper that reads an image's bytes is made only when an answer
+    // needs it, after the script ran: it must still use the originals.
+    let tool = script(
+        &pool,
+        "painter",
+        "async function run() {
+            const gif = new Uint8Array([71, 73, 70, 200]);
+            const buffer = new Uint8Array([1, 2]).buffer;
+            const view = new DataView(new Uint8Array([9, 8, 7]).buffer, 1, 2);
+            const answer = rho.answer;
+            globalThis.Uint8Array = function () { throw new Error('no bytes'); };
+            ArrayBuffer.isView = () => false;
+            String.fromCharCode = () => 'forged';
+            Reflect.apply = () => { throw new Error('forged apply'); };
+            Object.getPrototypeOf(Int8Array.prototype).subarray = () => { throw new Error('no subarray'); };
+            Object.freeze = (object) => object;
+            Function.prototype.bind = () => { throw new Error('no bind'); };
+            globalThis.WeakMap = function () { throw new Error('no weak map'); };
+            globalThis.Promise = function () { throw new Error('no promise'); };
+            await rho.sleep(1);
+            return answer({
+                text: 'mine',
+                images: [
+                    { mimeType: 'image/gif', data: gif },
+                    { mimeType: 'image/png', data: buffer },
+                    { mimeType: 'image/png', data: view },
+                    { mimeType: 'image/png', data: [1, 255] },
+                ],
+            });
+        }",
+        NEVER,
+    );
+    let end = call(&runner, &tool, json!({})).await;
+    assert_eq!(end.outcome, Outcome::Succeeded, "{}", end.result.text());
+    assert_eq!(end.result.text(), "mine");
+    let images: Vec<(&str, &[u8])> = end
+        .result
+        .content()
+        .iter()
+        .filter_map(|part| match part {
+            Content::Image(image) => Some((image.mime_type.as_str(), image.data.as_slice())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        images,
+        vec![
+            ("image/gif", &[71, 73, 70, 200][..]),
+            ("image/png", &[1, 2][..]),
+            ("image/png", &[8, 7][..]),
+            ("image/png", &[1, 255][..]),
+        ]
+    );
+    still_serves(&runner, &pool).await;
 }
 
 async fn lone_surrogates_become_replacement_characters<E: Executor>(

@@ -320,18 +320,23 @@ fn stopped(worker: &mut Worker, number: u64, stop: &AtomicBool, slot: &Slot) -> 
     if stop.load(Ordering::Acquire) && worker.send(&ToWorker::Stop { job: number }).is_err() {
         return Ended::Stuck;
     }
-    let grace = Instant::now() + STOP_GRACE;
+    answer_within(slot, Instant::now() + STOP_GRACE).unwrap_or(Ended::Stuck)
+}
+
+/// The worker's answer (or its breaking) if it comes by `until`; what
+/// else it sends meanwhile is dropped (the job is over).
+fn answer_within(slot: &Slot, until: Instant) -> Option<Ended> {
     loop {
-        let relayed = slot.wait_relayed(grace);
+        let relayed = slot.wait_relayed(until);
         if relayed.is_empty() {
-            return Ended::Stuck;
+            return None;
         }
         for relayed in relayed {
             match relayed {
                 Relayed::Message(FromWorker::Answer { answer, .. }) => {
-                    return Ended::Answered(answer);
+                    return Some(Ended::Answered(answer));
                 }
-                Relayed::Broken(why) => return Ended::Broken(why),
+                Relayed::Broken(why) => return Some(Ended::Broken(why)),
                 Relayed::Message(_) => {}
             }
         }
@@ -346,7 +351,9 @@ fn died(worker: &Worker, name: &str, why: &str) -> Answer {
         || "did not end when killed".to_owned(),
         |exit| exit.to_string(),
     );
-    let stderr = worker.child.stderr_tail();
+    // Killed and reaped (or given up on): its stderr ends at once, but
+    // its reader may not have read the last words yet.
+    let stderr = worker.child.stderr_tail_at_end(EXIT_WAIT);
     let stderr = stderr.trim_end();
     let stderr = if stderr.is_empty() {
         String::new()

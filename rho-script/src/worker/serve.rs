@@ -149,10 +149,11 @@ fn run(job: WorkerJob, current: &Current, out: &mut impl Write) -> io::Result<()
         .spawn(move || {
             // A panic of the binding leaves the reply unsent: its drop
             // answers with a crash text.
-            if let Ok(answer) = catch_unwind(AssertUnwindSafe(|| {
+            if let Ok((answer, spent)) = catch_unwind(AssertUnwindSafe(|| {
                 sandbox::run(&spec, &sandbox_stop, &sandbox_slot, stack_limit)
             })) {
                 reply.send(answer);
+                crate::pool::free(spent);
             }
         });
     let sandbox = match started {
