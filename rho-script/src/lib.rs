@@ -188,7 +188,11 @@
 //! # Guarantees and limits of the sandbox
 //!
 //! - **Fresh every call.** A new QuickJS runtime and context per call;
-//!   nothing (globals, changed prototypes) is carried to the next call.
+//!   nothing (globals, changed prototypes) is carried to the next call. A
+//!   script thread with nothing to do makes the next call's runtime and
+//!   context ahead of time (no job has touched them; the call gets its
+//!   limits and interrupt when it takes them), so a call that comes to an
+//!   idle pool does not wait for them; each thread holds one such spare.
 //! - **No ambient authority.** The context has the language's built-ins
 //!   and the `rho` grants only (no `std`/`os` modules, no loader, no file,
 //!   network, process or environment access). The clock (`Date`,

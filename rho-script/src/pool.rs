@@ -21,7 +21,7 @@ use crate::ScriptLimits;
 use crate::code::CodeMode;
 use crate::grant::GrantSet;
 use crate::output::ScriptOutput;
-use crate::sandbox::{self, CheckFailure, Spent};
+use crate::sandbox::{self, CheckFailure, Engine, Spent};
 use crate::slot::{Reply, ScriptCall, Slot};
 use crate::tool::Origin;
 
@@ -303,6 +303,11 @@ fn work(shared: &Shared) {
             reply.send(answer);
             free(spent);
         }
+        // With nothing queued, the thread makes the next call's engine now
+        // rather than when that call comes.
+        if shared.lock().jobs.is_empty() {
+            own.prepare(&shared.options);
+        }
     }
 }
 
@@ -328,7 +333,7 @@ fn run(job: Job, options: &PoolOptions, own: &mut ThreadState) -> Option<(Reply,
     let slot = Arc::clone(reply.slot());
     let stack_limit = options.stack_limit;
     let (answer, spent) = catch_unwind(AssertUnwindSafe(|| match &options.isolation {
-        Isolation::Threads => sandbox::run(&spec, &stop, &slot, stack_limit),
+        Isolation::Threads => sandbox::run(&spec, &stop, &slot, stack_limit, own.spare.take()),
         #[cfg(unix)]
         Isolation::WorkerProcesses(command) => (
             crate::worker::relay::run(&mut own.worker, command, spec, &stop, &slot, stack_limit),
@@ -346,6 +351,23 @@ struct ThreadState {
     /// when the thread ends (with the pool).
     #[cfg(unix)]
     worker: Option<crate::worker::relay::Worker>,
+    /// A runtime and context for the next call, made while the thread had
+    /// nothing to do (threads mode): the call does not wait for them.
+    spare: Option<Engine>,
+}
+
+impl ThreadState {
+    /// Makes the next call's engine, unless one is waiting already. A
+    /// failure (or a panic of the binding) leaves none: the call then makes
+    /// its own, and says why if it cannot.
+    fn prepare(&mut self, options: &PoolOptions) {
+        if self.spare.is_some() || options.isolation != Isolation::Threads {
+            return;
+        }
+        self.spare = catch_unwind(AssertUnwindSafe(|| Engine::new(options.stack_limit)))
+            .ok()
+            .and_then(Result::ok);
+    }
 }
 
 /// What a job asks of the sandbox: run a call, or check a definition.

@@ -47,17 +47,55 @@ pub(crate) fn run(
     stop: &Arc<AtomicBool>,
     slot: &Arc<Slot>,
     stack_limit: usize,
+    spare: Option<Engine>,
 ) -> (Answer, Spent) {
+    let sandbox = Sandbox {
+        spec,
+        stop,
+        slot,
+        stack_limit,
+        spare,
+    };
     match &spec.kind {
         JobKind::Call(arguments) => {
-            let (output, spent) = call(spec, arguments, stop, slot, stack_limit);
+            let (output, spent) = call(sandbox, arguments);
             (Answer::Output(output), spent)
         }
         JobKind::Check => {
-            let (verdict, spent) = check(spec, stop, slot, stack_limit);
+            let (verdict, spent) = check(sandbox);
             (Answer::Checked(verdict), spent)
         }
     }
+}
+
+/// A runtime and its context that no job has used: made while a script
+/// thread has nothing to do, so that the next call does not wait for them.
+/// Each is used by one job only, then freed; a job gets its limits and
+/// interrupt when it takes it.
+pub(crate) struct Engine {
+    // Dropped in this order: the context, then its runtime.
+    context: Context,
+    runtime: Runtime,
+}
+
+impl Engine {
+    /// A fresh runtime with the pool's stack limit, and its context.
+    pub(crate) fn new(stack_limit: usize) -> rquickjs::Result<Self> {
+        let runtime = Runtime::new()?;
+        runtime.set_max_stack_size(stack_limit);
+        let context = Context::full(&runtime)?;
+        Ok(Self { context, runtime })
+    }
+}
+
+/// What one job runs with.
+struct Sandbox<'a> {
+    spec: &'a JobSpec,
+    stop: &'a Arc<AtomicBool>,
+    slot: &'a Arc<Slot>,
+    stack_limit: usize,
+    /// A fresh engine made before the job came, if the thread had one.
+    spare: Option<Engine>,
 }
 
 /// A finished job's runtime and context, freed when this is dropped.
@@ -78,24 +116,26 @@ impl Spent {
     }
 }
 
-/// A fresh runtime with the job's memory cap, the pool's stack limit and
-/// the interrupt, and the flag that says why the interrupt fired.
-fn runtime(
-    spec: &JobSpec,
-    stop: &Arc<AtomicBool>,
-    stack_limit: usize,
-) -> rquickjs::Result<(Runtime, Arc<AtomicU8>)> {
-    let runtime = Runtime::new()?;
-    runtime.set_memory_limit(spec.limits.memory);
-    runtime.set_max_stack_size(stack_limit);
+/// The job's engine (the thread's spare, or a new one) with the job's
+/// memory cap and interrupt, and the flag that says why the interrupt
+/// fired.
+fn engine(sandbox: &mut Sandbox<'_>) -> rquickjs::Result<(Engine, Arc<AtomicU8>)> {
+    let engine = match sandbox.spare.take() {
+        Some(engine) => engine,
+        None => Engine::new(sandbox.stack_limit)?,
+    };
+    let spec = sandbox.spec;
+    engine.runtime.set_memory_limit(spec.limits.memory);
     let why = Arc::new(AtomicU8::new(RUNNING));
     {
-        let stop = Arc::clone(stop);
+        let stop = Arc::clone(sandbox.stop);
         let why = Arc::clone(&why);
         let deadline = spec.deadline;
-        runtime.set_interrupt_handler(Some(Box::new(move || interrupted(&stop, deadline, &why))));
+        engine
+            .runtime
+            .set_interrupt_handler(Some(Box::new(move || interrupted(&stop, deadline, &why))));
     }
-    Ok((runtime, why))
+    Ok((engine, why))
 }
 
 /// How a job in a fresh sandbox went, before the job says what that means.
@@ -119,40 +159,28 @@ enum Sandboxed<R> {
 /// the interrupt; the interrupt's reason, when it fired, wins over what
 /// `work` answered.
 fn in_sandbox<R>(
-    spec: &JobSpec,
-    stop: &Arc<AtomicBool>,
-    slot: &Arc<Slot>,
-    stack_limit: usize,
+    mut sandbox: Sandbox<'_>,
     work: impl for<'a, 'js> FnOnce(&Call<'a, 'js>) -> R,
 ) -> (Sandboxed<R>, Spent) {
-    let (runtime, why) = match runtime(spec, stop, stack_limit) {
+    let (engine, why) = match engine(&mut sandbox) {
         Ok(made) => made,
         Err(error) => {
             let failed = Sandboxed::NoEngine {
-                doing: "make a script runtime",
+                doing: "make a script runtime and context",
                 error,
             };
             return (failed, Spent::none());
         }
     };
-    let context = match Context::full(&runtime) {
-        Ok(context) => context,
-        Err(error) => {
-            let failed = Sandboxed::NoEngine {
-                doing: "set up the script's context",
-                error,
-            };
-            return (failed, Spent::none());
-        }
-    };
+    let Engine { runtime, context } = engine;
     // Every JavaScript value of the job lives inside `with`: once it
     // returns, only the engine is left to free.
     let done = context.with(|ctx| {
         work(&Call {
             ctx: &ctx,
-            spec,
-            stop,
-            slot,
+            spec: sandbox.spec,
+            stop: sandbox.stop,
+            slot: sandbox.slot,
             why: &why,
         })
     });
@@ -168,15 +196,10 @@ fn in_sandbox<R>(
 }
 
 /// Runs one call; the answer is plain data, made on this thread.
-fn call(
-    spec: &JobSpec,
-    arguments: &serde_json::Value,
-    stop: &Arc<AtomicBool>,
-    slot: &Arc<Slot>,
-    stack_limit: usize,
-) -> (ScriptOutput, Spent) {
+fn call(sandbox: Sandbox<'_>, arguments: &serde_json::Value) -> (ScriptOutput, Spent) {
+    let spec = sandbox.spec;
     let name = &*spec.name;
-    let (sandboxed, spent) = in_sandbox(spec, stop, slot, stack_limit, |call| call.run(arguments));
+    let (sandboxed, spent) = in_sandbox(sandbox, |call| call.run(arguments));
     let output = match sandboxed {
         Sandboxed::Done(answer) => answer,
         Sandboxed::NoEngine { doing, error } => engine_failure(spec, doing, &error),
@@ -210,13 +233,8 @@ pub(crate) enum CheckFailure {
 /// Checks a definition's script: loads it in a fresh sandbox with the
 /// call's caps and interrupt (which parses it, then runs its top level),
 /// and looks for a function `run`, without calling it.
-fn check(
-    spec: &JobSpec,
-    stop: &Arc<AtomicBool>,
-    slot: &Arc<Slot>,
-    stack_limit: usize,
-) -> (Result<(), CheckFailure>, Spent) {
-    let (sandboxed, spent) = in_sandbox(spec, stop, slot, stack_limit, |call| call.check());
+fn check(sandbox: Sandbox<'_>) -> (Result<(), CheckFailure>, Spent) {
+    let (sandboxed, spent) = in_sandbox(sandbox, |call| call.check());
     let verdict = match sandboxed {
         Sandboxed::Done(verdict) => verdict,
         Sandboxed::NoEngine { doing, error } => Err(CheckFailure::Unavailable(format!(

@@ -150,7 +150,7 @@ fn run(job: WorkerJob, current: &Current, out: &mut impl Write) -> io::Result<()
             // A panic of the binding leaves the reply unsent: its drop
             // answers with a crash text.
             if let Ok((answer, spent)) = catch_unwind(AssertUnwindSafe(|| {
-                sandbox::run(&spec, &sandbox_stop, &sandbox_slot, stack_limit)
+                sandbox::run(&spec, &sandbox_stop, &sandbox_slot, stack_limit, None)
             })) {
                 reply.send(answer);
                 crate::pool::free(spent);
