@@ -148,17 +148,14 @@ fn an_allowed_call_runs() {
 fn a_call_denied_by_the_policy_names_the_rule() {
     let denied = &calls()["denied"];
     assert_eq!(denied["is_error"], true);
-    let text = text(denied);
+    let said = text(denied);
     assert!(
-        text.contains(r#"the proxy's policy denies calls of `get-sum` (rule 1 (tool "get-sum")): sums are off today"#),
-        "{text}"
+        said.contains(r#"the proxy's policy denies calls of `get-sum` (rule 1 (tool "get-sum")): sums are off today"#),
+        "{said}"
     );
     let by_default = &calls()["by_default"];
     assert_eq!(by_default["is_error"], true);
-    assert!(
-        text(by_default).contains("(the default)"),
-        "{by_default}"
-    );
+    assert!(text(by_default).contains("(the default)"), "{by_default}");
 }
 
 #[test]
