@@ -15,7 +15,8 @@
 //! (comma-separated:
 //! `percall,sequential_task,memory,kill,blocked,plain,registry`, and for
 //! script tools `script` (figures 7 to 10) or some of `script_call`
-//! (7 and 8), `script_stop` (9), `script_memory` (10)).
+//! (7 and 8), `script_stop` (9), `script_memory` (10); for MCP
+//! `mcp_server` (11) and `mcp_proxy` (12)).
 //!
 //! # How it measures
 //!
@@ -122,6 +123,21 @@
 //!     names the cap are counted); the resident size after a warm-up and
 //!     after the calls, growth target <= 10%.
 //!
+//!
+//! MCP (`rho-mcp`, tokio only: its SDK, rmcp, runs on tokio) has peers of
+//! its own too:
+//!
+//! 11. **rho's MCP server against a bare rmcp server** ([`mcp_server`]):
+//!     the same no-op tool, the same rmcp client, the same in-process pipe,
+//!     8 calls in flight, alternating rounds; rho's calls/s over the bare
+//!     server's (target >= 0.9).
+//! 12. **Latency the proxy adds** ([`mcp_proxy`]): the same client calls a
+//!     small Rust stdio MCP server (`__mcp_noop`, the bare server) directly
+//!     and through the proxy (`__mcp_proxy`: `rho_mcp::proxy` run as
+//!     `rho-mcp proxy` runs it), fresh processes each round, one call
+//!     after the other; the proxy's p50 and p99 minus the direct ones
+//!     (target: p50 added <= 150 us).
+//!
 //! # Profiling a figure
 //!
 //! Three hidden subcommands run one side of a figure alone, for a profiler
@@ -132,6 +148,9 @@
 //! rho-bench __percall <tokio|smol> <rho|floor> <sequential|sequential_task|in_flight> <calls> <rounds>
 //! rho-bench __plain <mb> <rounds> <plain|json>
 //! rho-bench __script <tokio|smol> <rho|bare> <calls>
+//! rho-bench __mcp_server <rho|bare> <calls>   # figure 11, one side
+//! rho-bench __mcp_noop       # figure 12's server, over stdio
+//! rho-bench __mcp_proxy      # the proxy in front of it, over stdio
 //! ```
 //!
 //! `__script` also prints each thread's time on a CPU and waiting for one
@@ -150,6 +169,9 @@ mod blocked;
 mod driver;
 mod floor;
 mod kill;
+mod mcp;
+mod mcp_proxy;
+mod mcp_server;
 mod memory;
 mod percall;
 mod plain;
@@ -219,6 +241,14 @@ pub(crate) struct Config {
     script_memory_warm_up: usize,
     /// Calls measured (figure 10).
     script_memory_calls: usize,
+    /// Calls of each side per round (figure 11).
+    mcp_calls: usize,
+    /// Rounds of each side (figure 11).
+    mcp_rounds: usize,
+    /// Timed calls of each side per round (figure 12).
+    mcp_proxy_calls: usize,
+    /// Rounds of each side (figure 12).
+    mcp_proxy_rounds: usize,
 }
 
 impl Config {
@@ -246,6 +276,10 @@ impl Config {
             script_stop_samples: 200,
             script_memory_warm_up: 50,
             script_memory_calls: 1_000,
+            mcp_calls: 20_000,
+            mcp_rounds: 7,
+            mcp_proxy_calls: 5_000,
+            mcp_proxy_rounds: 5,
         }
     }
 
@@ -273,11 +307,15 @@ impl Config {
             script_stop_samples: 20,
             script_memory_warm_up: 10,
             script_memory_calls: 100,
+            mcp_calls: 1_000,
+            mcp_rounds: 3,
+            mcp_proxy_calls: 300,
+            mcp_proxy_rounds: 2,
         }
     }
 }
 
-const FIGURES: [&str; 11] = [
+const FIGURES: [&str; 13] = [
     "percall",
     "sequential_task",
     "memory",
@@ -289,11 +327,13 @@ const FIGURES: [&str; 11] = [
     "script_call",
     "script_stop",
     "script_memory",
+    "mcp_server",
+    "mcp_proxy",
 ];
 
 const USAGE: &str = "usage: rho-bench [--json] [--quick] \
      [--only percall,sequential_task,memory,kill,blocked,plain,registry,\
-     script,script_call,script_stop,script_memory]";
+     script,script_call,script_stop,script_memory,mcp_server,mcp_proxy]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -311,6 +351,18 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some(script_memory::SUBCOMMAND) {
         script_memory::child(&args[1..]);
+        return;
+    }
+    if args.first().map(String::as_str) == Some(mcp_server::PROFILE) {
+        mcp_server::profile(&args[1..]);
+        return;
+    }
+    if args.first().map(String::as_str) == Some(mcp::NOOP_SERVER) {
+        mcp::noop_server();
+        return;
+    }
+    if args.first().map(String::as_str) == Some(mcp::PROXY) {
+        mcp::proxy();
         return;
     }
     if args.first().map(String::as_str) == Some(script::PROFILE) {
@@ -358,6 +410,15 @@ fn main() {
 
     run_on::<Tokio>(&config, &only, answer.as_ref(), &mut report);
     run_on::<Smol>(&config, &only, answer.as_ref(), &mut report);
+    // rmcp runs on tokio only: the MCP figures are tokio's.
+    if only.iter().any(|figure| figure == "mcp_server") {
+        eprintln!("[tokio] MCP server: rho against bare rmcp");
+        mcp_server::run(&config, &mut report);
+    }
+    if only.iter().any(|figure| figure == "mcp_proxy") {
+        eprintln!("[tokio] MCP proxy: added latency");
+        mcp_proxy::run(&config, &mut report);
+    }
 
     let took = started.elapsed();
     if !json {
@@ -383,6 +444,7 @@ fn main() {
         println!();
         print_beam(&report);
         print_notes(&config);
+        print_mcp_notes(&config);
         let missed = report.missed();
         if missed.is_empty() {
             println!("\nevery target is met");
@@ -556,6 +618,23 @@ fn print_notes(config: &Config) {
         config.script_memory_warm_up + config.script_memory_calls,
         config.script_memory_warm_up,
         config.script_memory_calls
+    );
+}
+
+fn print_mcp_notes(config: &Config) {
+    println!(
+        "  mcp_server_*     a no-op tool through rho's McpServer and through a bare rmcp server, the \
+         same rmcp client, an in-process duplex pipe, {} calls in flight; {} calls a round x {} \
+         rounds; ratio = median over rounds of rho's calls/s / bare's",
+        mcp_server::CONCURRENCY,
+        config.mcp_calls,
+        config.mcp_rounds
+    );
+    println!(
+        "  mcp_*_p50/p99    one call after the other from the same rmcp client to a bare stdio \
+         server (direct) or to the proxy in front of it (fresh processes each round); {} calls a \
+         round x {} rounds; added = proxy - direct",
+        config.mcp_proxy_calls, config.mcp_proxy_rounds
     );
 }
 
