@@ -1,4 +1,5 @@
-//! rho over MCP: a rho tool registry served to any MCP client, with rho's
+//! rho over MCP: a rho tool registry served to any MCP client, MCP servers
+//! imported as sources, and a proxy in front of any MCP server, with rho's
 //! guarantees for every call.
 //!
 //! MCP servers are where agent hosts get most of their tools, and where
