@@ -42,8 +42,8 @@ action = "ask"
 "#;
 
 /// Runs `tests/peers/proxy_client.py KIND <proxy command>`; the JSON it
-/// printed.
-fn run_client(kind: &str, proxy_args: &[&str]) -> Value {
+/// printed, and its stderr (where the SDK puts the proxy's).
+fn run_client(kind: &str, proxy_args: &[&str]) -> (Value, String) {
     let output = Command::new(python())
         .arg(peers_dir().join("proxy_client.py"))
         .arg(kind)
@@ -58,12 +58,11 @@ fn run_client(kind: &str, proxy_args: &[&str]) -> Value {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_str(&stdout).unwrap_or_else(|error| {
-        panic!(
-            "the Python client printed no JSON ({error}):\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let seen = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!("the Python client printed no JSON ({error}):\n{stdout}\nstderr:\n{stderr}")
+    });
+    (seen, stderr)
 }
 
 fn write_file(name: &str, text: &str) -> PathBuf {
@@ -92,7 +91,7 @@ fn everything_run() -> &'static Run {
         let policy = write_file("proxy-policy.toml", POLICY);
         let audit = log_path("proxy-audit");
         let server = everything().to_str().expect("a UTF-8 path");
-        let seen = run_client(
+        let (seen, _) = run_client(
             "everything",
             &[
                 "--policy",
@@ -314,7 +313,7 @@ fn fault_server() -> PathBuf {
 fn a_dying_server_is_an_error_then_restarted_then_quarantined() {
     let marker = format!("proxy-deaths-{}", std::process::id());
     let server = fault_server();
-    let seen = run_client(
+    let (seen, stderr) = run_client(
         "fault",
         &[
             "--quarantine-after",
@@ -339,6 +338,10 @@ fn a_dying_server_is_an_error_then_restarted_then_quarantined() {
     assert_eq!(died["is_error"], true);
     assert!(text(died).contains("exited with code 3"), "{died}");
     assert!(text(died).contains("out of cheese"), "its stderr: {died}");
+    assert!(
+        stderr.contains("fault-server: out of cheese"),
+        "the server's stderr reaches the proxy's: {stderr}"
+    );
     assert_eq!(text(&deaths["restarted"]), "after a restart");
     assert_eq!(deaths["died_again"]["is_error"], true);
     let quarantined = &deaths["quarantined"];

@@ -23,6 +23,10 @@
 //! - **an audit log** ([`AuditLog`]): a JSON line per call end, without
 //!   the arguments unless asked.
 //!
+//! What the server writes to stderr is copied to the proxy's stderr as it
+//! comes (where a desktop client logs it), and its end is quoted in the
+//! error text of a call it died under.
+//!
 //! The server is a process group of its own, killed whole when the
 //! proxy's client closes stdin, when the proxy is told to stop (SIGTERM,
 //! SIGINT, SIGHUP), and when the proxy value is dropped; if the proxy

@@ -161,6 +161,9 @@ impl ProxyOptions {
             .timeout(self.timeout)
             .quarantine(rule.within(DEATH_WINDOW))
             .accounting(Arc::new(Accounting::new(rule)))
+            // A desktop client logs its servers' stderr; the proxy's is
+            // where the server's goes.
+            .forward_stderr(true)
             .connect(&registry)
             .await?;
         let asks = gate.elicitation();
