@@ -118,7 +118,7 @@ fn calls() -> &'static Value {
 }
 
 #[test]
-fn tools_are_listed_through_the_proxy() {
+fn tools_and_instructions_come_through_the_proxy() {
     let list = scenario(&everything_run().seen, "list");
     let names: Vec<&str> = list["names"]
         .as_array()

@@ -199,6 +199,12 @@ impl Connection {
     }
 
     /// The rmcp peer to send requests on.
+    /// What the server said of itself at `initialize`: its name and
+    /// version, and its instructions for the model.
+    pub(crate) fn server_info(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
+        self.service.peer_info()
+    }
+
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
     }

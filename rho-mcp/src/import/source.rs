@@ -96,6 +96,12 @@ impl McpSource {
         self.server.pid()
     }
 
+    /// The instructions for the model the server gave at `initialize`
+    /// (the current one, or the last one that ran), if any.
+    pub fn instructions(&self) -> Option<String> {
+        self.server.server_info()?.instructions.clone()
+    }
+
     /// The end of the server's stderr (the current one, or the last one
     /// that ran).
     pub fn stderr_tail(&self) -> String {

@@ -171,6 +171,10 @@ impl ProxyOptions {
         let mut server = McpServer::new(runner, registry)
             .with_name("rho-mcp-proxy", env!("CARGO_PKG_VERSION"))
             .with_elicitation(asks);
+        // The server's word to the model about its tools still reaches it.
+        if let Some(instructions) = source.instructions() {
+            server = server.with_instructions(instructions);
+        }
         if let Some(bytes) = self.output_cap {
             server = server.with_output_cap(OutputCap::bytes(bytes));
         }

@@ -36,7 +36,7 @@ async def connect(command, elicitation=None):
     params = StdioServerParameters(command=command[0], args=command[1:])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, elicitation_callback=elicitation) as session:
-            await session.initialize()
+            session.initialized_with = await session.initialize()
             yield session
 
 
@@ -66,7 +66,10 @@ async def everything(command):
     async with connect(command, elicitation=ask_the_user) as session:
 
         async def listed():
-            return {"names": sorted(tool.name for tool in (await session.list_tools()).tools)}
+            return {
+                "names": sorted(tool.name for tool in (await session.list_tools()).tools),
+                "instructions": session.initialized_with.instructions,
+            }
 
         async def calls():
             return {
