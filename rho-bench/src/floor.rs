@@ -198,20 +198,20 @@ impl<R: FloorRt> Future for FloorCall<R> {
         if let Poll::Ready(joined) = Pin::new(&mut this.join).poll(cx) {
             return Poll::Ready(this.finish(joined.unwrap_or(FloorEnd::Lost)));
         }
-        if let Some(notice) = &mut this.notice {
-            if let Poll::Ready(sent) = Pin::new(notice).poll(cx) {
-                this.notice = None;
-                if let Ok(at) = sent {
-                    this.running_at = Some(at);
-                    this.deadline = Some(R::sleep_until(at + this.timeout));
-                }
+        if let Some(notice) = &mut this.notice
+            && let Poll::Ready(sent) = Pin::new(notice).poll(cx)
+        {
+            this.notice = None;
+            if let Ok(at) = sent {
+                this.running_at = Some(at);
+                this.deadline = Some(R::sleep_until(at + this.timeout));
             }
         }
-        if let Some(deadline) = &mut this.deadline {
-            if Pin::new(deadline).poll(cx).is_ready() {
-                R::abort(&mut this.join);
-                return Poll::Ready(this.finish(FloorEnd::TimedOut));
-            }
+        if let Some(deadline) = &mut this.deadline
+            && Pin::new(deadline).poll(cx).is_ready()
+        {
+            R::abort(&mut this.join);
+            return Poll::Ready(this.finish(FloorEnd::TimedOut));
         }
         Poll::Pending
     }

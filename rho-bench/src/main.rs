@@ -16,7 +16,7 @@
 //! `percall,sequential_task,memory,kill,blocked,plain,registry`, and for
 //! script tools `script` (figures 7 to 12) or some of `script_call`
 //! (7 and 8), `script_stop` (9), `script_memory` (10), `code` (11 and
-//! 12).
+//! 12); for MCP `mcp_server` (13) and `mcp_proxy` (14)).
 //!
 //! # How it measures
 //!
@@ -130,6 +130,20 @@
 //!     most 16 in flight, under a 16 MiB cap; every call must end once and
 //!     be kept in the run's session entry (target: 1,000 ended).
 //!
+//! MCP (`rho-mcp`, tokio only: its SDK, rmcp, runs on tokio) has peers of
+//! its own too:
+//!
+//! 13. **rho's MCP server against a bare rmcp server** ([`mcp_server`]):
+//!     the same no-op tool, the same rmcp client, the same in-process pipe,
+//!     8 calls in flight, alternating rounds; rho's calls/s over the bare
+//!     server's (target >= 0.9).
+//! 14. **Latency the proxy adds** ([`mcp_proxy`]): the same client calls a
+//!     small Rust stdio MCP server (`__mcp_noop`, the bare server) directly
+//!     and through the proxy (`__mcp_proxy`: `rho_mcp::proxy` run as
+//!     `rho-mcp proxy` runs it), fresh processes each round, one call
+//!     after the other; the proxy's p50 and p99 minus the direct ones
+//!     (target: p50 added <= 150 us).
+//!
 //! # Profiling a figure
 //!
 //! Three hidden subcommands run one side of a figure alone, for a profiler
@@ -140,6 +154,9 @@
 //! rho-bench __percall <tokio|smol> <rho|floor> <sequential|sequential_task|in_flight> <calls> <rounds>
 //! rho-bench __plain <mb> <rounds> <plain|json>
 //! rho-bench __script <tokio|smol> <rho|bare> <calls>
+//! rho-bench __mcp_server <rho|bare> <calls>   # figure 11, one side
+//! rho-bench __mcp_noop       # figure 12's server, over stdio
+//! rho-bench __mcp_proxy      # the proxy in front of it, over stdio
 //! ```
 //!
 //! `__script` also prints each thread's time on a CPU and waiting for one
@@ -158,6 +175,9 @@ mod blocked;
 mod driver;
 mod floor;
 mod kill;
+mod mcp;
+mod mcp_proxy;
+mod mcp_server;
 mod memory;
 mod percall;
 mod plain;
@@ -232,6 +252,14 @@ pub(crate) struct Config {
     code_calls: usize,
     /// Rounds (figure 11).
     code_rounds: usize,
+    /// Calls of each side per round (figure 13).
+    mcp_calls: usize,
+    /// Rounds of each side (figure 13).
+    mcp_rounds: usize,
+    /// Timed calls of each side per round (figure 14).
+    mcp_proxy_calls: usize,
+    /// Rounds of each side (figure 14).
+    mcp_proxy_rounds: usize,
 }
 
 impl Config {
@@ -261,6 +289,10 @@ impl Config {
             script_memory_calls: 1_000,
             code_calls: 500,
             code_rounds: 9,
+            mcp_calls: 20_000,
+            mcp_rounds: 7,
+            mcp_proxy_calls: 5_000,
+            mcp_proxy_rounds: 5,
         }
     }
 
@@ -290,11 +322,15 @@ impl Config {
             script_memory_calls: 100,
             code_calls: 50,
             code_rounds: 3,
+            mcp_calls: 1_000,
+            mcp_rounds: 3,
+            mcp_proxy_calls: 300,
+            mcp_proxy_rounds: 2,
         }
     }
 }
 
-const FIGURES: [&str; 12] = [
+const FIGURES: [&str; 14] = [
     "percall",
     "sequential_task",
     "memory",
@@ -307,11 +343,13 @@ const FIGURES: [&str; 12] = [
     "script_stop",
     "script_memory",
     "code",
+    "mcp_server",
+    "mcp_proxy",
 ];
 
 const USAGE: &str = "usage: rho-bench [--json] [--quick] \
      [--only percall,sequential_task,memory,kill,blocked,plain,registry,\
-     script,script_call,script_stop,script_memory,code]";
+     script,script_call,script_stop,script_memory,code,mcp_server,mcp_proxy]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -329,6 +367,18 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some(script_memory::SUBCOMMAND) {
         script_memory::child(&args[1..]);
+        return;
+    }
+    if args.first().map(String::as_str) == Some(mcp_server::PROFILE) {
+        mcp_server::profile(&args[1..]);
+        return;
+    }
+    if args.first().map(String::as_str) == Some(mcp::NOOP_SERVER) {
+        mcp::noop_server();
+        return;
+    }
+    if args.first().map(String::as_str) == Some(mcp::PROXY) {
+        mcp::proxy();
         return;
     }
     if args.first().map(String::as_str) == Some(script::PROFILE) {
@@ -376,6 +426,15 @@ fn main() {
 
     run_on::<Tokio>(&config, &only, answer.as_ref(), &mut report);
     run_on::<Smol>(&config, &only, answer.as_ref(), &mut report);
+    // rmcp runs on tokio only: the MCP figures are tokio's.
+    if only.iter().any(|figure| figure == "mcp_server") {
+        eprintln!("[tokio] MCP server: rho against bare rmcp");
+        mcp_server::run(&config, &mut report);
+    }
+    if only.iter().any(|figure| figure == "mcp_proxy") {
+        eprintln!("[tokio] MCP proxy: added latency");
+        mcp_proxy::run(&config, &mut report);
+    }
 
     let took = started.elapsed();
     if !json {
@@ -401,6 +460,7 @@ fn main() {
         println!();
         print_beam(&report);
         print_notes(&config);
+        print_mcp_notes(&config);
         let missed = report.missed();
         if missed.is_empty() {
             println!("\nevery target is met");
@@ -578,6 +638,23 @@ fn print_notes(config: &Config) {
         config.script_memory_warm_up + config.script_memory_calls,
         config.script_memory_warm_up,
         config.script_memory_calls
+    );
+}
+
+fn print_mcp_notes(config: &Config) {
+    println!(
+        "  mcp_server_*     a no-op tool through rho's McpServer and through a bare rmcp server, the \
+         same rmcp client, an in-process duplex pipe, {} calls in flight; {} calls a round x {} \
+         rounds; ratio = median over rounds of rho's calls/s / bare's",
+        mcp_server::CONCURRENCY,
+        config.mcp_calls,
+        config.mcp_rounds
+    );
+    println!(
+        "  mcp_*_p50/p99    one call after the other from the same rmcp client to a bare stdio \
+         server (direct) or to the proxy in front of it (fresh processes each round); {} calls a \
+         round x {} rounds; added = proxy - direct",
+        config.mcp_proxy_calls, config.mcp_proxy_rounds
     );
 }
 

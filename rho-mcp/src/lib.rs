@@ -1,4 +1,5 @@
-//! rho over MCP: a rho tool registry served to any MCP client, with rho's
+//! rho over MCP: a rho tool registry served to any MCP client, MCP servers
+//! imported as sources, and a proxy in front of any MCP server, with rho's
 //! guarantees for every call.
 //!
 //! MCP servers are where agent hosts get most of their tools, and where
@@ -109,6 +110,13 @@
 //! rho tools with rho's deadline, cancellation, crash accounting and
 //! quarantine, on tokio or smol. See the [`import`] module.
 //!
+//! # The proxy
+//!
+//! [`proxy`] puts the two together: `rho-mcp proxy -- <server command>`
+//! is a stdio MCP server in front of any stdio MCP server, with rho's
+//! deadline, crash quarantine, an output cap, a policy file (allow, deny
+//! or ask through elicitation) and a JSON Lines audit log.
+//!
 //! # Which transports
 //!
 //! [`McpServer::serve_stdio`] serves one client over stdin and stdout;
@@ -121,12 +129,14 @@
 mod error;
 #[cfg(unix)]
 pub mod import;
+#[cfg(unix)]
+pub mod proxy;
 pub mod serve;
 
 pub use error::ServeError;
 pub use serve::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CALLS_PER_SESSION, ElicitationApprover, HttpOptions,
-    HttpServer, McpServer, Session,
+    CallObserver, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CALLS_PER_SESSION, ElicitationApprover,
+    HttpOptions, HttpServer, McpServer, ServedCall, Session,
 };
 
 /// Re-exported: the MCP SDK the server is built on, for hosts that wire

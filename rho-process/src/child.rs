@@ -134,7 +134,23 @@ impl ChildGroup {
     /// # Errors
     ///
     /// As [`spawn`](ChildGroup::spawn).
-    pub fn spawn_with_stderr_tail(mut command: Command, tail: usize) -> io::Result<Self> {
+    pub fn spawn_with_stderr_tail(command: Command, tail: usize) -> io::Result<Self> {
+        Self::spawn_with_stderr(command, tail, None)
+    }
+
+    /// As [`spawn_with_stderr_tail`](ChildGroup::spawn_with_stderr_tail),
+    /// also copying every byte of the child's stderr to `copy` as it comes
+    /// (say, this process's own stderr, for a server whose logs its user
+    /// reads). A `copy` that fails is given up on; the tail is still kept.
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](ChildGroup::spawn).
+    pub fn spawn_with_stderr(
+        mut command: Command,
+        tail: usize,
+        copy: Option<Box<dyn io::Write + Send>>,
+    ) -> io::Result<Self> {
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -154,7 +170,7 @@ impl ChildGroup {
             let started = thread::Builder::new()
                 .name("rho-process-stderr".to_owned())
                 .spawn(move || {
-                    keep_tail(stderr, tail, &kept);
+                    keep_tail(stderr, tail, &kept, copy);
                     kept.lock().stderr_ended = true;
                     kept.changed.notify_all();
                 });
@@ -325,13 +341,27 @@ fn give_up(group: &Group, mut child: Child, error: io::Error) -> io::Error {
     error
 }
 
-/// Reads `stderr` to its end, keeping the last `tail` bytes.
-fn keep_tail(mut stderr: impl Read, tail: usize, watch: &Watch) {
+/// Reads `stderr` to its end, keeping the last `tail` bytes, and copying
+/// all of it to `copy` while that works.
+fn keep_tail(
+    mut stderr: impl Read,
+    tail: usize,
+    watch: &Watch,
+    mut copy: Option<Box<dyn io::Write + Send>>,
+) {
     let mut buffer = vec![0u8; 8192];
     loop {
         match stderr.read(&mut buffer) {
             Ok(0) => return,
             Ok(read) => {
+                if let Some(out) = &mut copy
+                    && out
+                        .write_all(&buffer[..read])
+                        .and_then(|()| out.flush())
+                        .is_err()
+                {
+                    copy = None;
+                }
                 let mut state = watch.lock();
                 let kept = &mut state.stderr;
                 let new = &buffer[read.saturating_sub(tail)..read];

@@ -196,10 +196,10 @@ impl Verdicts {
             outcomes.push(Some(entry.outcome));
             *findings.outcomes.entry(entry.outcome.as_str()).or_default() += 1;
             let accepted = call.accepted(plan.turn_aborted);
-            if let Accepted::Raced(_) = accepted {
-                if entry.outcome == Outcome::Aborted {
-                    findings.raced_aborted += 1;
-                }
+            if let Accepted::Raced(_) = accepted
+                && entry.outcome == Outcome::Aborted
+            {
+                findings.raced_aborted += 1;
             }
             let text = entry.text();
             if timed_out_after_gate(call, entry) {

@@ -17,6 +17,10 @@
 //! go the other; the description of a wrong call names everything that
 //! was injected into it).
 //!
+//! `rho-soak mcp --calls N` is a soak of its own: calls through an MCP
+//! server imported as a source, a stand-in that dies, hangs and writes
+//! garbage (see `mcp_soak`).
+//!
 //! # What it injects
 //!
 //! Calls come in turns of random size (mostly 1 to 8 calls, some up to
@@ -117,6 +121,8 @@ mod drive;
 mod events;
 mod gate;
 mod lane;
+mod mcp_soak;
+mod mcp_stand_in;
 mod memory;
 mod plan;
 mod report;
@@ -131,7 +137,19 @@ use rho_tool_core::untrusted::install_quiet_panic_hook;
 use crate::args::Args;
 
 fn main() -> ExitCode {
-    let args = match Args::parse(std::env::args().skip(1)) {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    match argv.first().map(String::as_str) {
+        Some(mcp_stand_in::SUBCOMMAND) => {
+            mcp_stand_in::main();
+            return ExitCode::SUCCESS;
+        }
+        Some("mcp") => {
+            install_quiet_panic_hook();
+            return mcp_soak::main(&argv[1..]);
+        }
+        _ => {}
+    }
+    let args = match Args::parse(argv) {
         Ok(args) => args,
         Err(text) => {
             eprintln!("{text}");

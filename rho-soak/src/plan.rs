@@ -667,12 +667,12 @@ impl Planner {
                 let (tool, act, hangs) = self.act();
                 let gate = self.gate();
                 let mut plan = self.planned(id, tool, gate, act, hangs);
-                if let Some(slot) = tools::dyn_slot(&plan.tool) {
-                    if !self.dyn_present[slot] {
-                        plan.refusal = Some(Refusal::Removed);
-                        plan.counted = false;
-                        plan.forever = false;
-                    }
+                if let Some(slot) = tools::dyn_slot(&plan.tool)
+                    && !self.dyn_present[slot]
+                {
+                    plan.refusal = Some(Refusal::Removed);
+                    plan.counted = false;
+                    plan.forever = false;
                 }
                 plan
             }

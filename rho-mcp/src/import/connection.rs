@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rho_process::{ChildGroup, Exited, GroupKiller};
+use rho_process::{ChildGroup, DEFAULT_STDERR_TAIL, Exited, GroupKiller};
 use rmcp::service::{Peer, RunningService};
 use rmcp::{RoleClient, ServiceExt};
 use tokio::sync::{Notify, oneshot, watch};
@@ -79,6 +79,8 @@ impl Death {
 pub(crate) struct Limits {
     pub(crate) max_message: usize,
     pub(crate) startup_timeout: Duration,
+    /// Copy the server's stderr to this process's as it comes.
+    pub(crate) forward_stderr: bool,
 }
 
 /// The child process of a stdio server.
@@ -110,7 +112,11 @@ impl Connection {
         limits: Limits,
         tools_changed: Arc<Notify>,
     ) -> Result<Self, String> {
-        let mut child = ChildGroup::spawn(spec.command()).map_err(|error| {
+        let copy = limits
+            .forward_stderr
+            .then(|| Box::new(std::io::stderr()) as Box<dyn std::io::Write + Send>);
+        let spawned = ChildGroup::spawn_with_stderr(spec.command(), DEFAULT_STDERR_TAIL, copy);
+        let mut child = spawned.map_err(|error| {
             format!(
                 "could not be started (`{}`: {error})",
                 spec.program.to_string_lossy()
@@ -193,6 +199,12 @@ impl Connection {
     }
 
     /// The rmcp peer to send requests on.
+    /// What the server said of itself at `initialize`: its name and
+    /// version, and its instructions for the model.
+    pub(crate) fn server_info(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
+        self.service.peer_info()
+    }
+
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
     }

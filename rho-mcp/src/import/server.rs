@@ -247,6 +247,14 @@ impl Server {
             .and_then(|connection| connection.pid())
     }
 
+    /// What the current (or last) server said of itself at `initialize`.
+    pub(crate) fn server_info(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        current
+            .as_ref()
+            .and_then(|connection| connection.server_info())
+    }
+
     /// The end of the current (or last) server's stderr.
     pub(crate) fn stderr_tail(&self) -> String {
         let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);

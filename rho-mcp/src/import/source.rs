@@ -63,6 +63,7 @@ impl McpSource {
             rule: QuarantineRule::after(3).within(Duration::from_secs(300)),
             backoff: Backoff::default(),
             accounting: None,
+            forward_stderr: false,
         }
     }
 
@@ -93,6 +94,12 @@ impl McpSource {
     /// next call after it died).
     pub fn server_pid(&self) -> Option<u32> {
         self.server.pid()
+    }
+
+    /// The instructions for the model the server gave at `initialize`
+    /// (the current one, or the last one that ran), if any.
+    pub fn instructions(&self) -> Option<String> {
+        self.server.server_info()?.instructions.clone()
     }
 
     /// The end of the server's stderr (the current one, or the last one
@@ -186,6 +193,7 @@ pub struct McpSourceBuilder {
     rule: QuarantineRule,
     backoff: Backoff,
     accounting: Option<Arc<Accounting>>,
+    forward_stderr: bool,
 }
 
 impl McpSourceBuilder {
@@ -261,6 +269,15 @@ impl McpSourceBuilder {
         self
     }
 
+    /// Whether the server's stderr is also copied to this process's
+    /// stderr as it comes (default: no; its end is kept for error texts
+    /// either way). A proxy does, so that its client's logs still show
+    /// what the server says there.
+    pub fn forward_stderr(mut self, forward: bool) -> Self {
+        self.forward_stderr = forward;
+        self
+    }
+
     /// The accounting the source's calls are counted in (default: a new
     /// [`Accounting::default`]); share one to see the health of several
     /// sources in one table.
@@ -300,6 +317,7 @@ impl McpSourceBuilder {
             limits: Limits {
                 max_message: self.max_message,
                 startup_timeout: self.startup_timeout,
+                forward_stderr: self.forward_stderr,
             },
         };
         let server = Arc::new(Server::new(

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use rho_tool_core::{CallEnd, CallEvent, CallHandle, Executor, ToolCall};
+use rho_tool_core::{CallEnd, CallEvent, CallHandle, Executor, Outcome, ToolCall};
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RequestContext;
@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::closing::ConnectionClosed;
+use super::observe::ServedCall;
 use super::progress::Progress;
 use super::result;
 use super::server::Shared;
@@ -51,6 +52,9 @@ pub(crate) async fn run<E: Executor>(
         .elicitation
         .as_ref()
         .map(|asks| asks.enter(&call_id, context.peer.clone()));
+    // Kept for the observer only: without one, the arguments move into
+    // the call.
+    let observed_arguments = shared.observer.as_ref().map(|_| arguments.clone());
     let call = ToolCall::new(call_id, params.name.into_owned(), arguments);
     let (handle, output_schema) = start(shared, call);
     let progress = context
@@ -64,11 +68,50 @@ pub(crate) async fn run<E: Executor>(
             () = connection.cancelled() => {}
         }
     };
-    let end = follow(handle, progress, stop).await;
-    match end {
-        Some(end) => result::to_mcp(&end, output_schema.as_deref(), &shared.outputs),
+    let Some(end) = follow(handle, progress, stop).await else {
         // A handle reports its end exactly once; this is a guard only.
-        None => result::error_text("the call ended without a result".to_owned()),
+        return result::error_text("the call ended without a result".to_owned());
+    };
+    // The cap is for what tools answer: rho's own texts (a denial naming
+    // its rule, a timeout, how a server died) always reach the client whole.
+    let tools_answer = matches!(end.outcome, Outcome::Succeeded | Outcome::Failed);
+    let Some(cap) = shared.output_cap.filter(|_| tools_answer) else {
+        let result = result::to_mcp(&end, output_schema.as_deref(), &shared.outputs);
+        observe(shared, &end, &result, observed_arguments, 0);
+        return result;
+    };
+    let over = |part: &rho_tool_core::Content| {
+        part.as_text()
+            .is_some_and(|text| text.len() > cap.max_bytes())
+    };
+    if !end.result.content().iter().any(over) {
+        let result = result::to_mcp(&end, output_schema.as_deref(), &shared.outputs);
+        observe(shared, &end, &result, observed_arguments, 0);
+        return result;
+    }
+    // The cap cuts a copy: the observer hears the whole result.
+    let mut capped = end.clone();
+    let cut_bytes = cap.apply_in_place(&mut capped.result);
+    let result = result::to_mcp(&capped, output_schema.as_deref(), &shared.outputs);
+    observe(shared, &end, &result, observed_arguments, cut_bytes);
+    result
+}
+
+/// Tells the server's observer, if any, of the call's end.
+fn observe<E: Executor>(
+    shared: &Shared<E>,
+    end: &CallEnd,
+    result: &CallToolResult,
+    arguments: Option<Value>,
+    cut_bytes: usize,
+) {
+    if let (Some(observer), Some(arguments)) = (&shared.observer, arguments) {
+        observer.ended(&ServedCall {
+            end,
+            result,
+            arguments: &arguments,
+            cut_bytes,
+        });
     }
 }
 

@@ -7,8 +7,9 @@
 //! progress notifications, `list_changed` tells clients when the list
 //! changes, `closing` tells calls that their client has gone, `contain`
 //! answers a request whose handling panicked, `elicit` asks the
-//! client's user to approve a call, `stdio`
-//! is the line-delimited transport and `http` streamable HTTP.
+//! client's user to approve a call, `observe` reports each call's end
+//! (an audit log's hook), `stdio` is the line-delimited transport and
+//! `http` streamable HTTP.
 
 mod call;
 mod closing;
@@ -17,6 +18,7 @@ mod elicit;
 mod http;
 mod list_changed;
 mod listing;
+mod observe;
 mod progress;
 mod result;
 mod server;
@@ -25,5 +27,6 @@ mod stdio;
 
 pub use elicit::ElicitationApprover;
 pub use http::{DEFAULT_MAX_BODY_BYTES, HttpOptions, HttpServer};
+pub use observe::{CallObserver, ServedCall};
 pub use server::{DEFAULT_MAX_CALLS_PER_SESSION, McpServer};
 pub use session::Session;

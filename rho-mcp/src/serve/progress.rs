@@ -13,7 +13,9 @@
 //! The call never waits for the client: notifications go through a small
 //! queue to a task of their own, and when the client reads slower than the
 //! tool reports, the newest partial results are dropped (the tool's clock
-//! must not depend on how fast a client reads).
+//! must not depend on how fast a client reads). The queue and its task are
+//! made at the first partial result: some clients (rmcp's) send a progress
+//! token with every call, and most tools never report one.
 
 use rho_tool_core::Update;
 use rho_tool_core::untrusted::Plain;
@@ -31,26 +33,26 @@ const MAX_MESSAGE: usize = 4096;
 pub(crate) struct Progress {
     token: ProgressToken,
     last: f64,
-    queue: mpsc::Sender<ProgressNotificationParam>,
+    queue: Queue,
+}
+
+/// Where notifications go: the client, until the first one is sent; then
+/// the queue of the task that sends them.
+#[derive(Debug)]
+enum Queue {
+    NotYet(Peer<RoleServer>),
+    Started(mpsc::Sender<ProgressNotificationParam>),
 }
 
 impl Progress {
     /// A sender of notifications with `token` to `peer`; the task that
-    /// sends them ends when this is dropped (after what is queued).
+    /// sends them (started at the first) ends when this is dropped, after
+    /// what is queued.
     pub(crate) fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
-        let (queue, mut queued) = mpsc::channel::<ProgressNotificationParam>(QUEUE);
-        tokio::spawn(async move {
-            while let Some(notification) = queued.recv().await {
-                if peer.notify_progress(notification).await.is_err() {
-                    // The client is gone: nothing more to tell.
-                    break;
-                }
-            }
-        });
         Self {
             token,
             last: 0.0,
-            queue,
+            queue: Queue::NotYet(peer),
         }
     }
 
@@ -58,7 +60,22 @@ impl Progress {
     /// full.
     pub(crate) fn report(&mut self, update: &Update) {
         let notification = self.notification(&update.partial);
-        let _ = self.queue.try_send(notification);
+        if let Queue::NotYet(peer) = &self.queue {
+            let peer = peer.clone();
+            let (queue, mut queued) = mpsc::channel::<ProgressNotificationParam>(QUEUE);
+            tokio::spawn(async move {
+                while let Some(notification) = queued.recv().await {
+                    if peer.notify_progress(notification).await.is_err() {
+                        // The client is gone: nothing more to tell.
+                        break;
+                    }
+                }
+            });
+            self.queue = Queue::Started(queue);
+        }
+        if let Queue::Started(queue) = &self.queue {
+            let _ = queue.try_send(notification);
+        }
     }
 
     fn notification(&mut self, partial: &Plain) -> ProgressNotificationParam {

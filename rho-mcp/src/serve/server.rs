@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rho_registry::ToolRegistry;
 use rho_tool_core::{Executor, Runner};
-use rho_turn::{SchemaCache, TurnRunner};
+use rho_turn::{OutputCap, SchemaCache, TurnRunner};
 use rmcp::model::Implementation;
 
 use super::elicit::ElicitationApprover;
+use super::observe::CallObserver;
 use super::session::Session;
 
 /// A rho tool registry served over MCP.
@@ -42,6 +43,10 @@ pub(crate) struct Shared<E: Executor> {
     pub(crate) elicitation: Option<ElicitationApprover>,
     /// Numbers sessions, so call ids are unique across them.
     pub(crate) sessions: Arc<AtomicU64>,
+    /// Cuts each text part of a result the client gets.
+    pub(crate) output_cap: Option<OutputCap>,
+    /// Told of every call's end.
+    pub(crate) observer: Option<Arc<dyn CallObserver>>,
 }
 
 impl<E: Executor> Clone for Shared<E> {
@@ -56,6 +61,8 @@ impl<E: Executor> Clone for Shared<E> {
             max_calls_per_session: self.max_calls_per_session,
             elicitation: self.elicitation.clone(),
             sessions: self.sessions.clone(),
+            output_cap: self.output_cap,
+            observer: self.observer.clone(),
         }
     }
 }
@@ -81,6 +88,8 @@ impl<E: Executor> McpServer<E> {
                 max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
                 elicitation: None,
                 sessions: Arc::default(),
+                output_cap: None,
+                observer: None,
             }),
         }
     }
@@ -122,6 +131,22 @@ impl<E: Executor> McpServer<E> {
     /// gate.
     pub fn with_elicitation(self, approver: ElicitationApprover) -> Self {
         self.change(|shared| shared.elicitation = Some(approver))
+    }
+
+    /// Cuts each text part of a result longer than `cap` to its head and
+    /// tail around a marker saying how much was cut (see [`OutputCap`]),
+    /// so a tool that floods cannot fill the client's context. Only
+    /// tools' answers are cut (rho's own texts, such as a denial or a
+    /// timeout, never are); images and details are not touched. Default:
+    /// no cap.
+    pub fn with_output_cap(self, cap: OutputCap) -> Self {
+        self.change(|shared| shared.output_cap = Some(cap))
+    }
+
+    /// Tells `observer` of every call's end (see [`CallObserver`]): an
+    /// audit log, say.
+    pub fn with_call_observer(self, observer: Arc<dyn CallObserver>) -> Self {
+        self.change(|shared| shared.observer = Some(observer))
     }
 
     /// The registry served.

@@ -104,7 +104,15 @@ impl<E: Executor> ServerHandler for Session<E> {
             .into());
         };
         let tool = request.name.clone();
-        let run = call::run(&self.shared, self.number, request, &context, &self.closed);
+        // Boxed: rmcp moves each handler's future around (into its task,
+        // through its wrappers), and a call's is large.
+        let run = Box::pin(call::run(
+            &self.shared,
+            self.number,
+            request,
+            &context,
+            &self.closed,
+        ));
         let result = contained(run).await.unwrap_or_else(|caught| {
             result::error_text(failure_text(&format!("the call of tool `{tool}`"), &caught))
         });

@@ -1,15 +1,19 @@
-//! `rho-mcp`: rho's MCP server (and, later, proxy) from the command line.
+//! `rho-mcp`: rho's MCP server and proxy from the command line.
 //!
 //! ```text
 //! rho-mcp sample                      serve the sample registry over stdio
 //! rho-mcp sample --http [ADDR]        ... over streamable HTTP (default 127.0.0.1:0)
 //!         [--token TOKEN]             require `Authorization: Bearer TOKEN`
 //!         [--allow-host HOST]...      accept this `Host` too
+//! rho-mcp proxy [OPTIONS] -- CMD...   a stdio MCP server in front of the one CMD runs
 //! ```
+//!
+//! The binary only reads arguments; the proxy is `rho_mcp::proxy`.
 //!
 //! Over HTTP the first line on stdout is the URL to connect to; the server
 //! stops when stdin ends (or at Ctrl-C).
 
+mod proxy;
 mod sample;
 
 use std::net::SocketAddr;
@@ -22,6 +26,7 @@ use rho_tool_core::Runner;
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: rho-mcp sample [--http [ADDR]] [--token TOKEN] [--allow-host HOST]...
+       rho-mcp proxy [OPTIONS] -- SERVER_COMMAND [ARGS...]   (rho-mcp proxy --help)
 
   sample    serve a sample registry (one tool for each way a call can go),
             over stdio, or over streamable HTTP with --http (loopback and a
@@ -75,6 +80,9 @@ fn main() -> ExitCode {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }
+    if args.first().map(String::as_str) == Some("proxy") {
+        return run_proxy(&args[1..]);
+    }
     let transport = match parse(&args) {
         Ok(transport) => transport,
         Err(error) => {
@@ -101,6 +109,53 @@ fn main() -> ExitCode {
         Err(error) => {
             eprintln!("rho-mcp: {error}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_proxy(args: &[String]) -> ExitCode {
+    if matches!(args.first().map(String::as_str), Some("-h" | "--help")) {
+        println!("{}", proxy::USAGE);
+        return ExitCode::SUCCESS;
+    }
+    let parsed = match proxy::parse(args) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            eprintln!("rho-mcp proxy: {error}\n\n{}", proxy::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let options = match proxy::policy(&parsed) {
+        Ok(Some(policy)) => parsed.options.policy(policy),
+        Ok(None) => parsed.options,
+        Err(error) => {
+            eprintln!("rho-mcp proxy: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    // A tool's panic is the call's error result; keep it off stderr,
+    // which a desktop client shows as the server's log.
+    rho_tool_core::untrusted::install_quiet_panic_hook();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("rho-mcp proxy: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let served = runtime.block_on(async {
+        let proxy = options.start().await?;
+        proxy.serve_stdio().await
+    });
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("rho-mcp proxy: {error}");
+            ExitCode::from(error.exit_code())
         }
     }
 }

@@ -1,0 +1,158 @@
+//! What the MCP figures share: the same no-op tool served by rho and by a
+//! bare rmcp server, the client both are called with, and the hidden
+//! subcommands that run the stdio servers of the proxy figure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rho_exec_tokio::TokioExecutor;
+use rho_mcp::McpServer;
+use rho_mcp::proxy::ProxyOptions;
+use rho_mcp::rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rho_mcp::rmcp::service::{RequestContext, RunningService};
+use rho_mcp::rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
+use rho_registry::{Source, ToolRegistry};
+use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The tool's name on both servers.
+pub(crate) const TOOL: &str = "noop";
+/// Serves the bare no-op server over stdio (the proxy figure's server).
+pub(crate) const NOOP_SERVER: &str = "__mcp_noop";
+/// Runs the proxy in front of [`NOOP_SERVER`], over stdio.
+pub(crate) const PROXY: &str = "__mcp_proxy";
+
+/// The bare rmcp server: `tools/list` and `tools/call` of one tool that
+/// answers "ok", and nothing else.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bare;
+
+fn bare_tool() -> rho_mcp::rmcp::model::Tool {
+    let schema = json!({ "type": "object" });
+    let Value::Object(schema) = schema else {
+        unreachable!("an object literal")
+    };
+    rho_mcp::rmcp::model::Tool::new(TOOL, "Answers `ok`.", Arc::new(schema))
+}
+
+impl ServerHandler for Bare {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("bare-noop", "1"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![bare_tool()]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != TOOL {
+            return Err(ErrorData::invalid_params("no such tool", None));
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text("ok")]).into())
+    }
+}
+
+/// rho's side of the same tool.
+struct Noop;
+
+#[async_trait]
+impl Tool for Noop {
+    fn name(&self) -> &str {
+        TOOL
+    }
+    fn description(&self) -> &str {
+        "Answers `ok`."
+    }
+    fn parameters(&self) -> Value {
+        json!({ "type": "object" })
+    }
+    async fn run(&self, _arguments: Value, _context: ToolContext) -> ToolOutput {
+        ToolOutput::text("ok")
+    }
+}
+
+/// rho's server of the no-op tool, its calls on the current tokio runtime.
+pub(crate) fn rho_server() -> McpServer<TokioExecutor> {
+    let registry = ToolRegistry::new();
+    registry
+        .add_source(Source::trusted("bench"))
+        .and_then(|source| source.add(Arc::new(Noop)))
+        .expect("a fresh registry takes one tool");
+    let executor = TokioExecutor::current().expect("a tokio runtime with a timer");
+    McpServer::new(executor, registry)
+}
+
+/// A client of whatever serves `reader` and `writer`: rmcp's, with no
+/// handler of its own.
+pub(crate) async fn client<R, W>(reader: R, writer: W) -> RunningService<RoleClient, ()>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    ().serve((reader, writer))
+        .await
+        .expect("the MCP handshake succeeds")
+}
+
+/// One call of the no-op tool; panics unless it answered "ok" (a figure
+/// of failed calls would measure nothing).
+pub(crate) async fn call(client: &RunningService<RoleClient, ()>) {
+    let result = client
+        .call_tool(CallToolRequestParams::new(TOOL))
+        .await
+        .expect("the call is answered");
+    assert_ne!(
+        result.is_error,
+        Some(true),
+        "the no-op call failed: {result:?}"
+    );
+}
+
+/// A multi-threaded runtime with the bench's worker count.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(crate::rt::WORKERS)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// `rho-bench __mcp_noop`: the bare server over stdio, until stdin ends.
+pub(crate) fn noop_server() {
+    runtime().block_on(async {
+        let running = Bare
+            .serve((tokio::io::stdin(), tokio::io::stdout()))
+            .await
+            .expect("the MCP handshake succeeds");
+        let _ = running.waiting().await;
+    });
+}
+
+/// `rho-bench __mcp_proxy`: the proxy (rho_mcp::proxy, as `rho-mcp proxy`
+/// runs it: no policy, no audit log, two workers) in front of
+/// `rho-bench __mcp_noop`, over stdio.
+pub(crate) fn proxy() {
+    let this = std::env::current_exe().expect("this binary's path");
+    runtime().block_on(async {
+        let proxy = ProxyOptions::new(this)
+            .args([NOOP_SERVER])
+            .timeout(Duration::from_secs(60))
+            .start()
+            .await
+            .expect("the proxy starts");
+        proxy.serve_stdio().await.expect("the proxy serves");
+    });
+}

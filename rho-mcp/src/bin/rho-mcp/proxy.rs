@@ -1,0 +1,89 @@
+//! `rho-mcp proxy`: its arguments, read into the library's options.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rho_mcp::proxy::{Policy, ProxyOptions};
+
+pub(crate) const USAGE: &str =
+    "usage: rho-mcp proxy [--policy FILE] [--audit FILE] [--audit-arguments]
+                     [--timeout MS] [--output-cap BYTES] [--quarantine-after N]
+                     [--name NAME] -- SERVER_COMMAND [ARGS...]
+
+  proxy     serve the stdio MCP server SERVER_COMMAND runs over stdio, with
+            rho's guarantees on every call:
+    --policy FILE          allow, deny or ask, by tool name or annotation
+                           (TOML; see the README); default: allow all
+    --audit FILE           append a JSON line per call end to FILE
+    --audit-arguments      ... with each call's arguments (left out by default)
+    --timeout MS           each call's limit from approval (default 120000)
+    --output-cap BYTES     cut each text part of a result to BYTES (default: none)
+    --quarantine-after N   quarantine a tool after N crashes or timeouts, and
+                           the server after N deaths in 5 minutes (default 3;
+                           0: never)
+    --name NAME            the server's name in error texts (default: the
+                           command's file name)";
+
+/// What `rho-mcp proxy ...` asked for: the options, and the policy file
+/// to read (read by the caller, whose error has an exit code of its own).
+pub(crate) struct ProxyArgs {
+    pub(crate) options: ProxyOptions,
+    pub(crate) policy: Option<PathBuf>,
+}
+
+/// Reads the arguments after `proxy`.
+pub(crate) fn parse(args: &[String]) -> Result<ProxyArgs, String> {
+    let Some(split) = args.iter().position(|arg| arg == "--") else {
+        return Err("the server's command goes after `--`".to_owned());
+    };
+    let (flags, command) = (&args[..split], &args[split + 1..]);
+    let Some((program, server_args)) = command.split_first() else {
+        return Err("no server command after `--`".to_owned());
+    };
+    let mut options = ProxyOptions::new(program).args(server_args);
+    let mut policy = None;
+    let mut flags = flags.iter().map(String::as_str);
+    while let Some(flag) = flags.next() {
+        if flag == "--audit-arguments" {
+            options = options.audit_arguments(true);
+            continue;
+        }
+        let value = flags
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value"))?;
+        options = match flag {
+            "--policy" => {
+                policy = Some(PathBuf::from(value));
+                options
+            }
+            "--audit" => options.audit(value),
+            "--timeout" => {
+                let ms: u64 = number(flag, value)?;
+                if ms == 0 {
+                    return Err("--timeout must be at least 1 ms".to_owned());
+                }
+                options.timeout(Duration::from_millis(ms))
+            }
+            "--output-cap" => options.output_cap(number(flag, value)?),
+            "--quarantine-after" => options.quarantine_after(number(flag, value)?),
+            "--name" => options.name(value),
+            other => return Err(format!("unknown argument `{other}`")),
+        };
+    }
+    Ok(ProxyArgs { options, policy })
+}
+
+fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{flag} needs a whole number, not `{value}`"))
+}
+
+/// Reads the policy file, if one was given.
+pub(crate) fn policy(args: &ProxyArgs) -> Result<Option<Policy>, String> {
+    args.policy
+        .as_deref()
+        .map(Policy::load)
+        .transpose()
+        .map_err(|error| error.to_string())
+}

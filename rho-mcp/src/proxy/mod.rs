@@ -1,0 +1,135 @@
+//! The proxy: a stdio MCP server in front of any stdio MCP server, for the
+//! users of desktop agents, with rho's guarantees on every call.
+//!
+//! `rho-mcp proxy [options] -- <server command>` (or [`ProxyOptions`] in
+//! a program of your own) imports the server as an untrusted source
+//! ([`McpSource`](crate::import::McpSource)) and serves it over stdio
+//! ([`McpServer`](crate::McpServer)), so that every call the client
+//! makes gets:
+//!
+//! - **a deadline**, counted from approval: at it the call ends with an
+//!   error result and the server is sent `notifications/cancelled`;
+//! - **crash handling**: a server that dies ends its calls at once with
+//!   an error saying how it died (and the end of its stderr), is started
+//!   again for the next call after a backoff, and is quarantined when it
+//!   keeps dying; a tool that keeps crashing or hanging is quarantined on
+//!   its own;
+//! - **an output cap**: each text part of a tool's answer cut to its head
+//!   and tail;
+//! - **a policy** ([`Policy`], a TOML file): allow, deny or ask, by tool
+//!   name (exact or glob) or annotation, first match wins; `ask` is put to
+//!   the person at the client through MCP elicitation, and denied, saying
+//!   why, when the client cannot ask ([`PolicyGate`]);
+//! - **an audit log** ([`AuditLog`]): a JSON line per call end, without
+//!   the arguments unless asked.
+//!
+//! What the server writes to stderr is copied to the proxy's stderr as it
+//! comes (where a desktop client logs it), and its end is quoted in the
+//! error text of a call it died under.
+//!
+//! The server is a process group of its own, killed whole when the
+//! proxy's client closes stdin, when the proxy is told to stop (SIGTERM,
+//! SIGINT, SIGHUP), and when the proxy value is dropped; if the proxy
+//! itself is killed outright, the server's stdin closes, which is how MCP
+//! tells a stdio server to end.
+//!
+//! # The policy file
+//!
+//! What the proxy does with each call, written by hand in TOML:
+//!
+//! ```toml
+//! # The first rule that matches a call decides it; `default` decides the rest.
+//! default = "ask"          # allow | deny | ask (when left out: ask)
+//! believe_hints = true     # read the server's annotations as it states them
+//!
+//! [[rule]]
+//! tool = ["read_*", "list_*", "search_files"]   # exact names or globs (* and ?)
+//! action = "allow"
+//!
+//! [[rule]]
+//! tool = "delete_*"
+//! action = "deny"
+//! reason = "nothing is deleted from this machine"   # shown to the model
+//!
+//! [[rule]]
+//! annotation = "destructive"   # read_only | destructive | idempotent | open_world
+//! action = "ask"
+//! ```
+//!
+//! A rule has a `tool` test, an `annotation` test or both (then both must
+//! hold), an `action`, and optionally a `reason` in words. Rules are
+//! numbered from 1 in file order, and every denial names its rule.
+//!
+//! ## Whose hints
+//!
+//! The annotations are the server's claims about its own tools. With
+//! `believe_hints = false` (the default, as everywhere in rho for code the
+//! host did not write) they are read as absent, that is with MCP's
+//! cautious defaults: every tool counts as not read-only, destructive, not
+//! idempotent and open-world, so an `annotation = "read_only"` rule
+//! matches nothing and an `annotation = "destructive"` rule matches
+//! everything. Say `believe_hints = true` for a server you trust to
+//! describe itself.
+//!
+//! # The audit log
+//!
+//! With `--audit FILE` ([`AuditLog`]), one JSON line per call end:
+//!
+//! ```json
+//! {"time":"2026-12-02T00:41:07.123Z","call_id":"mcp-0-7","tool":"write_file",
+//!  "outcome":"succeeded","is_error":false,"waited_ms":2104.2,"ran_ms":3.1,
+//!  "rule":3,"action":"ask","asked":true,"approved":true,
+//!  "bytes":27,"cut_bytes":0,"argument_bytes":58}
+//! ```
+//!
+//! (one line in the file). The fields:
+//!
+//! - `time`: when the call ended, RFC 3339 in UTC;
+//! - `call_id`: the proxy's id of the call, `mcp-<session>-<request id>`
+//!   (the client's JSON-RPC request id is its last part);
+//! - `tool`, `outcome` (`succeeded`, `failed` (the tool's own error),
+//!   `denied`, `crashed` (the server died or broke the protocol),
+//!   `timed_out`, `aborted` (the client cancelled or left), `refused`
+//!   (unknown or quarantined tool, arguments that do not fit)), and
+//!   `is_error` as the client got it;
+//! - `waited_ms` (from the call's start to the gate's verdict: a person's
+//!   time to answer) and `ran_ms` (the tool's time; `null` when it never
+//!   ran), in milliseconds with microseconds;
+//! - `rule` (its number, `null` for the default or a call refused before
+//!   the policy), `action` (`allow`, `deny`, `ask`, or `null`), `asked`
+//!   (whether a person was asked) and `approved` (whether the call was let
+//!   run; `null` when it never reached the policy);
+//! - `denial`: the denial's text, for a denied call;
+//! - `bytes`: the result's content the client got (text as UTF-8, images
+//!   and audio as raw bytes; the cap's marker not counted), and
+//!   `cut_bytes`: what the output cap cut;
+//! - `argument_bytes`: the size of the arguments as JSON.
+//!
+//! The arguments themselves are left out: they carry what the model put
+//! in (file contents, tokens, personal data), and an audit log is read by
+//! more people and kept longer than a session. Only
+//! [`AuditLog::with_arguments`] (`--audit-arguments`) adds them, whole,
+//! as `arguments`. Nor is a tool's output logged, only its size.
+//!
+//! Each line is written and flushed when its call ends, so a log read
+//! while the proxy runs is complete up to its last line. When a line
+//! cannot be written (the disk is full, say), the proxy says so on stderr
+//! and keeps serving: the calls matter more than their record.
+//!
+//! One concept a module: `policy` the file and its rules, `glob` tool-name
+//! patterns, `gate` the policy as a rho gate, `decisions` what the gate
+//! decided about each call in flight, `audit` the log, `time` its
+//! timestamps, `run` the proxy put together.
+
+mod audit;
+mod decisions;
+mod gate;
+mod glob;
+mod policy;
+mod run;
+mod time;
+
+pub use audit::AuditLog;
+pub use gate::PolicyGate;
+pub use policy::{Action, Hint, Policy, PolicyError, PolicyRule, Ruling};
+pub use run::{Proxy, ProxyError, ProxyOptions};

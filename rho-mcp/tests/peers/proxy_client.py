@@ -1,0 +1,136 @@
+"""Drives `rho-mcp proxy` with the official MCP Python SDK and prints what
+it saw as one JSON object, for the Rust proxy tests to check.
+
+    proxy_client.py everything PROXY_COMMAND [ARGS...]
+    proxy_client.py fault PROXY_COMMAND [ARGS...]
+
+`everything`: the proxy in front of the MCP reference server, with the
+policy of tests/proxy.rs; `fault`: in front of the fault server, which is
+made to die. Each scenario records plain facts; the Rust test decides
+what is right. A scenario that raises records its error instead.
+"""
+
+import json
+import sys
+import time
+import traceback
+from contextlib import asynccontextmanager
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+
+def summary(result, started):
+    return {
+        "is_error": bool(result.is_error),
+        "texts": [block.text for block in result.content if getattr(block, "type", None) == "text"],
+        "kinds": [block.type for block in result.content],
+        "seconds": round(time.monotonic() - started, 3),
+    }
+
+
+@asynccontextmanager
+async def connect(command, elicitation=None):
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+            session.initialized_with = await session.initialize()
+            yield session
+
+
+async def call(session, name, arguments=None):
+    started = time.monotonic()
+    return summary(await session.call_tool(name, arguments or {}), started)
+
+
+async def guarded(results, name, scenario):
+    try:
+        results[name] = await scenario()
+    except BaseException as error:  # noqa: BLE001 - every failure is data here
+        results[name] = {"error": repr(error), "trace": traceback.format_exc()}
+
+
+async def everything(command):
+    results = {}
+    questions = []
+    answers = iter(["approve", "decline"])
+
+    async def ask_the_user(context, params):
+        questions.append({"message": params.message})
+        if next(answers) == "approve":
+            return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="decline")
+
+    async with connect(command, elicitation=ask_the_user) as session:
+
+        async def listed():
+            return {
+                "names": sorted(tool.name for tool in (await session.list_tools()).tools),
+                "instructions": session.initialized_with.instructions,
+            }
+
+        async def calls():
+            return {
+                "allowed": await call(session, "echo", {"message": "through the proxy"}),
+                "denied": await call(session, "get-sum", {"a": 1, "b": 2}),
+                "by_default": await call(session, "toggle-simulated-logging"),
+                "asked_accepted": await call(session, "get-tiny-image"),
+                "asked_declined": await call(session, "get-tiny-image"),
+                "hung": await call(
+                    session, "trigger-long-running-operation", {"duration": 30, "steps": 30}
+                ),
+                "after": await call(session, "echo", {"message": "still serving"}),
+            }
+
+        await guarded(results, "list", listed)
+        await guarded(results, "calls", calls)
+    results["questions"] = questions
+
+    async def unasked():
+        # A client without elicitation: nobody can be asked.
+        async with connect(command) as session:
+            return await call(session, "get-tiny-image")
+
+    await guarded(results, "unasked", unasked)
+    return results
+
+
+async def fault(command):
+    results = {}
+    async with connect(command) as session:
+
+        async def deaths():
+            first = await call(session, "echo", {"text": "before"})
+            capped = await call(session, "echo", {"text": "a" * 500 + "b" * 500})
+            died = await call(session, "die", {"code": 3, "stderr": "fault-server: out of cheese\n"})
+            restarted = await call(session, "echo", {"text": "after a restart"})
+            died_again = await call(session, "die", {"code": 4})
+            # The second death quarantines the server; its watcher counts it
+            # a moment after the call ends.
+            await anyio.sleep(0.5)
+            quarantined = await call(session, "echo", {"text": "too late"})
+            names = sorted(tool.name for tool in (await session.list_tools()).tools)
+            return {
+                "first": first,
+                "capped": capped,
+                "died": died,
+                "restarted": restarted,
+                "died_again": died_again,
+                "quarantined": quarantined,
+                "names_after": names,
+            }
+
+        await guarded(results, "deaths", deaths)
+    return results
+
+
+async def main(argv):
+    kind, command = argv[0], argv[1:]
+    scenario = everything if kind == "everything" else fault
+    print(json.dumps(await scenario(command)))
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1:])

@@ -1,0 +1,450 @@
+//! `rho-mcp proxy` as a desktop agent runs it: a real process, its client
+//! the official MCP Python SDK over stdio, in front of the MCP reference
+//! server (`@modelcontextprotocol/server-everything`) and of the fault
+//! server. Tools listed through it, calls allowed, denied by the policy
+//! and asked about through elicitation, a hung tool cut at the proxy's
+//! timeout, the audit log, the output cap, a dying server restarted then
+//! quarantined, and the server gone with the proxy however the proxy ends.
+
+mod import_support;
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use import_support::{eventually, everything, node};
+use serde_json::{Value, json};
+use support::{log_path, peers_dir, python, scenario, text};
+
+const PROXY: &str = env!("CARGO_BIN_EXE_rho-mcp");
+
+/// The policy of the reference-server run: a rule by name that denies,
+/// one that allows, one by annotation that asks, and a default.
+const POLICY: &str = r#"
+default = "deny"
+believe_hints = true
+
+[[rule]]
+tool = "get-sum"
+action = "deny"
+reason = "sums are off today"
+
+[[rule]]
+tool = ["echo", "trigger-long-*"]
+action = "allow"
+
+[[rule]]
+annotation = "read_only"
+action = "ask"
+"#;
+
+/// Runs `tests/peers/proxy_client.py KIND <proxy command>`; the JSON it
+/// printed, and its stderr (where the SDK puts the proxy's).
+fn run_client(kind: &str, proxy_args: &[&str]) -> (Value, String) {
+    let output = Command::new(python())
+        .arg(peers_dir().join("proxy_client.py"))
+        .arg(kind)
+        .args([PROXY, "proxy"])
+        .args(proxy_args)
+        .output()
+        .expect("the venv's python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Python client failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let seen = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!("the Python client printed no JSON ({error}):\n{stdout}\nstderr:\n{stderr}")
+    });
+    (seen, stderr)
+}
+
+fn write_file(name: &str, text: &str) -> PathBuf {
+    let path = log_path(name);
+    std::fs::write(&path, text).expect("the target's tmp dir is writable");
+    path
+}
+
+/// The audit log's lines, each parsed.
+fn audit_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+struct Run {
+    seen: Value,
+    audit: Vec<Value>,
+}
+
+fn everything_run() -> &'static Run {
+    static RUN: OnceLock<Run> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let policy = write_file("proxy-policy.toml", POLICY);
+        let audit = log_path("proxy-audit");
+        let server = everything().to_str().expect("a UTF-8 path");
+        let (seen, _) = run_client(
+            "everything",
+            &[
+                "--policy",
+                policy.to_str().expect("UTF-8"),
+                "--audit",
+                audit.to_str().expect("UTF-8"),
+                "--timeout",
+                "1000",
+                "--",
+                node(),
+                server,
+                "stdio",
+            ],
+        );
+        Run {
+            audit: audit_lines(&audit),
+            seen,
+        }
+    })
+}
+
+fn calls() -> &'static Value {
+    scenario(&everything_run().seen, "calls")
+}
+
+#[test]
+fn tools_and_instructions_come_through_the_proxy() {
+    let list = scenario(&everything_run().seen, "list");
+    let names: Vec<&str> = list["names"]
+        .as_array()
+        .expect("names")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for name in [
+        "echo",
+        "get-sum",
+        "get-tiny-image",
+        "trigger-long-running-operation",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+}
+
+#[test]
+fn an_allowed_call_runs() {
+    let allowed = &calls()["allowed"];
+    assert_eq!(allowed["is_error"], false, "{allowed}");
+    assert_eq!(text(allowed), "Echo: through the proxy");
+}
+
+#[test]
+fn a_call_denied_by_the_policy_names_the_rule() {
+    let denied = &calls()["denied"];
+    assert_eq!(denied["is_error"], true);
+    let said = text(denied);
+    assert!(
+        said.contains(r#"the proxy's policy denies calls of `get-sum` (rule 1 (tool "get-sum")): sums are off today"#),
+        "{said}"
+    );
+    let by_default = &calls()["by_default"];
+    assert_eq!(by_default["is_error"], true);
+    assert!(text(by_default).contains("(the default)"), "{by_default}");
+}
+
+#[test]
+fn ask_is_put_to_the_user_through_elicitation() {
+    let questions = everything_run().seen["questions"]
+        .as_array()
+        .expect("questions");
+    assert_eq!(questions.len(), 2, "asked once a call: {questions:?}");
+    let message = questions[0]["message"].as_str().expect("a message");
+    assert!(
+        message.contains("Run the tool `get-tiny-image`"),
+        "{message}"
+    );
+    assert!(
+        message.contains("rule 3 (annotation read_only)"),
+        "{message}"
+    );
+
+    let accepted = &calls()["asked_accepted"];
+    assert_eq!(accepted["is_error"], false, "{accepted}");
+    assert!(
+        accepted["kinds"]
+            .as_array()
+            .expect("kinds")
+            .contains(&json!("image")),
+        "{accepted}"
+    );
+    let declined = &calls()["asked_declined"];
+    assert_eq!(declined["is_error"], true);
+    assert!(
+        text(declined).contains("the user declined the call of `get-tiny-image`"),
+        "{declined}"
+    );
+}
+
+#[test]
+fn a_client_that_cannot_be_asked_is_denied_saying_so() {
+    let unasked = scenario(&everything_run().seen, "unasked");
+    assert_eq!(unasked["is_error"], true);
+    assert!(
+        text(unasked).contains("this MCP client cannot ask its user"),
+        "{unasked}"
+    );
+}
+
+#[test]
+fn a_hung_tool_is_cut_at_the_proxys_timeout() {
+    let hung = &calls()["hung"];
+    assert_eq!(hung["is_error"], true);
+    assert!(
+        text(hung).contains("tool `trigger-long-running-operation` timed out after 1s"),
+        "{hung}"
+    );
+    let seconds = hung["seconds"].as_f64().expect("timed");
+    assert!((0.99..3.0).contains(&seconds), "answered after {seconds} s");
+    let after = &calls()["after"];
+    assert_eq!(
+        text(after),
+        "Echo: still serving",
+        "the server kept serving"
+    );
+}
+
+#[test]
+fn the_audit_log_has_one_line_per_call_end() {
+    let audit = &everything_run().audit;
+    let seen: Vec<(&str, &str, Value, bool, Value)> = audit
+        .iter()
+        .map(|line| {
+            (
+                line["tool"].as_str().expect("tool"),
+                line["outcome"].as_str().expect("outcome"),
+                line["rule"].clone(),
+                line["asked"].as_bool().expect("asked"),
+                line["approved"].clone(),
+            )
+        })
+        .collect();
+    let long = "trigger-long-running-operation";
+    assert_eq!(
+        seen,
+        [
+            ("echo", "succeeded", json!(2), false, json!(true)),
+            ("get-sum", "denied", json!(1), false, json!(false)),
+            (
+                "toggle-simulated-logging",
+                "denied",
+                Value::Null,
+                false,
+                json!(false)
+            ),
+            ("get-tiny-image", "succeeded", json!(3), true, json!(true)),
+            ("get-tiny-image", "denied", json!(3), true, json!(false)),
+            (long, "timed_out", json!(2), false, json!(true)),
+            ("echo", "succeeded", json!(2), false, json!(true)),
+            // The second client cannot be asked.
+            ("get-tiny-image", "denied", json!(3), false, json!(false)),
+        ]
+    );
+    for line in audit {
+        assert!(
+            line["time"].as_str().expect("time").ends_with('Z'),
+            "{line}"
+        );
+        assert!(
+            line["call_id"].as_str().expect("id").starts_with("mcp-"),
+            "{line}"
+        );
+        assert!(
+            line.get("arguments").is_none(),
+            "no arguments by default: {line}"
+        );
+        assert!(line["argument_bytes"].as_u64().is_some(), "{line}");
+        assert!(line["waited_ms"].as_f64().is_some(), "{line}");
+    }
+    assert_eq!(audit[0]["bytes"], "Echo: through the proxy".len());
+    assert_eq!(
+        audit[0]["argument_bytes"],
+        json!({"message": "through the proxy"}).to_string().len()
+    );
+    assert!(
+        audit[5]["ran_ms"].as_f64().expect("ran") >= 1000.0,
+        "{}",
+        audit[5]
+    );
+    assert_eq!(audit[1]["ran_ms"], Value::Null, "a denied call never ran");
+    assert!(
+        audit[1]["denial"]
+            .as_str()
+            .expect("denial")
+            .contains("sums are off today"),
+        "{}",
+        audit[1]
+    );
+}
+
+/// The processes whose command line holds `marker`, zombies left out.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(marker) && import_support::alive(*pid)
+        })
+        .collect()
+}
+
+fn fault_server() -> PathBuf {
+    peers_dir().join("node").join("fault-server.mjs")
+}
+
+#[test]
+fn a_dying_server_is_an_error_then_restarted_then_quarantined() {
+    let marker = format!("proxy-deaths-{}", std::process::id());
+    let server = fault_server();
+    let (seen, stderr) = run_client(
+        "fault",
+        &[
+            "--quarantine-after",
+            "2",
+            "--output-cap",
+            "100",
+            "--",
+            node(),
+            server.to_str().expect("UTF-8"),
+            &marker,
+        ],
+    );
+    let deaths = scenario(&seen, "deaths");
+    assert_eq!(text(&deaths["first"]), "before");
+    let capped = text(&deaths["capped"]);
+    assert!(
+        capped.starts_with(&"a".repeat(50)) && capped.ends_with(&"b".repeat(50)),
+        "{capped}"
+    );
+    assert!(capped.contains("[… 900 of 1000 bytes cut …]"), "{capped}");
+    let died = &deaths["died"];
+    assert_eq!(died["is_error"], true);
+    assert!(text(died).contains("exited with code 3"), "{died}");
+    assert!(text(died).contains("out of cheese"), "its stderr: {died}");
+    assert!(
+        stderr.contains("fault-server: out of cheese"),
+        "the server's stderr reaches the proxy's: {stderr}"
+    );
+    assert_eq!(text(&deaths["restarted"]), "after a restart");
+    assert_eq!(deaths["died_again"]["is_error"], true);
+    let quarantined = &deaths["quarantined"];
+    assert_eq!(quarantined["is_error"], true);
+    assert!(text(quarantined).contains("kept dying"), "{quarantined}");
+    assert_eq!(deaths["names_after"], json!([]), "its tools left the list");
+    assert!(
+        eventually(Duration::from_secs(3), || processes_with(&marker)
+            .is_empty()),
+        "no server left: {:?}",
+        processes_with(&marker)
+    );
+}
+
+/// A proxy in front of the fault server, past its handshake, and the
+/// server's pid.
+fn started_proxy(marker: &str) -> (Child, u32) {
+    let server = fault_server();
+    let mut proxy = Command::new(PROXY)
+        .args(["proxy", "--", node()])
+        .arg(&server)
+        .arg(marker)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the proxy starts");
+    let mut stdin = proxy.stdin.take().expect("piped");
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": { "name": "test", "version": "1" } } });
+    writeln!(stdin, "{initialize}").expect("the proxy reads");
+    let mut lines = BufReader::new(proxy.stdout.take().expect("piped")).lines();
+    let answer = lines.next().expect("an answer").expect("a line");
+    assert!(answer.contains("rho-mcp-proxy"), "{answer}");
+    proxy.stdin = Some(stdin);
+    let pids = processes_with(marker);
+    let server = pids
+        .into_iter()
+        .find(|&pid| pid != proxy.id())
+        .expect("the server runs");
+    (proxy, server)
+}
+
+#[test]
+fn the_server_dies_with_the_proxy_when_its_stdin_closes() {
+    let marker = format!("proxy-stdin-{}", std::process::id());
+    let (mut proxy, server) = started_proxy(&marker);
+    drop(proxy.stdin.take());
+    let status = proxy.wait().expect("the proxy ends");
+    assert!(status.success(), "{status}");
+    assert!(
+        eventually(Duration::from_secs(3), || !import_support::alive(server)),
+        "the server outlived the proxy"
+    );
+}
+
+#[test]
+fn the_server_dies_with_the_proxy_on_sigterm() {
+    let marker = format!("proxy-sigterm-{}", std::process::id());
+    let (mut proxy, server) = started_proxy(&marker);
+    let status = Command::new("kill")
+        .args(["-TERM", &proxy.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let status = proxy.wait().expect("the proxy ends");
+    assert!(status.success(), "{status}");
+    assert!(
+        eventually(Duration::from_secs(3), || !import_support::alive(server)),
+        "the server outlived the proxy"
+    );
+}
+
+#[test]
+fn a_bad_policy_file_is_a_clear_error_and_exit_code_2() {
+    let policy = write_file(
+        "proxy-bad-policy.toml",
+        "[[rule]]\ntool = \"x\"\naction = \"perhaps\"\n",
+    );
+    let output = Command::new(PROXY)
+        .args(["proxy", "--policy"])
+        .arg(&policy)
+        .args(["--", "/bin/true"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the proxy runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("rule 1: `action` must be \"allow\", \"deny\" or \"ask\", not \"perhaps\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&policy.display().to_string()),
+        "names the file: {stderr}"
+    );
+
+    let output = Command::new(PROXY)
+        .args(["proxy", "--timeout", "soon", "--", "/bin/true"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the proxy runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--timeout needs a whole number"));
+}
