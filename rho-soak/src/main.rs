@@ -125,6 +125,7 @@ mod mcp_soak;
 mod mcp_stand_in;
 mod memory;
 mod plan;
+mod processes;
 mod report;
 mod run;
 mod tools;
