@@ -5,11 +5,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 use serde_json::{Value, json};
 
 use crate::code::CodeMode;
-use crate::grant::{Grant, GrantSet};
+use crate::grant::Grant;
 use crate::pool::ScriptPool;
 use crate::source::DEFAULT_MAX_SOURCE;
 use crate::tool::{Origin, Runs, ScriptLimits};
@@ -38,12 +38,7 @@ use crate::tool::{Origin, Runs, ScriptLimits};
 /// arguments).
 #[derive(Clone)]
 pub struct RunScript {
-    name: Arc<str>,
-    pool: ScriptPool,
-    timeout: Duration,
-    limits: ScriptLimits,
-    grants: GrantSet,
-    code: Option<CodeMode>,
+    runs: Runs,
     max_source: usize,
 }
 
@@ -55,12 +50,7 @@ impl RunScript {
     /// largest source ([`DEFAULT_MAX_SOURCE`]), no grants, no code mode.
     pub fn new(pool: &ScriptPool) -> Self {
         Self {
-            name: Arc::from(Self::NAME),
-            pool: pool.clone(),
-            timeout: DEFAULT_TIMEOUT,
-            limits: ScriptLimits::default(),
-            grants: GrantSet::default(),
-            code: None,
+            runs: Runs::new(Self::NAME.to_owned(), pool),
             max_source: DEFAULT_MAX_SOURCE,
         }
     }
@@ -68,35 +58,35 @@ impl RunScript {
     /// Names the tool `name` instead.
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = Arc::from(name.into());
+        self.runs.name = Arc::from(name.into());
         self
     }
 
     /// Sets the timeout of each program.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.runs.timeout = timeout;
         self
     }
 
     /// Sets the memory cap and the answer's limits of each program.
     #[must_use]
     pub fn with_limits(mut self, limits: ScriptLimits) -> Self {
-        self.limits = limits;
+        self.runs.limits = limits;
         self
     }
 
     /// Grants `grant` to each program, as `rho.<name>`.
     #[must_use]
     pub fn with_grant(mut self, grant: Grant) -> Self {
-        self.grants = self.grants.with(grant);
+        self.runs.grants = self.runs.grants.with(grant);
         self
     }
 
     /// Lets each program call the tools `code` allows, as `tools.<name>`.
     #[must_use]
     pub fn with_code_mode(mut self, code: CodeMode) -> Self {
-        self.code = Some(code);
+        self.runs.code = Some(code);
         self
     }
 
@@ -112,7 +102,7 @@ impl RunScript {
 #[async_trait]
 impl Tool for RunScript {
     fn name(&self) -> &str {
-        &self.name
+        &self.runs.name
     }
 
     fn description(&self) -> &str {
@@ -148,7 +138,7 @@ impl Tool for RunScript {
     }
 
     fn timeout(&self) -> Duration {
-        self.timeout
+        self.runs.timeout
     }
 
     fn is_untrusted(&self) -> bool {
@@ -173,15 +163,8 @@ impl Tool for RunScript {
             Some(args @ Value::Object(_)) => args.clone(),
             Some(_) => return ToolOutput::error("`args` must be an object"),
         };
-        let runs = Runs {
-            name: &self.name,
-            timeout: self.timeout,
-            limits: &self.limits,
-            grants: &self.grants,
-            code: self.code.as_ref(),
-            pool: &self.pool,
-        };
-        runs.run(Arc::from(source.as_str()), Origin::Given, args, context)
+        self.runs
+            .run(Arc::from(source.as_str()), Origin::Given, args, context)
             .await
     }
 }
@@ -189,11 +172,11 @@ impl Tool for RunScript {
 impl fmt::Debug for RunScript {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RunScript")
-            .field("name", &self.name)
-            .field("timeout", &self.timeout)
-            .field("limits", &self.limits)
-            .field("grants", &self.grants)
-            .field("code", &self.code)
+            .field("name", &self.runs.name)
+            .field("timeout", &self.runs.timeout)
+            .field("limits", &self.runs.limits)
+            .field("grants", &self.runs.grants)
+            .field("code", &self.runs.code)
             .field("max_source", &self.max_source)
             .finish_non_exhaustive()
     }

@@ -79,15 +79,10 @@ const OWN_DEADLINE_GRACE: Duration = Duration::from_millis(250);
 /// The tool is untrusted ([`Tool::is_untrusted`] is `true`): its code was
 /// not written by the host.
 pub struct ScriptTool {
-    name: Arc<str>,
     description: String,
     parameters: serde_json::Value,
     source: Arc<str>,
-    timeout: Duration,
-    limits: ScriptLimits,
-    grants: GrantSet,
-    code: Option<CodeMode>,
-    pool: ScriptPool,
+    runs: Runs,
 }
 
 impl ScriptTool {
@@ -104,15 +99,10 @@ impl ScriptTool {
         pool: &ScriptPool,
     ) -> Self {
         Self {
-            name: Arc::from(name.into()),
             description: description.into(),
             parameters: serde_json::json!({ "type": "object" }),
             source: Arc::from(source.into()),
-            timeout: DEFAULT_TIMEOUT,
-            limits: ScriptLimits::default(),
-            grants: GrantSet::default(),
-            code: None,
-            pool: pool.clone(),
+            runs: Runs::new(name.into(), pool),
         }
     }
 
@@ -126,14 +116,14 @@ impl ScriptTool {
     /// Sets the timeout, after which rho stops the call.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.runs.timeout = timeout;
         self
     }
 
     /// Sets the memory cap and the answer's limits.
     #[must_use]
     pub fn with_limits(mut self, limits: ScriptLimits) -> Self {
-        self.limits = limits;
+        self.runs.limits = limits;
         self
     }
 
@@ -141,7 +131,7 @@ impl ScriptTool {
     /// grant of the same name).
     #[must_use]
     pub fn with_grant(mut self, grant: Grant) -> Self {
-        self.grants = self.grants.with(grant);
+        self.runs.grants = self.runs.grants.with(grant);
         self
     }
 
@@ -149,12 +139,12 @@ impl ScriptTool {
     /// (code mode): each call a rho call of its own. See [`CodeMode`].
     #[must_use]
     pub fn with_code_mode(mut self, code: CodeMode) -> Self {
-        self.code = Some(code);
+        self.runs.code = Some(code);
         self
     }
 
     pub(crate) fn with_grant_set(mut self, grants: GrantSet) -> Self {
-        self.grants = grants;
+        self.runs.grants = grants;
         self
     }
 
@@ -165,14 +155,14 @@ impl ScriptTool {
 
     /// The limits of each call.
     pub fn limits(&self) -> &ScriptLimits {
-        &self.limits
+        &self.runs.limits
     }
 }
 
 #[async_trait]
 impl Tool for ScriptTool {
     fn name(&self) -> &str {
-        &self.name
+        &self.runs.name
     }
 
     fn description(&self) -> &str {
@@ -184,7 +174,7 @@ impl Tool for ScriptTool {
     }
 
     fn timeout(&self) -> Duration {
-        self.timeout
+        self.runs.timeout
     }
 
     fn is_untrusted(&self) -> bool {
@@ -192,7 +182,7 @@ impl Tool for ScriptTool {
     }
 
     async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
-        self.runs()
+        self.runs
             .run(
                 Arc::clone(&self.source),
                 Origin::Defined,
@@ -200,19 +190,6 @@ impl Tool for ScriptTool {
                 context,
             )
             .await
-    }
-}
-
-impl ScriptTool {
-    fn runs(&self) -> Runs<'_> {
-        Runs {
-            name: &self.name,
-            timeout: self.timeout,
-            limits: &self.limits,
-            grants: &self.grants,
-            code: self.code.as_ref(),
-            pool: &self.pool,
-        }
     }
 }
 
@@ -227,17 +204,32 @@ pub(crate) enum Origin {
     Given,
 }
 
-/// What one script call needs besides its source and arguments.
-pub(crate) struct Runs<'a> {
-    pub(crate) name: &'a Arc<str>,
+/// What a script call needs besides its source and arguments, the same
+/// for a [`ScriptTool`] and a [`RunScript`](crate::RunScript).
+#[derive(Clone)]
+pub(crate) struct Runs {
+    pub(crate) name: Arc<str>,
     pub(crate) timeout: Duration,
-    pub(crate) limits: &'a ScriptLimits,
-    pub(crate) grants: &'a GrantSet,
-    pub(crate) code: Option<&'a CodeMode>,
-    pub(crate) pool: &'a ScriptPool,
+    pub(crate) limits: ScriptLimits,
+    pub(crate) grants: GrantSet,
+    pub(crate) code: Option<CodeMode>,
+    pub(crate) pool: ScriptPool,
 }
 
-impl Runs<'_> {
+impl Runs {
+    /// `name` on `pool`, with the default timeout and limits, no grants,
+    /// no code mode.
+    pub(crate) fn new(name: String, pool: &ScriptPool) -> Self {
+        Self {
+            name: Arc::from(name),
+            timeout: DEFAULT_TIMEOUT,
+            limits: ScriptLimits::default(),
+            grants: GrantSet::default(),
+            code: None,
+            pool: pool.clone(),
+        }
+    }
+
     /// Runs `source` with `arguments` in a fresh sandbox on the pool.
     pub(crate) async fn run(
         &self,
@@ -250,7 +242,7 @@ impl Runs<'_> {
         // In code mode a call of a tool may wait for a person, which
         // rho's clock does not count, up to the runner's most: so may the
         // sandbox's own deadline.
-        let own = match self.code {
+        let own = match &self.code {
             Some(_) => self
                 .timeout
                 .saturating_add(context.max_clock_pause())
@@ -263,19 +255,19 @@ impl Runs<'_> {
         self.pool
             .submit(
                 JobSpec {
-                    name: Arc::clone(self.name),
+                    name: Arc::clone(&self.name),
                     source,
                     origin,
                     kind: JobKind::Call(arguments),
                     limits: self.limits.clone(),
                     grants: self.grants.names(),
-                    tools: self.code.map(CodeMode::names),
+                    tools: self.code.as_ref().map(CodeMode::names),
                     deadline,
                     timeout: self.timeout,
                 },
                 context,
                 self.grants.clone(),
-                self.code.cloned(),
+                self.code.clone(),
             )
             .await
     }
@@ -284,12 +276,12 @@ impl Runs<'_> {
 impl fmt::Debug for ScriptTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScriptTool")
-            .field("name", &self.name)
+            .field("name", &self.runs.name)
             .field("source_bytes", &self.source.len())
-            .field("timeout", &self.timeout)
-            .field("limits", &self.limits)
-            .field("grants", &self.grants)
-            .field("code", &self.code)
+            .field("timeout", &self.runs.timeout)
+            .field("limits", &self.runs.limits)
+            .field("grants", &self.runs.grants)
+            .field("code", &self.runs.code)
             .finish_non_exhaustive()
     }
 }
