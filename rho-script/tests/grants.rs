@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
 use rho_script::{ScriptDefinition, ScriptPool, ScriptSource};
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{CallEnd, CallEvent, Content, Executor, Outcome, Runner, ToolCall};
+use rho_tool_core::{CallEnd, CallEvent, Executor, Outcome, Runner, ToolCall};
 use rho_turn::TurnRunner;
 use serde_json::json;
 use support::{NEVER, SHORT, STOP_BOUND, call, script};
@@ -241,12 +241,8 @@ async fn an_image_answer_reaches_the_result_as_image_parts<E: Executor>(
     assert_eq!(end.result.text(), "two pictures");
     let images: Vec<(&str, &[u8])> = end
         .result
-        .content()
-        .iter()
-        .filter_map(|part| match part {
-            Content::Image(image) => Some((image.mime_type.as_str(), image.data.as_slice())),
-            _ => None,
-        })
+        .images()
+        .map(|image| (image.mime_type.as_str(), image.data.as_slice()))
         .collect();
     assert_eq!(
         images,

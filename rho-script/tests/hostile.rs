@@ -12,7 +12,7 @@ use std::time::Duration;
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
 use rho_script::{ScriptDefinition, ScriptLimits, ScriptPool, ScriptSource, ScriptTool};
 use rho_tool_core::untrusted::Limits;
-use rho_tool_core::{Content, Executor, Outcome, Runner, ToolCall};
+use rho_tool_core::{Executor, Outcome, Runner, ToolCall};
 use rho_turn::TurnRunner;
 use serde_json::{Value, json};
 use support::{NEVER, call, script};
@@ -271,12 +271,8 @@ async fn built_ins_replaced_before_an_image_is_read_change_nothing<E: Executor>(
     assert_eq!(end.result.text(), "mine");
     let images: Vec<(&str, &[u8])> = end
         .result
-        .content()
-        .iter()
-        .filter_map(|part| match part {
-            Content::Image(image) => Some((image.mime_type.as_str(), image.data.as_slice())),
-            _ => None,
-        })
+        .images()
+        .map(|image| (image.mime_type.as_str(), image.data.as_slice()))
         .collect();
     assert_eq!(
         images,

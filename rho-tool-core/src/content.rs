@@ -71,6 +71,17 @@ impl Content {
         }
     }
 
+    /// The image, when this is an image part.
+    pub fn as_image(&self) -> Option<&Image> {
+        match self {
+            Content::Image(image) => Some(image),
+            Content::Text(_)
+            | Content::Audio(_)
+            | Content::ResourceLink(_)
+            | Content::Resource(_) => None,
+        }
+    }
+
     /// MCP's name of the part's type: `"text"`, `"image"`, `"audio"`,
     /// `"resource_link"` or `"resource"`.
     pub fn kind(&self) -> &'static str {

@@ -4,6 +4,7 @@ use rho_untrusted::Plain;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::content::Content;
+use crate::output::Image;
 
 /// The result of one call, as plain data.
 ///
@@ -151,12 +152,14 @@ impl ToolResult {
         joined
     }
 
+    /// The image parts, in order.
+    pub fn images(&self) -> impl Iterator<Item = &Image> {
+        self.content().iter().filter_map(Content::as_image)
+    }
+
     /// The number of images.
     pub fn image_count(&self) -> usize {
-        self.content()
-            .iter()
-            .filter(|part| matches!(part, Content::Image(_)))
-            .count()
+        self.images().count()
     }
 }
 
@@ -216,6 +219,26 @@ mod tests {
         assert_eq!(two.text(), "a\nb");
         let one = ToolResult::from_content([Content::text("a")], false);
         assert!(matches!(one.content, Parts::One(_)));
+    }
+
+    #[test]
+    fn images_are_the_image_parts_in_order_and_nothing_else() {
+        let result = ToolResult::from_content(
+            [
+                Content::text("a"),
+                Content::image(Image::new("image/png", [1])),
+                Content::text("b"),
+                Content::image(Image::new("image/gif", [2])),
+            ],
+            false,
+        );
+        let images: Vec<&str> = result
+            .images()
+            .map(|image| image.mime_type.as_str())
+            .collect();
+        assert_eq!(images, ["image/png", "image/gif"]);
+        assert_eq!(result.image_count(), 2);
+        assert_eq!(ToolResult::success("none").images().count(), 0);
     }
 
     #[test]
