@@ -101,6 +101,32 @@ impl Watch {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The state once `done` holds of it, or once `timeout` has passed
+    /// (a timeout too long to add to now waits for `done` alone).
+    fn wait_until(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&WatchState) -> bool,
+    ) -> MutexGuard<'_, WatchState> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut state = self.lock();
+        while !done(&state) {
+            let left = match deadline {
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) => left,
+                    None => break,
+                },
+                None => Duration::from_secs(3600),
+            };
+            state = self
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        state
+    }
+
     fn exited(&self, exit: ChildExit) {
         let wakers = {
             let mut state = self.lock();
@@ -252,23 +278,10 @@ impl ChildGroup {
     /// Blocks until the child was reaped, for at most `timeout`; `None` if
     /// it still runs then.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<ChildExit> {
-        let deadline = Instant::now().checked_add(timeout);
-        let mut state = self.watch.lock();
-        loop {
-            if let Some(exit) = &state.exit {
-                return Some(exit.clone());
-            }
-            let left = match deadline {
-                Some(deadline) => deadline.checked_duration_since(Instant::now())?,
-                None => Duration::from_secs(3600),
-            };
-            state = self
-                .watch
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        self.watch
+            .wait_until(timeout, |state| state.exit.is_some())
+            .exit
+            .clone()
     }
 
     /// A future of how the child ends, on any executor. It does not kill
@@ -291,21 +304,7 @@ impl ChildGroup {
     /// known to be dead, whose last words (an abort's message) are
     /// otherwise easily missed.
     pub fn stderr_tail_at_end(&self, timeout: Duration) -> String {
-        let deadline = Instant::now().checked_add(timeout);
-        let mut state = self.watch.lock();
-        while !state.stderr_ended {
-            let Some(left) = deadline.and_then(|at| at.checked_duration_since(Instant::now()))
-            else {
-                break;
-            };
-            state = self
-                .watch
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        tail_text(&state)
+        tail_text(&self.watch.wait_until(timeout, |state| state.stderr_ended))
     }
 }
 
