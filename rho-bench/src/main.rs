@@ -153,7 +153,7 @@
 //! ```sh
 //! rho-bench __percall <tokio|smol> <rho|floor> <sequential|sequential_task|in_flight> <calls> <rounds>
 //! rho-bench __plain <mb> <rounds> <plain|json>
-//! rho-bench __script <tokio|smol> <rho|bare> <calls>
+//! rho-bench __script <tokio|smol> <rho|bare> <calls> [script threads]
 //! rho-bench __mcp_server <rho|bare> <calls>   # figure 11, one side
 //! rho-bench __mcp_noop       # figure 12's server, over stdio
 //! rho-bench __mcp_proxy      # the proxy in front of it, over stdio

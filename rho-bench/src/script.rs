@@ -297,7 +297,9 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
 const NODE_UNIT: &str = "ms/call (fresh process)";
 
 /// The hidden subcommand that runs one side of figure 7 alone, for a
-/// profiler: `__script <tokio|smol> <rho|bare> <calls>`. It ends by
+/// profiler: `__script <tokio|smol> <rho|bare> <calls> [script threads]`
+/// (two script threads unless told: one shows the script thread's own
+/// time per call, with no other script thread beside it). It ends by
 /// printing each thread's time on a CPU and waiting for one, per call: a
 /// rho call wakes four threads in turn (the loop's, a worker, a script
 /// thread, the worker, the loop's), the bare engine none.
@@ -305,23 +307,28 @@ pub(crate) const PROFILE: &str = "__script";
 
 /// Runs the [`PROFILE`] subcommand.
 pub(crate) fn profile(args: &[String]) {
-    let usage = || -> ! { panic!("usage: {PROFILE} <tokio|smol> <rho|bare> <calls>") };
-    let [runtime, engine, count] = args else {
-        usage();
+    let usage =
+        || -> ! { panic!("usage: {PROFILE} <tokio|smol> <rho|bare> <calls> [script threads]") };
+    let (runtime, engine, count, threads) = match args {
+        [runtime, engine, count] => (runtime, engine, count, None),
+        [runtime, engine, count, threads] => (runtime, engine, count, Some(threads)),
+        _ => usage(),
     };
     let engine = Engine::parse(engine).unwrap_or_else(|| usage());
     let count: usize = count.parse().unwrap_or_else(|_| usage());
+    let threads = threads.map_or(Ok(rt::WORKERS), |threads| threads.parse());
+    let threads: usize = threads.unwrap_or_else(|_| usage());
     match runtime.as_str() {
-        "tokio" => profile_on(&rt::Tokio::new(), engine, count),
-        "smol" => profile_on(&rt::Smol::new(), engine, count),
+        "tokio" => profile_on(&rt::Tokio::new(), engine, count, threads),
+        "smol" => profile_on(&rt::Smol::new(), engine, count, threads),
         _ => usage(),
     }
 }
 
-fn profile_on<B: Bench>(bench: &B, engine: Engine, count: usize) {
+fn profile_on<B: Bench>(bench: &B, engine: Engine, count: usize, threads: usize) {
     let mut times = Vec::with_capacity(count);
     // Kept until the threads are read: its threads end when it is dropped.
-    let pool = ScriptPool::new(rt::WORKERS).expect("the script threads start");
+    let pool = ScriptPool::new(threads).expect("the script threads start");
     match engine {
         Engine::Rho => {
             let runner = Runner::new(bench.executor());
