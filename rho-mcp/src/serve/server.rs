@@ -47,6 +47,8 @@ pub(crate) struct Shared<E: Executor> {
     pub(crate) output_cap: Option<OutputCap>,
     /// Told of every call's end.
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
+    /// List untrusted tools' behaviour hints as they state them.
+    pub(crate) believe_untrusted_hints: bool,
 }
 
 impl<E: Executor> Clone for Shared<E> {
@@ -63,6 +65,7 @@ impl<E: Executor> Clone for Shared<E> {
             sessions: self.sessions.clone(),
             output_cap: self.output_cap,
             observer: self.observer.clone(),
+            believe_untrusted_hints: self.believe_untrusted_hints,
         }
     }
 }
@@ -90,6 +93,7 @@ impl<E: Executor> McpServer<E> {
                 sessions: Arc::default(),
                 output_cap: None,
                 observer: None,
+                believe_untrusted_hints: false,
             }),
         }
     }
@@ -147,6 +151,17 @@ impl<E: Executor> McpServer<E> {
     /// audit log, say.
     pub fn with_call_observer(self, observer: Arc<dyn CallObserver>) -> Self {
         self.change(|shared| shared.observer = Some(observer))
+    }
+
+    /// Whether `tools/list` gives untrusted tools' behaviour hints
+    /// (read-only, destructive, idempotent, open-world) as the tools state
+    /// them. Default: no, they are left out, so that a client reads such a
+    /// tool with MCP's cautious defaults and never takes a claim of code
+    /// the host did not write for the host's word. Say yes only when the
+    /// host vouches for those claims (a proxy whose user believes the
+    /// server's hints, say).
+    pub fn believe_untrusted_hints(self, believe: bool) -> Self {
+        self.change(|shared| shared.believe_untrusted_hints = believe)
     }
 
     /// The registry served.

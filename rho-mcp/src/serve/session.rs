@@ -78,9 +78,11 @@ impl<E: Executor> ServerHandler for Session<E> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        contained(async { listing::list(&self.shared.registry) })
-            .await
-            .map_err(|caught| ErrorData::internal_error(failure_text("tools/list", &caught), None))
+        contained(async {
+            listing::list(&self.shared.registry, self.shared.believe_untrusted_hints)
+        })
+        .await
+        .map_err(|caught| ErrorData::internal_error(failure_text("tools/list", &caught), None))
     }
 
     async fn call_tool(
