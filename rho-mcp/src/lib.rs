@@ -106,14 +106,16 @@
 //! # MCP servers as sources
 //!
 //! The other way round, [`import::McpSource`] makes an MCP server (a child
-//! process over stdio) a source of a registry: its tools become untrusted
+//! process over stdio, or a streamable HTTP endpoint) a source of a
+//! registry: its tools become untrusted
 //! rho tools with rho's deadline, cancellation, crash accounting and
 //! quarantine, on tokio or smol. See the [`import`] module.
 //!
 //! # The proxy
 //!
 //! [`proxy`] puts the two together: `rho-mcp proxy -- <server command>`
-//! is a stdio MCP server in front of any stdio MCP server, with rho's
+//! (or `--url <endpoint>`) is a stdio MCP server in front of any MCP
+//! server, with rho's
 //! deadline, crash quarantine, an output cap, a policy file (allow, deny
 //! or ask through elicitation) and a JSON Lines audit log.
 //!

@@ -5,13 +5,17 @@
 //! (the server keeps serving), and a tool list that changes after the
 //! handshake. Each runs in a tokio host and in a smol host.
 
+#[macro_use]
 mod import_support;
 
 use std::time::{Duration, Instant};
 
-use import_support::{Host, Smol, Tokio, call, eventually, everything_source};
+use import_support::{
+    Host, Smol, Tokio, call, check_reference_answers, check_reference_progress,
+    check_reference_tools_added_after_the_handshake, everything_source,
+};
 use rho_registry::ToolRegistry;
-use rho_tool_core::{CallEvent, Content, Outcome, ToolCall};
+use rho_tool_core::Outcome;
 use serde_json::json;
 
 fn lists_its_tools_with_schemas_and_hints(host: impl Host) {
@@ -53,46 +57,7 @@ fn answers_text_images_and_structured_content(host: impl Host) {
         .block_on(everything_source("everything").connect(&registry))
         .expect("the reference server imports");
     let runner = host.runner();
-    host.block_on(async {
-        let echo = call(&registry, &runner, "echo", json!({ "message": "hello" })).await;
-        assert_eq!(echo.outcome, Outcome::Succeeded, "{}", echo.result.text());
-        assert_eq!(echo.result.text(), "Echo: hello");
-
-        let image = call(&registry, &runner, "get-tiny-image", json!({})).await;
-        assert_eq!(image.outcome, Outcome::Succeeded, "{}", image.result.text());
-        let pictures: Vec<_> = image
-            .result
-            .content()
-            .iter()
-            .filter_map(|part| match part {
-                Content::Image(image) => Some(image),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(pictures.len(), 1);
-        assert_eq!(pictures[0].mime_type, "image/png");
-        assert_eq!(&pictures[0].data[..4], b"\x89PNG");
-
-        let weather = call(
-            &registry,
-            &runner,
-            "get-structured-content",
-            json!({ "location": "Chicago" }),
-        )
-        .await;
-        assert_eq!(
-            weather.outcome,
-            Outcome::Succeeded,
-            "{}",
-            weather.result.text()
-        );
-        let details = weather.result.details.as_ref().expect("details").to_json();
-        assert_eq!(details["temperature"], 36);
-
-        // The server's own validation error is the tool's error answer.
-        let wrong = call(&registry, &runner, "get-sum", json!({ "a": "x", "b": 1 })).await;
-        assert!(wrong.result.is_error, "{}", wrong.result.text());
-    });
+    host.block_on(check_reference_answers(&registry, &runner));
 }
 
 fn progress_becomes_partial_results(host: impl Host) {
@@ -101,36 +66,7 @@ fn progress_becomes_partial_results(host: impl Host) {
         .block_on(everything_source("everything").connect(&registry))
         .expect("the reference server imports");
     let runner = host.runner();
-    host.block_on(async {
-        let mut handle = registry.start(
-            &runner,
-            ToolCall::new(
-                "long",
-                "trigger-long-running-operation",
-                json!({ "duration": 1, "steps": 4 }),
-            ),
-        );
-        let mut updates = Vec::new();
-        let end = loop {
-            match handle.next_event().await.expect("the call ends") {
-                CallEvent::Update(update) => updates.push(update.partial.to_json()),
-                CallEvent::Ended(end) => break end,
-                _ => {}
-            }
-        };
-        assert_eq!(end.outcome, Outcome::Succeeded, "{}", end.result.text());
-        assert!(
-            end.result.text().contains("Steps: 4"),
-            "{}",
-            end.result.text()
-        );
-        assert_eq!(
-            updates,
-            (1..=4)
-                .map(|step| json!({ "progress": step, "total": 4 }))
-                .collect::<Vec<_>>()
-        );
-    });
+    host.block_on(check_reference_progress(&registry, &runner, 4));
 }
 
 fn a_long_call_ends_at_rhos_timeout_and_the_server_keeps_serving(host: impl Host) {
@@ -176,23 +112,7 @@ fn the_tools_it_adds_after_the_handshake_are_listed(host: impl Host) {
     let source = host
         .block_on(everything_source("everything").connect(&registry))
         .expect("the reference server imports");
-    // The reference server registers its conditional tools once it is
-    // initialized, and says so with `notifications/tools/list_changed`.
-    assert!(
-        eventually(Duration::from_secs(10), || source
-            .tools()
-            .iter()
-            .any(|name| name == "simulate-research-query")),
-        "{:?}",
-        source.tools()
-    );
-}
-
-macro_rules! on_both_hosts {
-    ($($name:ident),* $(,)?) => {
-        mod tokio_host { $( #[test] fn $name() { super::$name(super::Tokio::new()) } )* }
-        mod smol_host { $( #[test] fn $name() { super::$name(super::Smol::new()) } )* }
-    };
+    check_reference_tools_added_after_the_handshake(&source);
 }
 
 on_both_hosts!(

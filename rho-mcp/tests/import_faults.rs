@@ -4,6 +4,7 @@
 //! dying again and again. Each ends its calls with a clear error at once,
 //! in bounded memory, and leaves other servers alone.
 
+#[macro_use]
 mod import_support;
 
 use std::time::{Duration, Instant};
@@ -277,13 +278,6 @@ fn answers_map_images_errors_and_details(host: impl Host) {
         assert_eq!(fails.outcome, Outcome::Failed);
         assert_eq!(fails.result.text(), "it went wrong");
     });
-}
-
-macro_rules! on_both_hosts {
-    ($($name:ident),* $(,)?) => {
-        mod tokio_host { $( #[test] fn $name() { super::$name(super::Tokio::new()) } )* }
-        mod smol_host { $( #[test] fn $name() { super::$name(super::Smol::new()) } )* }
-    };
 }
 
 on_both_hosts!(

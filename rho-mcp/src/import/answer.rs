@@ -135,13 +135,7 @@ mod tests {
         ]));
         assert!(!ok.is_error);
         assert_eq!(ok.text(), "a\nb");
-        assert_eq!(
-            ok.content()
-                .iter()
-                .filter(|part| matches!(part, Content::Image(_)))
-                .count(),
-            1
-        );
+        assert_eq!(ok.image_count(), 1);
 
         let failed = answer(CallToolResult::error(vec![ContentBlock::text("nope")]));
         assert!(failed.is_error);

@@ -29,8 +29,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::answer::{error_text, to_output};
-use super::connection::{Connection, Death, wait_for_death};
+use super::connection::{Connection, Death, error_chain, wait_for_death};
 use super::handler::ProgressRoutes;
+use super::http::is_connection_failure;
 use super::server::{Server, Unavailable};
 
 /// How many partial results may wait for the tool's future; more are
@@ -148,7 +149,7 @@ impl Request {
         };
         let mut handle = match sent {
             Ok(handle) => handle,
-            Err(error) => return self.lost(&connection, &error.to_string()).await,
+            Err(error) => return self.lost(&connection, self.service_error(&error)).await,
         };
         let _route = Route::new(connection.routes(), handle.progress_token.clone(), progress);
         let mut cancel = CancelOnDrop {
@@ -191,8 +192,42 @@ impl Request {
                 &error.message,
                 error.data.as_ref(),
             )),
-            Ok(Err(error)) => self.lost(&connection, &error.to_string()).await,
-            Err(_) => self.lost(&connection, "the connection closed").await,
+            Ok(Err(error)) => self.lost(&connection, self.service_error(&error)).await,
+            Err(_) => {
+                let closed = Lost {
+                    what: "the connection closed".to_owned(),
+                    connection_failed: true,
+                };
+                self.lost(&connection, closed).await
+            }
+        }
+    }
+
+    /// What rmcp's error says of a request lost in the transport, and
+    /// whether the connection itself failed.
+    fn service_error(&self, error: &ServiceError) -> Lost {
+        match error {
+            ServiceError::TransportSend(error) => Lost {
+                what: error_chain(error.error.as_ref()),
+                connection_failed: is_connection_failure(error.error.as_ref()),
+            },
+            // Over HTTP: the answer's stream broke (past rmcp's brief
+            // retries), or sent an event past the cap, which rmcp does not
+            // tell apart. A server that went away and came back leaves
+            // rmcp's session unable to recover (the next call hangs until
+            // its deadline), so this is the connection's end either way.
+            ServiceError::TransportClosed => Lost {
+                what: format!(
+                    "the stream of its answer closed before the answer came: the server went \
+                     away, or sent a message past the limit of {} bytes",
+                    self.server.settings.limits.max_message
+                ),
+                connection_failed: true,
+            },
+            other => Lost {
+                what: other.to_string(),
+                connection_failed: false,
+            },
         }
     }
 
@@ -220,9 +255,28 @@ impl Request {
         ))
     }
 
-    /// The request failed in the transport: almost always the server
-    /// dying, whose death says more; otherwise `what`.
-    async fn lost(&self, connection: &Connection, what: &str) -> ToolOutput {
+    /// The request failed in the transport.
+    ///
+    /// From a child process that is almost always its death, which its
+    /// watcher publishes a moment later and which says more. Over HTTP
+    /// there is no process to watch: a failed connection (nothing
+    /// listens, the connection broke) is the connection's death; any other
+    /// failure (an HTTP error status, an answer past the cap) is this
+    /// call's crash alone.
+    async fn lost(&self, connection: &Connection, lost: Lost) -> ToolOutput {
+        let Lost {
+            what,
+            connection_failed,
+        } = lost;
+        if connection.is_http() {
+            if !connection_failed {
+                return ToolOutput::crashed(format!(
+                    "tool `{}` did not answer: MCP server `{}` failed the call over HTTP ({what})",
+                    self.shown, self.server.name
+                ));
+            }
+            connection.transport_failed(&what);
+        }
         let mut died = connection.death_watch();
         let settled = tokio::time::timeout(
             std::time::Duration::from_millis(100),
@@ -237,6 +291,14 @@ impl Request {
             )),
         }
     }
+}
+
+/// How a request was lost in the transport.
+struct Lost {
+    /// What failed, in words.
+    what: String,
+    /// The connection itself failed, not only this request.
+    connection_failed: bool,
 }
 
 /// A call's progress route, removed when the call ends.

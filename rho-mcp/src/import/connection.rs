@@ -1,60 +1,28 @@
-//! One running server: started, shaken hands with, and watched until it
-//! dies.
+//! One connection to a server, of either kind: shaken hands with, and
+//! watched until it dies.
 //!
-//! A stdio server is a [`ChildGroup`]: its own process group, killed whole
-//! when the connection is dropped, reaped by a thread of its own. A watcher
-//! task waits for whichever comes first of the child's exit and the end of
-//! its stdout (closed, unreadable, or garbage); it then kills the group,
-//! and publishes the death, with the end of the server's stderr, to every
-//! call in flight, which ends at that moment.
+//! A connection dies once. How depends on its kind ([`stdio`](super::stdio)
+//! or [`http`](super::http)); what follows does not: the death, with the
+//! end of the server's stderr where there is one, is published to every
+//! call in flight on the connection, which ends at that moment, and to the
+//! server's health, which spaces the next start.
 
-use std::ffi::OsString;
-use std::os::fd::OwnedFd;
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rho_process::{ChildGroup, DEFAULT_STDERR_TAIL, Exited, GroupKiller};
-use rmcp::service::{Peer, RunningService};
+use rmcp::service::{ClientInitializeError, Peer, RunningService};
+use rmcp::transport::Transport;
+use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::{RoleClient, ServiceExt};
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{Notify, watch};
 
 use super::handler::{Handler, ProgressRoutes};
-use super::transport::{LineTransport, TransportEnd};
+use super::http::HttpPeer;
+use super::stdio::Process;
 
-/// How much of the end of a server's stderr an error text quotes.
-const STDERR_QUOTED: usize = 2000;
-/// How long a server that closed its stdout gets to exit by itself (so its
-/// own exit status is told) before it is killed.
-const EXIT_GRACE: Duration = Duration::from_millis(20);
-/// How long the stderr's last words get to arrive after a death.
-const STDERR_SETTLE: Duration = Duration::from_millis(10);
 /// How long a failed handshake waits for the server's death, which says
 /// more than rmcp's error.
 const DEATH_WAIT: Duration = Duration::from_millis(100);
-
-/// How to start a stdio server: a program, its arguments, environment and
-/// directory. Kept rather than a `Command`, which cannot be started twice.
-#[derive(Debug, Clone)]
-pub(crate) struct CommandSpec {
-    pub(crate) program: OsString,
-    pub(crate) args: Vec<OsString>,
-    pub(crate) env: Vec<(OsString, OsString)>,
-    pub(crate) current_dir: Option<PathBuf>,
-}
-
-impl CommandSpec {
-    fn command(&self) -> Command {
-        let mut command = Command::new(&self.program);
-        command.args(&self.args);
-        command.envs(self.env.iter().map(|(key, value)| (key, value)));
-        if let Some(dir) = &self.current_dir {
-            command.current_dir(dir);
-        }
-        command
-    }
-}
 
 /// How a server died, as the end of a sentence about it ("exited with code
 /// 3"), with the end of its stderr.
@@ -72,6 +40,40 @@ impl Death {
     pub(crate) fn describe(&self, server: &str) -> String {
         format!("MCP server `{server}` {}", self.describe_short())
     }
+
+    /// The death without the server's name: "exited with code 1; the end
+    /// of its stderr: ...".
+    pub(crate) fn describe_short(&self) -> String {
+        with_stderr(self.what.clone(), &self.stderr)
+    }
+}
+
+/// `text`, followed by the end of the server's stderr when it wrote any.
+pub(crate) fn with_stderr(mut text: String, stderr: &str) -> String {
+    let stderr = stderr.trim_end();
+    if !stderr.is_empty() {
+        text.push_str("; the end of its stderr:\n");
+        text.push_str(stderr);
+    }
+    text
+}
+
+/// Where a connection's death is published: the connection's watcher
+/// writes it once, calls and the server's health read it.
+pub(crate) type DeathSender = watch::Sender<Option<Arc<Death>>>;
+/// A reader of a connection's death.
+pub(crate) type DeathReceiver = watch::Receiver<Option<Arc<Death>>>;
+
+/// Publishes `death` unless one was published already: a connection dies
+/// once, of whatever was seen first.
+pub(crate) fn publish(died: &DeathSender, death: Death) {
+    died.send_if_modified(|current| {
+        if current.is_some() {
+            return false;
+        }
+        *current = Some(Arc::new(death));
+        true
+    });
 }
 
 /// What a connection's owner sets for it.
@@ -83,81 +85,41 @@ pub(crate) struct Limits {
     pub(crate) forward_stderr: bool,
 }
 
-/// The child process of a stdio server.
-struct Process {
-    child: ChildGroup,
-    /// The server's stdin, open as long as the connection lives.
-    _stdin: Arc<tokio::sync::Mutex<tokio::net::unix::pipe::Sender>>,
+/// What is on the other end of a connection.
+pub(crate) enum Remote {
+    /// A child process, kept so its group dies with the connection.
+    Process(Arc<Process>),
+    /// An HTTP endpoint.
+    Http(HttpPeer),
 }
 
 /// A live (or dead) connection to one server.
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
     routes: ProgressRoutes,
-    /// Kept so the group dies with the connection.
-    process: Option<Arc<Process>>,
-    died: watch::Receiver<Option<Arc<Death>>>,
+    remote: Remote,
+    died: DeathReceiver,
 }
 
 impl Connection {
-    /// Starts the stdio server `spec` and shakes hands with it.
+    /// Shakes hands over `transport`, giving up when the server dies first
+    /// (as the connection's watcher publishes on `died`) or takes longer
+    /// than the startup timeout.
     ///
     /// # Errors
     ///
-    /// Why it could not be started, as the end of a sentence about the
-    /// server ("could not be started: ...", "exited with code 1 before it
-    /// answered `initialize`; ...").
-    pub(crate) async fn start_stdio(
-        spec: &CommandSpec,
+    /// Why the handshake failed, as the end of a sentence about the server
+    /// (with the end of a child's stderr).
+    pub(crate) async fn handshake<T>(
+        transport: T,
+        remote: Remote,
+        mut died: DeathReceiver,
         limits: Limits,
         tools_changed: Arc<Notify>,
-    ) -> Result<Self, String> {
-        let copy = limits
-            .forward_stderr
-            .then(|| Box::new(std::io::stderr()) as Box<dyn std::io::Write + Send>);
-        let spawned = ChildGroup::spawn_with_stderr(spec.command(), DEFAULT_STDERR_TAIL, copy);
-        let mut child = spawned.map_err(|error| {
-            format!(
-                "could not be started (`{}`: {error})",
-                spec.program.to_string_lossy()
-            )
-        })?;
-        let (stdin, stdout) = match (child.take_stdin(), child.take_stdout()) {
-            (Some(stdin), Some(stdout)) => (stdin, stdout),
-            _ => return Err("could not be started (its pipes were not set up)".to_owned()),
-        };
-        let pipes =
-            tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(stdin)).and_then(|stdin| {
-                let stdout =
-                    tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(stdout))?;
-                Ok((stdin, stdout))
-            });
-        let (stdin, stdout) =
-            pipes.map_err(|error| format!("could not be started (its pipes: {error})"))?;
-        let (end_tx, end_rx) = oneshot::channel();
-        let stdin = Arc::new(tokio::sync::Mutex::new(stdin));
-        let transport = LineTransport::new(
-            tokio::io::BufReader::with_capacity(64 << 10, stdout),
-            Arc::clone(&stdin),
-            limits.max_message,
-            end_tx,
-        );
-        let watching = Watching {
-            exited: child.exited(),
-            exited_again: child.exited(),
-            killer: child.killer(),
-        };
-        let process = Arc::new(Process {
-            child,
-            _stdin: stdin,
-        });
-        let (died_tx, mut died) = watch::channel(None);
-        tokio::spawn(watch_process(
-            Arc::downgrade(&process),
-            watching,
-            end_rx,
-            died_tx,
-        ));
+    ) -> Result<Self, String>
+    where
+        T: Transport<RoleClient> + 'static,
+    {
         let handler = Handler::new(tools_changed);
         let routes = Arc::clone(&handler.routes);
         let handshake = tokio::time::timeout(limits.startup_timeout, handler.serve(transport));
@@ -166,7 +128,12 @@ impl Connection {
             answered = handshake => match answered {
                 Ok(Ok(service)) => service,
                 Ok(Err(error)) => {
-                    let death = settle(&mut died).await;
+                    let error = handshake_error(&error);
+                    // Only a child's death comes after a failed handshake.
+                    let death = match remote {
+                        Remote::Process(_) => settle(&mut died).await,
+                        Remote::Http(_) => None,
+                    };
                     return Err(match death {
                         Some(death) => format!(
                             "failed its handshake ({error}): {}",
@@ -176,13 +143,12 @@ impl Connection {
                     });
                 }
                 Err(_) => {
-                    let stderr = tail(&process.child);
                     return Err(with_stderr(
                         format!(
                             "did not answer `initialize` within {} ms",
                             limits.startup_timeout.as_millis()
                         ),
-                        &stderr,
+                        &remote.stderr_tail(),
                     ));
                 }
             },
@@ -193,18 +159,18 @@ impl Connection {
         Ok(Self {
             service,
             routes,
-            process: Some(process),
+            remote,
             died,
         })
     }
 
-    /// The rmcp peer to send requests on.
     /// What the server said of itself at `initialize`: its name and
     /// version, and its instructions for the model.
     pub(crate) fn server_info(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
         self.service.peer_info()
     }
 
+    /// The rmcp peer to send requests on.
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
     }
@@ -220,51 +186,99 @@ impl Connection {
     }
 
     /// A receiver of the death, for a call to wait on.
-    pub(crate) fn death_watch(&self) -> watch::Receiver<Option<Arc<Death>>> {
+    pub(crate) fn death_watch(&self) -> DeathReceiver {
         self.died.clone()
     }
 
-    /// Kills the server's whole process group (a stdio server). Never
-    /// blocks.
+    /// Whether the server is an HTTP endpoint.
+    pub(crate) fn is_http(&self) -> bool {
+        matches!(self.remote, Remote::Http(_))
+    }
+
+    /// The connection to an HTTP endpoint failed (`what` says how): with
+    /// no process to watch, this is the connection's death. A child
+    /// process's death is seen by its watcher, which says more.
+    pub(crate) fn transport_failed(&self, what: &str) {
+        if let Remote::Http(http) = &self.remote {
+            http.unreachable(what);
+            self.service.cancellation_token().cancel();
+        }
+    }
+
+    /// Ends the connection: a child's whole process group is killed, an
+    /// HTTP session is closed. Never blocks.
     pub(crate) fn kill(&self) {
-        if let Some(process) = &self.process {
-            process.child.kill();
+        match &self.remote {
+            Remote::Process(process) => process.kill(),
+            Remote::Http(http) => {
+                http.closed();
+                self.service.cancellation_token().cancel();
+            }
         }
     }
 
     /// The server's process id, for a stdio server.
     pub(crate) fn pid(&self) -> Option<u32> {
-        self.process.as_ref().map(|process| process.child.id())
+        match &self.remote {
+            Remote::Process(process) => Some(process.id()),
+            Remote::Http(_) => None,
+        }
     }
 
-    /// The end of the server's stderr kept so far.
+    /// The end of the server's stderr kept so far (a stdio server's).
     pub(crate) fn stderr_tail(&self) -> String {
-        self.process
-            .as_ref()
-            .map(|process| tail(&process.child))
-            .unwrap_or_default()
+        self.remote.stderr_tail()
     }
 }
 
-impl Death {
-    /// The death without the server's name: "exited with code 1; the end
-    /// of its stderr: ...".
-    fn describe_short(&self) -> String {
-        with_stderr(self.what.clone(), &self.stderr)
+impl Remote {
+    fn stderr_tail(&self) -> String {
+        match self {
+            Remote::Process(process) => process.stderr_tail(),
+            Remote::Http(_) => String::new(),
+        }
     }
 }
 
-fn with_stderr(mut text: String, stderr: &str) -> String {
-    let stderr = stderr.trim_end();
-    if !stderr.is_empty() {
-        text.push_str("; the end of its stderr:\n");
-        text.push_str(stderr);
+/// rmcp's handshake error as a reader wants it: a transport's error by
+/// what went wrong, down to its root cause ("error sending request for
+/// url (...): client error (Connect): tcp connect error: Connection
+/// refused (os error 111)"), not by the transport's type name.
+fn handshake_error(error: &ClientInitializeError) -> String {
+    match error {
+        ClientInitializeError::TransportError { error, .. } => error_chain(error.error.as_ref()),
+        other => other.to_string(),
+    }
+}
+
+/// `error` and each of its sources, joined by ": ", leaving out a source
+/// that its error's own text already quotes.
+///
+/// rmcp's HTTP client keeps reqwest's error without naming it as the
+/// source; it is read through, so that the text reaches the root cause
+/// (a refused connection, a timeout).
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    type HttpError = StreamableHttpError<reqwest::Error>;
+    let mut text = error.to_string();
+    let mut next = match error.downcast_ref::<HttpError>() {
+        Some(StreamableHttpError::Client(client)) => {
+            Some(client as &(dyn std::error::Error + 'static))
+        }
+        _ => error.source(),
+    };
+    while let Some(cause) = next {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        next = cause.source();
     }
     text
 }
 
 /// Waits until the death is published.
-pub(crate) async fn wait_for_death(died: &mut watch::Receiver<Option<Arc<Death>>>) -> Arc<Death> {
+pub(crate) async fn wait_for_death(died: &mut DeathReceiver) -> Arc<Death> {
     loop {
         if let Some(death) = died.borrow_and_update().clone() {
             return death;
@@ -283,74 +297,8 @@ pub(crate) async fn wait_for_death(died: &mut watch::Receiver<Option<Arc<Death>>
 
 /// The death, if it comes soon: a failed handshake is usually the server
 /// dying, and its exit says more than rmcp's error.
-async fn settle(died: &mut watch::Receiver<Option<Arc<Death>>>) -> Option<Arc<Death>> {
+async fn settle(died: &mut DeathReceiver) -> Option<Arc<Death>> {
     tokio::time::timeout(DEATH_WAIT, wait_for_death(died))
         .await
         .ok()
-}
-
-/// The last [`STDERR_QUOTED`] bytes of the child's stderr, cut at a
-/// character boundary.
-fn tail(child: &ChildGroup) -> String {
-    let all = child.stderr_tail();
-    let mut start = all.len().saturating_sub(STDERR_QUOTED);
-    while !all.is_char_boundary(start) {
-        start += 1;
-    }
-    all[start..].to_owned()
-}
-
-/// What the watcher needs of the child, taken before the connection owns it.
-struct Watching {
-    exited: Exited,
-    exited_again: Exited,
-    killer: GroupKiller,
-}
-
-/// Waits for the child's exit or the end of its stdout, whichever is
-/// first; kills the group; publishes the death.
-async fn watch_process(
-    process: Weak<Process>,
-    watching: Watching,
-    transport_end: oneshot::Receiver<TransportEnd>,
-    died: watch::Sender<Option<Arc<Death>>>,
-) {
-    let Watching {
-        exited,
-        exited_again,
-        killer,
-    } = watching;
-    let what = tokio::select! {
-        exit = exited => exit.to_string(),
-        end = transport_end => match end {
-                // A dying server closes its stdout on the way out: its
-                // exit, if it comes at once, is what happened.
-                Ok(TransportEnd::Closed) => {
-                    match tokio::time::timeout(EXIT_GRACE, exited_again).await {
-                        Ok(exit) => exit.to_string(),
-                        Err(_) => "closed its stdout while it ran, so it was killed".to_owned(),
-                    }
-                }
-                Ok(TransportEnd::ReadFailed(error)) => {
-                    format!("could not be read from ({error}), so it was killed")
-                }
-                Ok(TransportEnd::Violation(text)) => format!("{text}; so it was killed"),
-                // rmcp dropped the transport: the connection was closed.
-                Err(_) => "was disconnected".to_owned(),
-        }
-    };
-    // Whatever ended it, nothing of its group outlives it.
-    killer.kill();
-    // Its last words may still be in the pipe: the thread keeping the
-    // stderr reads them a moment after the exit.
-    tokio::time::sleep(STDERR_SETTLE).await;
-    let (stderr, deliberate) = match process.upgrade() {
-        Some(process) => (tail(&process.child), false),
-        None => (String::new(), true),
-    };
-    let _ = died.send(Some(Arc::new(Death {
-        what,
-        stderr,
-        deliberate,
-    })));
 }

@@ -19,6 +19,11 @@ pub enum ImportError {
     /// (a name another source has).
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The endpoint cannot be used as given: an HTTP URL that is not one,
+    /// an `https://` URL without the crate's `https` feature, a header that
+    /// HTTP does not allow. The text says which.
+    #[error("{0}")]
+    Endpoint(String),
     /// The server could not be started, did not shake hands, or did not
     /// list its tools; the text says which, with the end of its stderr.
     #[error("{0}")]

@@ -31,6 +31,15 @@
 //!   deaths or failed starts within five minutes, by default) is
 //!   quarantined as a whole: its tools leave the model's list until the
 //!   host calls [`McpSource::reenable`].
+//! - **Over HTTP too.** [`McpSource::http`] imports a server at a
+//!   streamable HTTP endpoint (an `https://` one with the crate's `https`
+//!   feature), with a bearer token or headers if it needs them. Its
+//!   "death" is a request that cannot reach it (nothing listens, the
+//!   connection or an answer's stream broke): the calls in flight end as
+//!   crashed, the next call
+//!   connects again after the backoff, and an endpoint that stays down is
+//!   quarantined as a whole, as a stdio server that keeps dying is. A
+//!   call the server refuses in its own answer crashes alone.
 //! - **Garbage is a clear error, in bounded memory.** A line on stdout
 //!   that is not an MCP message, a line longer than the cap
 //!   ([`DEFAULT_MAX_MESSAGE`] unless set), or an answer to a request that
@@ -40,7 +49,9 @@
 //! - **Any executor.** rmcp needs tokio, so each source runs it on a small
 //!   current-thread runtime of its own, on its own thread. A tool's future
 //!   only waits on channels, so imported tools run unchanged in a tokio
-//!   host and in a smol host.
+//!   host and in a smol host. A tokio host may hand its own runtime
+//!   instead ([`McpSourceBuilder::on_tokio_runtime`]), which spares each
+//!   call two turns between threads.
 //! - **Gone with the source.** Dropping the [`McpSource`], closing it, or
 //!   the host removing the source from the registry kills the server's
 //!   whole process group. When the host process exits however it exits,
@@ -73,13 +84,32 @@
 //! # }
 //! ```
 //!
+//! A server at an HTTP endpoint, beside it in the same registry (each
+//! source's tools under a prefix of its own, so two `echo`s can live
+//! together):
+//!
+//! ```no_run
+//! # use rho_mcp::import::McpSource;
+//! # use rho_registry::ToolRegistry;
+//! # async fn example(registry: &ToolRegistry) -> Result<(), Box<dyn std::error::Error>> {
+//! let remote = McpSource::http("remote", "http://127.0.0.1:3001/mcp")
+//!     .bearer_token(std::env::var("REMOTE_MCP_TOKEN")?)
+//!     .prefix("remote_")
+//!     .connect(registry)
+//!     .await?;
+//! assert!(remote.server_pid().is_none(), "not a process of this host's");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! One concept a module: `source` is the public face, `server` the
 //! connection a source keeps (started on demand, restarted), `connection`
-//! one running server and its watcher, `transport` and `lines` what is read
-//! from its stdout, `handler` rmcp's client side (progress, list changes),
+//! one connection of either kind and its death, `stdio` a child process
+//! and its watcher, `http` an endpoint, `transport` and `lines` what is
+//! read from a child's stdout, `handler` rmcp's client side (progress, list changes),
 //! `call` one `tools/call`, `answer` its result as rho's, `tool` an
 //! imported tool, `health` deaths, backoff and the server's quarantine,
-//! `policy` the source's policy, `runtime` the runtime thread.
+//! `policy` the source's policy, `runtime` where its tasks run.
 
 mod answer;
 mod call;
@@ -87,14 +117,18 @@ mod connection;
 mod error;
 mod handler;
 mod health;
+mod http;
 mod lines;
 mod policy;
 mod runtime;
 mod server;
 mod source;
+mod stdio;
 mod tool;
 mod transport;
 
 pub use error::ImportError;
 pub use health::Backoff;
-pub use source::{DEFAULT_MAX_MESSAGE, DEFAULT_STARTUP_TIMEOUT, McpSource, McpSourceBuilder};
+pub use source::{
+    DEFAULT_MAX_MESSAGE, DEFAULT_STARTUP_TIMEOUT, Http, McpSource, McpSourceBuilder, Stdio,
+};

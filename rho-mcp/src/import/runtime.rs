@@ -1,12 +1,18 @@
-//! The tokio runtime an imported source runs rmcp on, on a thread of its
-//! own.
+//! The tokio runtime an imported source runs rmcp on: by default on a
+//! thread of its own, or the host's, when the host says so.
 //!
 //! rmcp needs tokio; the host may run smol, or a tokio runtime it does not
-//! want rmcp's tasks on. Each source owns a small current-thread runtime:
-//! its connections, watchers and calls run there, and a tool's future in
-//! the host only waits on channels, which need no runtime. The runtime is
-//! dropped on its own thread, never in a host's task (where tokio forbids
-//! dropping a runtime).
+//! want rmcp's tasks on. So by default each source owns a small
+//! current-thread runtime: its connections, watchers and calls run there,
+//! and a tool's future in the host only waits on channels, which need no
+//! runtime. The runtime is dropped on its own thread, never in a host's
+//! task (where tokio forbids dropping a runtime).
+//!
+//! That costs each call two turns between threads (to the source's thread
+//! and back). A tokio host can hand its own runtime instead
+//! ([`SourceRuntime::Host`]); the source's tasks then end when it
+//! closes (its connection killed, a start under way given up) rather
+//! than with a runtime of its own.
 
 use std::io;
 use std::sync::Mutex;
@@ -71,5 +77,38 @@ impl RuntimeThread {
 impl Drop for RuntimeThread {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Where a source's tasks run.
+#[derive(Debug)]
+pub(crate) enum SourceRuntime {
+    /// A runtime of the source's own, on its own thread.
+    Own(RuntimeThread),
+    /// The host's tokio runtime.
+    Host(Handle),
+}
+
+impl SourceRuntime {
+    /// Whether the source runs on the host's runtime.
+    pub(crate) fn is_host(&self) -> bool {
+        matches!(self, Self::Host(_))
+    }
+
+    /// The runtime's handle: spawning on it works from any thread.
+    pub(crate) fn handle(&self) -> &Handle {
+        match self {
+            Self::Own(thread) => thread.handle(),
+            Self::Host(handle) => handle,
+        }
+    }
+
+    /// Stops a runtime of the source's own; the host's runs on (the
+    /// source's tasks there end as its connection is killed). Never
+    /// blocks; idempotent.
+    pub(crate) fn stop(&self) {
+        if let Self::Own(thread) = self {
+            thread.stop();
+        }
     }
 }

@@ -10,10 +10,13 @@ use std::time::Duration;
 use rho_registry::{Disabled, SourceHandle};
 use rho_tool_core::Tool;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
-use super::connection::{CommandSpec, Connection, Limits, wait_for_death};
+use super::connection::{Connection, Limits, wait_for_death};
 use super::health::Health;
-use super::runtime::RuntimeThread;
+use super::http::{self, HttpSpec};
+use super::runtime::SourceRuntime;
+use super::stdio::{self, CommandSpec};
 use super::tool::{ImportedTool, ToolSpec};
 
 /// Where the server is.
@@ -21,6 +24,8 @@ use super::tool::{ImportedTool, ToolSpec};
 pub(crate) enum Endpoint {
     /// A child process spoken to over its stdin and stdout.
     Stdio(CommandSpec),
+    /// A streamable HTTP endpoint.
+    Http(HttpSpec),
 }
 
 /// What the host set for the source.
@@ -51,7 +56,7 @@ pub(crate) struct Server {
     pub(crate) name: String,
     endpoint: Endpoint,
     pub(crate) settings: Settings,
-    pub(crate) runtime: RuntimeThread,
+    pub(crate) runtime: SourceRuntime,
     pub(crate) health: Arc<Health>,
     source: SourceHandle,
     slot: tokio::sync::Mutex<Slot>,
@@ -61,6 +66,10 @@ pub(crate) struct Server {
     /// How many starts were begun.
     attempts: AtomicU64,
     closed: AtomicBool,
+    /// Cancelled when the source closes: a start under way (its backoff,
+    /// its handshake) gives up then, rather than start a server for a
+    /// source that is gone (on the host's runtime nothing else stops it).
+    closing: CancellationToken,
     tools_changed: Arc<Notify>,
 }
 
@@ -76,7 +85,7 @@ impl Server {
         name: String,
         endpoint: Endpoint,
         settings: Settings,
-        runtime: RuntimeThread,
+        runtime: SourceRuntime,
         health: Arc<Health>,
         source: SourceHandle,
     ) -> Self {
@@ -91,6 +100,7 @@ impl Server {
             current: Mutex::default(),
             attempts: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            closing: CancellationToken::new(),
             tools_changed: Arc::default(),
         }
     }
@@ -128,10 +138,28 @@ impl Server {
         }
         let wait = self.health.wait_before_start();
         if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.closing.cancelled() => return Err(Unavailable::Closed),
+            }
         }
         let attempt = self.attempts.fetch_add(1, Ordering::AcqRel) + 1;
-        match self.start().await {
+        let started = tokio::select! {
+            started = self.start() => started,
+            () = self.closing.cancelled() => return Err(Unavailable::Closed),
+        };
+        if self.is_closed() {
+            // Closed as the start finished: `close` may have missed it.
+            if let Ok(connection) = started {
+                connection.kill();
+                self.current
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+            }
+            return Err(Unavailable::Closed);
+        }
+        match started {
             Ok(connection) => {
                 slot.connection = Some(Arc::clone(&connection));
                 slot.failure = None;
@@ -153,11 +181,11 @@ impl Server {
 
     /// Starts a connection and the task that counts its death.
     async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
+        let limits = self.settings.limits;
+        let tools_changed = Arc::clone(&self.tools_changed);
         let connection = match &self.endpoint {
-            Endpoint::Stdio(spec) => {
-                Connection::start_stdio(spec, self.settings.limits, Arc::clone(&self.tools_changed))
-                    .await?
-            }
+            Endpoint::Stdio(spec) => stdio::start(spec, limits, tools_changed).await?,
+            Endpoint::Http(spec) => http::start(spec, limits, tools_changed).await?,
         };
         let connection = Arc::new(connection);
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
@@ -264,12 +292,14 @@ impl Server {
             .unwrap_or_default()
     }
 
-    /// Closes the source: the server is killed, calls in flight end, the
-    /// runtime stops. Never blocks; idempotent.
+    /// Closes the source: the server is killed (an HTTP session closed),
+    /// calls in flight end, a start under way gives up, and a runtime of
+    /// the source's own stops. Never blocks; idempotent.
     pub(crate) fn close(&self) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.closing.cancel();
         let current = self
             .current
             .lock()
@@ -278,6 +308,9 @@ impl Server {
         if let Some(connection) = current {
             connection.kill();
         }
+        // The task that follows tool changes wakes, sees the source
+        // closed, and ends (on the host's runtime nothing else ends it).
+        self.tools_changed.notify_one();
         self.source.clear();
         self.runtime.stop();
     }

@@ -12,12 +12,14 @@ use rho_registry::{
 use rho_tool_core::DEFAULT_TIMEOUT;
 use tokio::sync::oneshot;
 
-use super::connection::{CommandSpec, Limits};
+use super::connection::Limits;
 use super::error::ImportError;
 use super::health::{Backoff, Health};
+use super::http::HttpSpec;
 use super::policy::ImportPolicy;
-use super::runtime::RuntimeThread;
+use super::runtime::{RuntimeThread, SourceRuntime};
 use super::server::{Endpoint, Server, Settings};
+use super::stdio::CommandSpec;
 
 /// The largest message a server may write by default: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
@@ -27,12 +29,13 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// An MCP server imported into a [`ToolRegistry`] as an untrusted source.
 ///
-/// Made by [`McpSource::stdio`] and
-/// [`connect`](McpSourceBuilder::connect); see the [module
-/// docs](super) for what a call of its tools can rely on.
+/// Made by [`McpSource::stdio`] or [`McpSource::http`] and the builder's
+/// `connect`; see the [module docs](super) for what a call of its tools
+/// can rely on.
 ///
 /// Dropping it (or [`close`](McpSource::close)) removes the source and
-/// its tools from the registry and kills the server's process group;
+/// its tools from the registry and kills a stdio server's process group
+/// (an HTTP server's session is closed);
 /// calls in flight end with an error saying the source was closed. A host
 /// that removes the source from the registry itself
 /// ([`ToolRegistry::remove_source`]) gets the same.
@@ -47,24 +50,40 @@ impl McpSource {
     /// A builder for the stdio server started by running `program` (with
     /// the builder's arguments), named `name` in the registry and in every
     /// error text.
-    pub fn stdio(name: impl Into<String>, program: impl Into<OsString>) -> McpSourceBuilder {
-        McpSourceBuilder {
-            name: name.into(),
-            command: CommandSpec {
+    pub fn stdio(name: impl Into<String>, program: impl Into<OsString>) -> McpSourceBuilder<Stdio> {
+        McpSourceBuilder::new(
+            name.into(),
+            Stdio(CommandSpec {
                 program: program.into(),
                 args: Vec::new(),
                 env: Vec::new(),
                 current_dir: None,
-            },
-            timeout: DEFAULT_TIMEOUT,
-            prefix: String::new(),
-            max_message: DEFAULT_MAX_MESSAGE,
-            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-            rule: QuarantineRule::after(3).within(Duration::from_secs(300)),
-            backoff: Backoff::default(),
-            accounting: None,
-            forward_stderr: false,
-        }
+            }),
+        )
+    }
+
+    /// A builder for the server at the streamable HTTP endpoint `url`
+    /// (`http://host:port/mcp`), named `name` in the registry and in every
+    /// error text. An `https://` URL needs the crate's `https` feature.
+    ///
+    /// An HTTP server is not a process of the host's: nothing is killed
+    /// when the source goes, its session is closed (an HTTP `DELETE`, as
+    /// the protocol asks). A request that cannot reach the server (nothing
+    /// listens, the connection broke, an answer's stream broke) ends the
+    /// connection as a death: the calls in flight on it end as crashed,
+    /// and the next call connects again after the backoff, so an endpoint
+    /// that stays down is quarantined like a stdio server that keeps
+    /// dying. A call the server refuses in its own answer (an HTTP error,
+    /// a response body past the cap) crashes alone.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> McpSourceBuilder<Http> {
+        McpSourceBuilder::new(
+            name.into(),
+            Http(HttpSpec {
+                url: url.into(),
+                bearer: None,
+                headers: Vec::new(),
+            }),
+        )
     }
 
     /// The source's name.
@@ -91,7 +110,7 @@ impl McpSource {
     }
 
     /// The server's process id while it runs (it is started again on the
-    /// next call after it died).
+    /// next call after it died); `None` for an HTTP server.
     pub fn server_pid(&self) -> Option<u32> {
         self.server.pid()
     }
@@ -174,18 +193,54 @@ async fn on_runtime<T: Send + 'static>(
     drop(server.runtime.handle().spawn(async move {
         let _ = done.send(work.await);
     }));
-    answer
-        .await
-        .unwrap_or_else(|_| Err(format!("the MCP source `{}` was closed", server.name)))
+    answer.await.unwrap_or_else(|_| {
+        Err(if server.runtime.is_host() && !server.is_closed() {
+            // The task panicked: tokio's own words on a runtime built
+            // without IO or timers.
+            format!(
+                "the MCP source `{}` stopped on the host's tokio runtime without an answer \
+                 (a source needs a runtime with IO and timers: build it with `enable_all`)",
+                server.name
+            )
+        } else {
+            format!("the MCP source `{}` was closed", server.name)
+        })
+    })
 }
 
-/// How to import an MCP server: made by [`McpSource::stdio`], finished by
-/// [`connect`](McpSourceBuilder::connect).
+/// A stdio server to import: a program run as a child process. The kind of
+/// endpoint of a [`McpSourceBuilder<Stdio>`].
+#[derive(Debug, Clone)]
+pub struct Stdio(CommandSpec);
+
+/// A server at a streamable HTTP endpoint. The kind of endpoint of a
+/// [`McpSourceBuilder<Http>`].
+#[derive(Debug, Clone)]
+pub struct Http(HttpSpec);
+
+impl From<Stdio> for Endpoint {
+    fn from(Stdio(command): Stdio) -> Self {
+        Endpoint::Stdio(command)
+    }
+}
+
+impl From<Http> for Endpoint {
+    fn from(Http(spec): Http) -> Self {
+        Endpoint::Http(spec)
+    }
+}
+
+/// How to import an MCP server: made by [`McpSource::stdio`] or
+/// [`McpSource::http`], finished by `connect`.
+///
+/// `K` is the kind of endpoint ([`Stdio`] or [`Http`]): what only one
+/// kind has (a command's arguments, an HTTP header) is set only on a
+/// builder of that kind.
 #[derive(Debug)]
 #[must_use = "a builder does nothing until `connect`"]
-pub struct McpSourceBuilder {
+pub struct McpSourceBuilder<K = Stdio> {
     name: String,
-    command: CommandSpec,
+    endpoint: K,
     timeout: Duration,
     prefix: String,
     max_message: usize,
@@ -194,34 +249,39 @@ pub struct McpSourceBuilder {
     backoff: Backoff,
     accounting: Option<Arc<Accounting>>,
     forward_stderr: bool,
+    host_runtime: Option<tokio::runtime::Handle>,
 }
 
-impl McpSourceBuilder {
-    /// Adds an argument to the server's command.
-    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
-        self.command.args.push(arg.into());
-        self
+impl<K> McpSourceBuilder<K> {
+    fn new(name: String, endpoint: K) -> Self {
+        Self {
+            name,
+            endpoint,
+            timeout: DEFAULT_TIMEOUT,
+            prefix: String::new(),
+            max_message: DEFAULT_MAX_MESSAGE,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            rule: QuarantineRule::after(3).within(Duration::from_secs(300)),
+            backoff: Backoff::default(),
+            accounting: None,
+            forward_stderr: false,
+            host_runtime: None,
+        }
     }
 
-    /// Adds arguments to the server's command.
-    pub fn args<I, S>(mut self, args: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<OsString>,
-    {
-        self.command.args.extend(args.into_iter().map(Into::into));
-        self
-    }
-
-    /// Sets an environment variable for the server.
-    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        self.command.env.push((key.into(), value.into()));
-        self
-    }
-
-    /// Runs the server in `dir`.
-    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.command.current_dir = Some(dir.into());
+    /// Runs the source's connection and calls on the host's tokio runtime
+    /// (`handle`, one with IO and timers: `enable_all`; on one without,
+    /// `connect` fails saying so) instead of a small runtime on a thread
+    /// of the source's own.
+    ///
+    /// Each call then takes two fewer turns between threads (to the
+    /// source's thread and back); a proxy, whose every call crosses, does
+    /// this. Only for a tokio host whose runtime has threads to spare for
+    /// the source's tasks (a multi-thread runtime); by default the source
+    /// keeps to its own thread, which is what lets a smol host import
+    /// servers.
+    pub fn on_tokio_runtime(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.host_runtime = Some(handle);
         self
     }
 
@@ -241,16 +301,21 @@ impl McpSourceBuilder {
         self
     }
 
-    /// The largest message (one line) the server may write (default
-    /// [`DEFAULT_MAX_MESSAGE`]); a longer one ends the connection as a
-    /// protocol violation, with no more of it held than this.
+    /// The largest message the server may send (default
+    /// [`DEFAULT_MAX_MESSAGE`]): one line of a stdio server, one response
+    /// body or stream event of an HTTP server. A longer one is refused with
+    /// no more of it held than this: on stdio it ends the connection as a
+    /// protocol violation; over HTTP a response body past it crashes its
+    /// call alone, and a stream event past it ends the connection (rmcp
+    /// reports it as a broken stream).
     pub fn max_message(mut self, bytes: usize) -> Self {
         self.max_message = bytes;
         self
     }
 
-    /// How long the server has to start and answer `initialize`, and to
-    /// answer each `tools/list` (default [`DEFAULT_STARTUP_TIMEOUT`]).
+    /// How long the server has to start (or be reached) and answer
+    /// `initialize`, and to answer each `tools/list` (default
+    /// [`DEFAULT_STARTUP_TIMEOUT`]).
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.startup_timeout = timeout;
         self
@@ -269,15 +334,6 @@ impl McpSourceBuilder {
         self
     }
 
-    /// Whether the server's stderr is also copied to this process's
-    /// stderr as it comes (default: no; its end is kept for error texts
-    /// either way). A proxy does, so that its client's logs still show
-    /// what the server says there.
-    pub fn forward_stderr(mut self, forward: bool) -> Self {
-        self.forward_stderr = forward;
-        self
-    }
-
     /// The accounting the source's calls are counted in (default: a new
     /// [`Accounting::default`]); share one to see the health of several
     /// sources in one table.
@@ -286,24 +342,23 @@ impl McpSourceBuilder {
         self
     }
 
-    /// Starts the server, shakes hands, lists its tools and registers them
-    /// in `registry` as the untrusted source named after the builder.
-    ///
-    /// The returned future waits on a channel only: await it on any
-    /// executor (tokio, smol, a plain `block_on`).
-    ///
-    /// # Errors
-    ///
-    /// [`ImportError::Registry`] when the name or a tool's name is taken;
-    /// [`ImportError::Server`] when the server could not be started, did
-    /// not answer in time, or broke the protocol; [`ImportError::Runtime`]
-    /// when no thread could be started. Nothing is left behind.
-    pub async fn connect(self, registry: &ToolRegistry) -> Result<McpSource, ImportError> {
+    /// Connects to the builder's endpoint, lists its tools and registers
+    /// them.
+    async fn connect_to(self, registry: &ToolRegistry) -> Result<McpSource, ImportError>
+    where
+        K: Into<Endpoint>,
+    {
+        let endpoint = self.endpoint.into();
         let name = self.name;
-        let runtime = RuntimeThread::start(&name).map_err(|error| ImportError::Runtime {
-            source_name: name.clone(),
-            error,
-        })?;
+        let runtime = match self.host_runtime {
+            Some(handle) => SourceRuntime::Host(handle),
+            None => RuntimeThread::start(&name)
+                .map(SourceRuntime::Own)
+                .map_err(|error| ImportError::Runtime {
+                    source_name: name.clone(),
+                    error,
+                })?,
+        };
         let health = Arc::new(Health::new(name.clone(), self.rule, self.backoff));
         let accounting = self.accounting.unwrap_or_default();
         let policy = Arc::new(ImportPolicy {
@@ -322,7 +377,7 @@ impl McpSourceBuilder {
         };
         let server = Arc::new(Server::new(
             name,
-            Endpoint::Stdio(self.command),
+            endpoint,
             settings,
             runtime,
             health,
@@ -350,5 +405,97 @@ impl McpSourceBuilder {
             accounting,
             _removal: removal,
         })
+    }
+}
+
+impl McpSourceBuilder<Stdio> {
+    /// Adds an argument to the server's command.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.endpoint.0.args.push(arg.into());
+        self
+    }
+
+    /// Adds arguments to the server's command.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.endpoint
+            .0
+            .args
+            .extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for the server.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.endpoint.0.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Runs the server in `dir`.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.endpoint.0.current_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether the server's stderr is also copied to this process's
+    /// stderr as it comes (default: no; its end is kept for error texts
+    /// either way). A proxy does, so that its client's logs still show
+    /// what the server says there.
+    pub fn forward_stderr(mut self, forward: bool) -> Self {
+        self.forward_stderr = forward;
+        self
+    }
+
+    /// Starts the server, shakes hands, lists its tools and registers them
+    /// in `registry` as the untrusted source named after the builder.
+    ///
+    /// The returned future waits on a channel only: await it on any
+    /// executor (tokio, smol, a plain `block_on`).
+    ///
+    /// # Errors
+    ///
+    /// [`ImportError::Registry`] when the name or a tool's name is taken;
+    /// [`ImportError::Server`] when the server could not be started, did
+    /// not answer in time, or broke the protocol; [`ImportError::Runtime`]
+    /// when no thread could be started. Nothing is left behind.
+    pub async fn connect(self, registry: &ToolRegistry) -> Result<McpSource, ImportError> {
+        self.connect_to(registry).await
+    }
+}
+
+impl McpSourceBuilder<Http> {
+    /// Sends `Authorization: Bearer <token>` with every request.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.endpoint.0.bearer = Some(token.into());
+        self
+    }
+
+    /// Sends the header `name: value` with every request (an API key, say).
+    /// A name or value HTTP does not allow fails `connect`.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.endpoint.0.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Reaches the server, shakes hands, lists its tools and registers
+    /// them in `registry` as the untrusted source named after the builder.
+    ///
+    /// The returned future waits on a channel only: await it on any
+    /// executor (tokio, smol, a plain `block_on`).
+    ///
+    /// # Errors
+    ///
+    /// [`ImportError::Endpoint`] when the URL or a header is not usable
+    /// (checked before anything is sent); [`ImportError::Registry`] when
+    /// the name or a tool's name is taken; [`ImportError::Server`] when the
+    /// server could not be reached, did not answer in time, or broke the
+    /// protocol; [`ImportError::Runtime`] when no thread could be started.
+    /// Nothing is left behind.
+    pub async fn connect(self, registry: &ToolRegistry) -> Result<McpSource, ImportError> {
+        self.endpoint.0.check().map_err(ImportError::Endpoint)?;
+        self.connect_to(registry).await
     }
 }

@@ -42,9 +42,61 @@ pub(crate) struct LineTransport<R, W> {
     lines: BoundedLines<R>,
     max_line: usize,
     writer: Arc<Mutex<W>>,
-    /// The highest request id sent; rmcp numbers requests from 0.
-    highest_sent: Arc<AtomicI64>,
+    sent: SentIds,
     end: Option<oneshot::Sender<TransportEnd>>,
+}
+
+/// Which request ids a client sent, to tell an answer to one of them
+/// from an answer to a request nobody sent.
+///
+/// rmcp numbers a client's requests from 0 upwards, so the highest id
+/// sent is enough to know them all.
+#[derive(Debug, Clone)]
+pub(crate) struct SentIds {
+    highest: Arc<AtomicI64>,
+}
+
+impl Default for SentIds {
+    fn default() -> Self {
+        Self {
+            highest: Arc::new(AtomicI64::new(-1)),
+        }
+    }
+}
+
+impl SentIds {
+    /// Notes the id of `message` when it is a request.
+    pub(crate) fn record(&self, message: &ClientJsonRpcMessage) {
+        if let JsonRpcMessage::Request(request) = message
+            && let NumberOrString::Number(id) = request.id
+        {
+            self.highest.fetch_max(id, Ordering::AcqRel);
+        }
+    }
+
+    /// Whether `id` names a request this client sent.
+    fn was_sent(&self, id: &NumberOrString) -> bool {
+        let number = match id {
+            NumberOrString::Number(number) => Some(*number),
+            // rmcp matches "7" to request 7; so does this check.
+            NumberOrString::String(text) => text.parse::<i64>().ok(),
+        };
+        number.is_some_and(|n| n >= 0 && n <= self.highest.load(Ordering::Acquire))
+    }
+
+    /// The id `message` answers, when it answers a request that was never
+    /// sent.
+    pub(crate) fn unsent_answer<'m>(
+        &self,
+        message: &'m ServerJsonRpcMessage,
+    ) -> Option<&'m NumberOrString> {
+        let answered = match message {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
+        };
+        answered.filter(|id| !self.was_sent(id))
+    }
 }
 
 impl<R, W> LineTransport<R, W>
@@ -65,7 +117,7 @@ where
             lines: BoundedLines::new(reader, max_line),
             max_line,
             writer,
-            highest_sent: Arc::new(AtomicI64::new(-1)),
+            sent: SentIds::default(),
             end: Some(end),
         }
     }
@@ -77,16 +129,6 @@ where
         None
     }
 
-    /// Whether `id` names a request this client sent.
-    fn was_sent(&self, id: &NumberOrString) -> bool {
-        let number = match id {
-            NumberOrString::Number(number) => Some(*number),
-            // rmcp matches "7" to request 7; so does this check.
-            NumberOrString::String(text) => text.parse::<i64>().ok(),
-        };
-        number.is_some_and(|n| n >= 0 && n <= self.highest_sent.load(Ordering::Acquire))
-    }
-
     /// Reads `line` as a message, or says why it is not one.
     fn read(&self, line: &[u8]) -> Result<ServerJsonRpcMessage, String> {
         let message: ServerJsonRpcMessage = serde_json::from_slice(line).map_err(|error| {
@@ -95,17 +137,12 @@ where
                 excerpt(line, EXCERPT_BYTES)
             )
         })?;
-        let answered = match &message {
-            JsonRpcMessage::Response(response) => Some(&response.id),
-            JsonRpcMessage::Error(error) => error.id.as_ref(),
-            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
-        };
-        match answered {
-            Some(id) if !self.was_sent(id) => Err(format!(
+        match self.sent.unsent_answer(&message) {
+            Some(id) => Err(format!(
                 "answered request id {id}, which it was never sent: {}",
                 excerpt(line, EXCERPT_BYTES)
             )),
-            _ => Ok(message),
+            None => Ok(message),
         }
     }
 }
@@ -121,11 +158,7 @@ where
         &mut self,
         message: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        if let JsonRpcMessage::Request(request) = &message
-            && let NumberOrString::Number(id) = request.id
-        {
-            self.highest_sent.fetch_max(id, Ordering::AcqRel);
-        }
+        self.sent.record(&message);
         let encoded = serde_json::to_vec(&message).map(|mut line| {
             line.push(b'\n');
             line

@@ -1,7 +1,17 @@
 //! What the import tests share: the pinned MCP reference server and the
 //! fault server, each run with node, and runners on tokio and smol.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_macros)]
+
+/// Makes a `#[test]` on a tokio host and one on a smol host of each
+/// scenario named, a function of a [`Host`]; the test file imports
+/// `Tokio` and `Smol`.
+macro_rules! on_both_hosts {
+    ($($name:ident),* $(,)?) => {
+        mod tokio_host { $( #[test] fn $name() { super::$name(super::Tokio::new()) } )* }
+        mod smol_host { $( #[test] fn $name() { super::$name(super::Smol::new()) } )* }
+    };
+}
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -186,6 +196,135 @@ pub async fn call<E: Executor>(
         .await
 }
 
+/// Calls `tool` with `arguments` through `registry` and keeps its partial
+/// results as they come: the call's end and the partials, as JSON.
+pub async fn call_with_updates<E: Executor>(
+    registry: &ToolRegistry,
+    runner: &Runner<E>,
+    tool: &str,
+    arguments: Value,
+) -> (CallEnd, Vec<Value>) {
+    let mut handle = registry.start(
+        runner,
+        ToolCall::new(format!("call-{tool}"), tool, arguments),
+    );
+    let mut updates = Vec::new();
+    loop {
+        match handle.next_event().await.expect("the call ends") {
+            rho_tool_core::CallEvent::Update(update) => updates.push(update.partial.to_json()),
+            rho_tool_core::CallEvent::Ended(end) => return (end, updates),
+            _ => {}
+        }
+    }
+}
+
+/// Checks what the reference server answers through `registry`, over
+/// whichever transport it was imported: `echo`'s text, one PNG image,
+/// structured content as details, and its own validation error as the
+/// tool's error answer.
+pub async fn check_reference_answers<E: Executor>(registry: &ToolRegistry, runner: &Runner<E>) {
+    let echo = call(
+        registry,
+        runner,
+        "echo",
+        serde_json::json!({ "message": "hello" }),
+    )
+    .await;
+    assert_eq!(
+        echo.outcome,
+        rho_tool_core::Outcome::Succeeded,
+        "{}",
+        echo.result.text()
+    );
+    assert_eq!(echo.result.text(), "Echo: hello");
+
+    let image = call(registry, runner, "get-tiny-image", serde_json::json!({})).await;
+    assert_eq!(
+        image.outcome,
+        rho_tool_core::Outcome::Succeeded,
+        "{}",
+        image.result.text()
+    );
+    let pictures: Vec<_> = image.result.images().collect();
+    assert_eq!(pictures.len(), 1);
+    assert_eq!(pictures[0].mime_type, "image/png");
+    assert_eq!(&pictures[0].data[..4], b"\x89PNG");
+
+    let weather = call(
+        registry,
+        runner,
+        "get-structured-content",
+        serde_json::json!({ "location": "Chicago" }),
+    )
+    .await;
+    assert_eq!(
+        weather.outcome,
+        rho_tool_core::Outcome::Succeeded,
+        "{}",
+        weather.result.text()
+    );
+    let details = weather.result.details.as_ref().expect("details").to_json();
+    assert_eq!(details["temperature"], 36);
+
+    // The server's own validation error is the tool's error answer.
+    let wrong = call(
+        registry,
+        runner,
+        "get-sum",
+        serde_json::json!({ "a": "x", "b": 1 }),
+    )
+    .await;
+    assert!(wrong.result.is_error, "{}", wrong.result.text());
+}
+
+/// Checks that the reference server's progress notifications reach the
+/// host as partial results, one per step of a `steps`-step operation,
+/// before its answer.
+pub async fn check_reference_progress<E: Executor>(
+    registry: &ToolRegistry,
+    runner: &Runner<E>,
+    steps: u64,
+) {
+    let (end, updates) = call_with_updates(
+        registry,
+        runner,
+        "trigger-long-running-operation",
+        serde_json::json!({ "duration": 1, "steps": steps }),
+    )
+    .await;
+    assert_eq!(
+        end.outcome,
+        rho_tool_core::Outcome::Succeeded,
+        "{}",
+        end.result.text()
+    );
+    assert!(
+        end.result.text().contains(&format!("Steps: {steps}")),
+        "{}",
+        end.result.text()
+    );
+    assert_eq!(
+        updates,
+        (1..=steps)
+            .map(|step| serde_json::json!({ "progress": step, "total": steps }))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// Checks that `source` (the reference server) comes to list the tools
+/// the server registers once a client is initialized, and says it added
+/// with `notifications/tools/list_changed`.
+pub fn check_reference_tools_added_after_the_handshake(source: &McpSource) {
+    assert!(
+        eventually(Duration::from_secs(10), || source
+            .tools()
+            .iter()
+            .any(|name| name == "simulate-research-query")),
+        "{:?}",
+        source.tools()
+    );
+}
+
 /// Waits up to `limit` for `done`, checking every 20 ms.
 pub fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let until = std::time::Instant::now() + limit;
@@ -215,4 +354,96 @@ pub fn kill_9(pid: u32) {
         .status()
         .expect("kill runs");
     assert!(status.success(), "kill -9 {pid}");
+}
+
+/// A port on loopback that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port on loopback")
+        .port()
+}
+
+/// The reference server in its streamable HTTP mode, on a port of its
+/// own; killed with SIGKILL when dropped.
+pub struct EverythingHttp {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl EverythingHttp {
+    /// Starts the server on a free port and waits until it listens.
+    pub fn start() -> Self {
+        Self::on(free_port())
+    }
+
+    /// Starts the server on `port` and waits until it listens.
+    ///
+    /// # Panics
+    ///
+    /// When it does not say it listens within 20 s.
+    pub fn on(port: u16) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(node())
+            .arg(everything())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("node starts the reference server");
+        let stderr = child.stderr.take().expect("piped");
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut said = String::new();
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if line.contains("listening on port") {
+                    let _ = ready_tx.send(Ok(()));
+                }
+                said.push_str(&line);
+                said.push('\n');
+            }
+            let _ = ready_tx.send(Err(said));
+        });
+        match ready_rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(Ok(())) => Self { child, port },
+            other => panic!("the reference server did not listen on port {port}: {other:?}"),
+        }
+    }
+
+    /// Its MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The live processes whose command line holds `marker`.
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(marker) && alive(pid)
+        })
+        .collect()
 }

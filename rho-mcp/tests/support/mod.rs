@@ -81,6 +81,16 @@ pub fn run_python_client(args: &[&str], env: &[(&str, &Path)]) -> Value {
         command.env(key, value);
     }
     let output = command.output().expect("the venv's python runs");
+    python_client_json(&output)
+}
+
+/// The JSON a Python client printed on its stdout.
+///
+/// # Panics
+///
+/// When the client failed or printed something else than JSON, with its
+/// output.
+pub fn python_client_json(output: &std::process::Output) -> Value {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
