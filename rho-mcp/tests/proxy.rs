@@ -15,9 +15,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use import_support::{eventually, everything, node};
+use import_support::{eventually, everything, node, processes_with};
 use serde_json::{Value, json};
-use support::{log_path, peers_dir, python, scenario, text};
+use support::{log_path, peers_dir, python, python_client_json, scenario, text};
 
 const PROXY: &str = env!("CARGO_BIN_EXE_rho-mcp");
 
@@ -51,18 +51,8 @@ fn run_client(kind: &str, proxy_args: &[&str]) -> (Value, String) {
         .args(proxy_args)
         .output()
         .expect("the venv's python runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the Python client failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let seen = serde_json::from_str(&stdout).unwrap_or_else(|error| {
-        panic!("the Python client printed no JSON ({error}):\n{stdout}\nstderr:\n{stderr}")
-    });
-    (seen, stderr)
+    let seen = python_client_json(&output);
+    (seen, String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
 fn write_file(name: &str, text: &str) -> PathBuf {
@@ -292,19 +282,6 @@ fn the_audit_log_has_one_line_per_call_end() {
 }
 
 /// The processes whose command line holds `marker`, zombies left out.
-fn processes_with(marker: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains(marker) && import_support::alive(*pid)
-        })
-        .collect()
-}
-
 fn fault_server() -> PathBuf {
     peers_dir().join("node").join("fault-server.mjs")
 }
@@ -391,23 +368,24 @@ fn the_server_dies_with_the_proxy_when_its_stdin_closes() {
     let marker = format!("proxy-stdin-{}", std::process::id());
     let (mut proxy, server) = started_proxy(&marker);
     drop(proxy.stdin.take());
-    let status = proxy.wait().expect("the proxy ends");
-    assert!(status.success(), "{status}");
-    assert!(
-        eventually(Duration::from_secs(3), || !import_support::alive(server)),
-        "the server outlived the proxy"
-    );
+    ends_well_taking_its_server(proxy, server);
 }
 
 #[test]
 fn the_server_dies_with_the_proxy_on_sigterm() {
     let marker = format!("proxy-sigterm-{}", std::process::id());
-    let (mut proxy, server) = started_proxy(&marker);
+    let (proxy, server) = started_proxy(&marker);
     let status = Command::new("kill")
         .args(["-TERM", &proxy.id().to_string()])
         .status()
         .expect("kill runs");
     assert!(status.success());
+    ends_well_taking_its_server(proxy, server);
+}
+
+/// Waits for `proxy` to end, which it must do with success, and checks
+/// that `server` did not outlive it.
+fn ends_well_taking_its_server(mut proxy: Child, server: u32) {
     let status = proxy.wait().expect("the proxy ends");
     assert!(status.success(), "{status}");
     assert!(

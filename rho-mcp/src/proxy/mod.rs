@@ -1,8 +1,10 @@
-//! The proxy: a stdio MCP server in front of any stdio MCP server, for the
-//! users of desktop agents, with rho's guarantees on every call.
+//! The proxy: a stdio MCP server in front of any MCP server (a command
+//! run over stdio, or a streamable HTTP endpoint), for the users of
+//! desktop agents, with rho's guarantees on every call.
 //!
-//! `rho-mcp proxy [options] -- <server command>` (or [`ProxyOptions`] in
-//! a program of your own) imports the server as an untrusted source
+//! `rho-mcp proxy [options] -- <server command>` or `rho-mcp proxy
+//! [options] --url <endpoint>` (or [`ProxyOptions`] in a program of your
+//! own) imports the server as an untrusted source
 //! ([`McpSource`](crate::import::McpSource)) and serves it over stdio
 //! ([`McpServer`](crate::McpServer)), so that every call the client
 //! makes gets:
@@ -13,7 +15,8 @@
 //!   an error saying how it died (and the end of its stderr), is started
 //!   again for the next call after a backoff, and is quarantined when it
 //!   keeps dying; a tool that keeps crashing or hanging is quarantined on
-//!   its own;
+//!   its own; `kill -USR1 <proxy>` lifts every quarantine while the client
+//!   stays connected ([`Proxy::reenable`]);
 //! - **an output cap**: each text part of a tool's answer cut to its head
 //!   and tail;
 //! - **a policy** ([`Policy`], a TOML file): allow, deny or ask, by tool
@@ -69,7 +72,10 @@
 //! idempotent and open-world, so an `annotation = "read_only"` rule
 //! matches nothing and an `annotation = "destructive"` rule matches
 //! everything. Say `believe_hints = true` for a server you trust to
-//! describe itself.
+//! describe itself: the rules then read the hints as stated, and so does
+//! the client, whose listing then carries them (without it, the listing
+//! leaves them out, so the client too reads the tools with the cautious
+//! defaults).
 //!
 //! # The audit log
 //!

@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,19 +20,63 @@ use super::gate::PolicyGate;
 use super::policy::{Policy, PolicyError};
 use crate::McpServer;
 use crate::error::ServeError;
-use crate::import::{ImportError, McpSource};
+use crate::import::{ImportError, McpSource, McpSourceBuilder};
 
 /// How long a server's deaths are remembered for its quarantine.
 const DEATH_WINDOW: Duration = Duration::from_secs(300);
 
-/// How to run a proxy: the server's command and the proxy's limits.
+/// The server behind the proxy.
+#[derive(Clone)]
+enum Upstream {
+    /// A stdio server: a program and its arguments.
+    Command {
+        program: OsString,
+        args: Vec<OsString>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        url: String,
+        bearer_token: Option<String>,
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl fmt::Debug for Upstream {
+    /// Never shows the bearer token or the headers' values (which may hold
+    /// keys).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Upstream::Command { program, args } => f
+                .debug_struct("Command")
+                .field("program", program)
+                .field("args", args)
+                .finish(),
+            Upstream::Http {
+                url,
+                bearer_token,
+                headers,
+            } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("bearer_token", &bearer_token.as_ref().map(|_| "<hidden>"))
+                .field(
+                    "headers",
+                    &headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+                )
+                .finish(),
+        }
+    }
+}
+
+/// How to run a proxy: the server behind it and the proxy's limits.
 /// Finished by [`start`](ProxyOptions::start).
 #[derive(Debug, Clone)]
 #[must_use = "options do nothing until `start`"]
 pub struct ProxyOptions {
     name: String,
-    program: OsString,
-    args: Vec<OsString>,
+    upstream: Upstream,
+    /// What was set that the upstream's kind does not take.
+    misfit: Option<&'static str>,
     policy: Policy,
     audit: Option<PathBuf>,
     audit_arguments: bool,
@@ -50,10 +95,41 @@ impl ProxyOptions {
             || "server".to_owned(),
             |name| name.to_string_lossy().into_owned(),
         );
+        Self::with_upstream(
+            name,
+            Upstream::Command {
+                program,
+                args: Vec::new(),
+            },
+        )
+    }
+
+    /// A proxy in front of the MCP server at the streamable HTTP endpoint
+    /// `url`, with the same defaults as [`new`](ProxyOptions::new). The
+    /// server's name in error texts is the URL's host unless
+    /// [`name`](ProxyOptions::name) says otherwise.
+    pub fn http(url: impl Into<String>) -> Self {
+        let url = url.into();
+        let name = url
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|uri| uri.host().map(str::to_owned))
+            .unwrap_or_else(|| "server".to_owned());
+        Self::with_upstream(
+            name,
+            Upstream::Http {
+                url,
+                bearer_token: None,
+                headers: Vec::new(),
+            },
+        )
+    }
+
+    fn with_upstream(name: String, upstream: Upstream) -> Self {
         Self {
             name,
-            program,
-            args: Vec::new(),
+            upstream,
+            misfit: None,
             policy: Policy::allow_all(),
             audit: None,
             audit_arguments: false,
@@ -63,18 +139,43 @@ impl ProxyOptions {
         }
     }
 
-    /// Adds arguments to the server's command.
-    pub fn args<I, S>(mut self, args: I) -> Self
+    /// Adds arguments to the server's command (a stdio server's only:
+    /// given for an HTTP server, [`start`](ProxyOptions::start) fails).
+    pub fn args<I, S>(mut self, new: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
-        self.args.extend(args.into_iter().map(Into::into));
+        match &mut self.upstream {
+            Upstream::Command { args, .. } => args.extend(new.into_iter().map(Into::into)),
+            Upstream::Http { .. } => self.misfit = Some("arguments of a command"),
+        }
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request (an HTTP
+    /// server's only: given for a stdio server,
+    /// [`start`](ProxyOptions::start) fails).
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        match &mut self.upstream {
+            Upstream::Http { bearer_token, .. } => *bearer_token = Some(token.into()),
+            Upstream::Command { .. } => self.misfit = Some("a bearer token"),
+        }
+        self
+    }
+
+    /// Sends the header `name: value` with every request (an HTTP
+    /// server's only, as [`bearer_token`](ProxyOptions::bearer_token)).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        match &mut self.upstream {
+            Upstream::Http { headers, .. } => headers.push((name.into(), value.into())),
+            Upstream::Command { .. } => self.misfit = Some("an HTTP header"),
+        }
         self
     }
 
     /// The server's name in error texts (default: the program's file
-    /// name).
+    /// name, or the URL's host).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
@@ -118,8 +219,9 @@ impl ProxyOptions {
 
     /// After how many crashes or timeouts a tool is quarantined, and after
     /// how many deaths within five minutes the whole server is (default 3;
-    /// 0: never). A quarantined tool leaves the client's list until the
-    /// proxy is started again.
+    /// 0: never). A quarantined tool leaves the client's list until
+    /// [`Proxy::reenable`] (`SIGUSR1` to a proxy serving stdio) or a
+    /// restart.
     pub fn quarantine_after(mut self, failures: u32) -> Self {
         self.quarantine_after = failures;
         self
@@ -132,12 +234,25 @@ impl ProxyOptions {
     ///
     /// # Errors
     ///
-    /// [`ProxyError::Audit`] when the audit log cannot be opened,
-    /// [`ProxyError::Import`] when the server did not start or answer,
-    /// [`ProxyError::Runtime`] outside a tokio runtime with a timer.
+    /// [`ProxyError::Options`] when something was set that the server's
+    /// kind does not take (arguments for an HTTP server, a header for a
+    /// command), [`ProxyError::Audit`] when the audit log cannot be
+    /// opened, [`ProxyError::Import`] when the server did not start or
+    /// answer, [`ProxyError::Runtime`] outside a tokio runtime with a
+    /// timer.
     pub async fn start(self) -> Result<Proxy, ProxyError> {
+        if let Some(misfit) = self.misfit {
+            let kind = match self.upstream {
+                Upstream::Command { .. } => "a stdio server",
+                Upstream::Http { .. } => "an HTTP server",
+            };
+            return Err(ProxyError::Options(format!(
+                "{misfit} cannot be given for {kind}"
+            )));
+        }
         let executor =
             TokioExecutor::current().map_err(|error| ProxyError::Runtime(error.to_string()))?;
+        let believe_hints = self.policy.believes_hints();
         let gate = PolicyGate::new(self.policy);
         let audit = match &self.audit {
             Some(path) => Some(
@@ -156,21 +271,41 @@ impl ProxyOptions {
             n => QuarantineRule::after(n),
         };
         let registry = ToolRegistry::new();
-        let source = McpSource::stdio(self.name, self.program)
-            .args(self.args)
-            .timeout(self.timeout)
-            .quarantine(rule.within(DEATH_WINDOW))
-            .accounting(Arc::new(Accounting::new(rule)))
-            // A desktop client logs its servers' stderr; the proxy's is
-            // where the server's goes.
-            .forward_stderr(true)
-            .connect(&registry)
-            .await?;
+        let accounting = Arc::new(Accounting::new(rule));
+        let source = match self.upstream {
+            Upstream::Command { program, args } => {
+                let builder = McpSource::stdio(self.name, program).args(args);
+                guarded(builder, self.timeout, rule, &accounting)
+                    // A desktop client logs its servers' stderr; the
+                    // proxy's is where the server's goes.
+                    .forward_stderr(true)
+                    .connect(&registry)
+                    .await?
+            }
+            Upstream::Http {
+                url,
+                bearer_token,
+                headers,
+            } => {
+                let builder = McpSource::http(self.name, url);
+                let mut builder = guarded(builder, self.timeout, rule, &accounting);
+                if let Some(token) = bearer_token {
+                    builder = builder.bearer_token(token);
+                }
+                for (name, value) in headers {
+                    builder = builder.header(name, value);
+                }
+                builder.connect(&registry).await?
+            }
+        };
         let asks = gate.elicitation();
         let runner = Runner::new(executor).with_gate(Arc::new(gate));
         let mut server = McpServer::new(runner, registry)
             .with_name("rho-mcp-proxy", env!("CARGO_PKG_VERSION"))
-            .with_elicitation(asks);
+            .with_elicitation(asks)
+            // Believed hints reach the client too: its own prompts and
+            // filters then read the server's tools as the user chose to.
+            .believe_untrusted_hints(believe_hints);
         // The server's word to the model about its tools still reaches it.
         if let Some(instructions) = source.instructions() {
             server = server.with_instructions(instructions);
@@ -183,6 +318,25 @@ impl ProxyOptions {
         }
         Ok(Proxy { server, source })
     }
+}
+
+/// `builder` with what the proxy sets on the imported source, whichever
+/// its kind: the calls' timeout, the quarantine rule and its accounting,
+/// and the proxy's own runtime.
+fn guarded<K>(
+    builder: McpSourceBuilder<K>,
+    timeout: Duration,
+    rule: QuarantineRule,
+    accounting: &Arc<Accounting>,
+) -> McpSourceBuilder<K> {
+    builder
+        .timeout(timeout)
+        .quarantine(rule.within(DEATH_WINDOW))
+        .accounting(Arc::clone(accounting))
+        // Every call crosses the source: on the proxy's own runtime it
+        // takes two fewer turns between threads than on a thread of its
+        // own.
+        .on_tokio_runtime(tokio::runtime::Handle::current())
 }
 
 /// A running proxy: the imported server and the MCP server in front of
@@ -203,18 +357,52 @@ impl Proxy {
         &self.server
     }
 
+    /// Lifts every quarantine: the server's as a whole, and each tool's.
+    /// The tools return to the client's list (it is told the list
+    /// changed) and their strikes start afresh. Returns how many
+    /// quarantines were lifted.
+    pub fn reenable(&self) -> usize {
+        let server = usize::from(self.source.reenable());
+        let accounting = self.source.accounting();
+        let tools = accounting
+            .health()
+            .iter()
+            .filter(|health| accounting.reenable(&health.tool))
+            .count();
+        server + tools
+    }
+
     /// Serves one client over stdin and stdout until it closes stdin, or
     /// the process is told to stop (SIGTERM, SIGINT, SIGHUP); then the
-    /// imported server is killed, whole.
+    /// imported server is killed, whole. A `SIGUSR1` lifts every
+    /// quarantine ([`reenable`](Proxy::reenable)) and says so on stderr:
+    /// `kill -USR1 <pid>` puts a fixed server's tools back without
+    /// restarting the client.
     ///
     /// # Errors
     ///
     /// [`ProxyError::Serve`] when the client's handshake failed.
     pub async fn serve_stdio(self) -> Result<(), ProxyError> {
+        use tokio::signal::unix::{SignalKind, signal};
         let stop = stop_signal()?;
-        let served = tokio::select! {
-            served = self.server.serve_stdio() => served,
-            () = stop => Ok(()),
+        let mut lift = signal(SignalKind::user_defined1())
+            .map_err(|error| ProxyError::Runtime(format!("cannot listen for signals: {error}")))?;
+        let served = self.server.serve_stdio();
+        tokio::pin!(stop, served);
+        let served = loop {
+            tokio::select! {
+                served = &mut served => break served,
+                () = &mut stop => break Ok(()),
+                Some(()) = lift.recv() => {
+                    let lifted = self.reenable();
+                    // A client that stopped reading stderr must not end
+                    // the proxy: the line is dropped then.
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "rho-mcp proxy: SIGUSR1: lifted {lifted} quarantine(s)"
+                    );
+                }
+            }
         };
         self.source.close();
         Ok(served?)
@@ -273,6 +461,9 @@ pub enum ProxyError {
     /// The policy file is wrong.
     #[error("{0}")]
     Policy(#[from] PolicyError),
+    /// The options do not fit together (a header for a stdio server, say).
+    #[error("{0}")]
+    Options(String),
     /// The audit log could not be opened.
     #[error("cannot open the audit log {}: {error}", path.display())]
     Audit {
@@ -298,7 +489,10 @@ impl ProxyError {
     /// the rest.
     pub fn exit_code(&self) -> u8 {
         match self {
-            ProxyError::Policy(_) | ProxyError::Audit { .. } => 2,
+            ProxyError::Policy(_)
+            | ProxyError::Options(_)
+            | ProxyError::Audit { .. }
+            | ProxyError::Import(ImportError::Endpoint(_)) => 2,
             _ => 1,
         }
     }

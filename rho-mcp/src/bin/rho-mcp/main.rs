@@ -6,6 +6,7 @@
 //!         [--token TOKEN]             require `Authorization: Bearer TOKEN`
 //!         [--allow-host HOST]...      accept this `Host` too
 //! rho-mcp proxy [OPTIONS] -- CMD...   a stdio MCP server in front of the one CMD runs
+//! rho-mcp proxy [OPTIONS] --url URL   ... in front of the one at an HTTP endpoint
 //! ```
 //!
 //! The binary only reads arguments; the proxy is `rho_mcp::proxy`.
@@ -27,6 +28,7 @@ use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: rho-mcp sample [--http [ADDR]] [--token TOKEN] [--allow-host HOST]...
        rho-mcp proxy [OPTIONS] -- SERVER_COMMAND [ARGS...]   (rho-mcp proxy --help)
+       rho-mcp proxy [OPTIONS] --url URL
 
   sample    serve a sample registry (one tool for each way a call can go),
             over stdio, or over streamable HTTP with --http (loopback and a
@@ -148,6 +150,10 @@ fn run_proxy(args: &[String]) -> ExitCode {
         }
     };
     let served = runtime.block_on(async {
+        // SIGUSR1 lifts quarantines once the proxy serves; listened for
+        // from the start, so that one sent while the server starts does
+        // not end the proxy (its default action).
+        let _early = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1());
         let proxy = options.start().await?;
         proxy.serve_stdio().await
     });

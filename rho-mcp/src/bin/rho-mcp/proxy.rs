@@ -9,8 +9,11 @@ pub(crate) const USAGE: &str =
     "usage: rho-mcp proxy [--policy FILE] [--audit FILE] [--audit-arguments]
                      [--timeout MS] [--output-cap BYTES] [--quarantine-after N]
                      [--name NAME] -- SERVER_COMMAND [ARGS...]
+       rho-mcp proxy [OPTIONS] --url URL [--bearer-token-env VAR]
+                     [--header 'NAME: VALUE']...
 
-  proxy     serve the stdio MCP server SERVER_COMMAND runs over stdio, with
+  proxy     serve the MCP server that SERVER_COMMAND runs (over its stdio),
+            or the one at the streamable HTTP endpoint URL, over stdio, with
             rho's guarantees on every call:
     --policy FILE          allow, deny or ask, by tool name or annotation
                            (TOML; see the README); default: allow all
@@ -20,9 +23,13 @@ pub(crate) const USAGE: &str =
     --output-cap BYTES     cut each text part of a result to BYTES (default: none)
     --quarantine-after N   quarantine a tool after N crashes or timeouts, and
                            the server after N deaths in 5 minutes (default 3;
-                           0: never)
+                           0: never); `kill -USR1` the proxy to lift them
     --name NAME            the server's name in error texts (default: the
-                           command's file name)";
+                           command's file name, or the URL's host)
+    --bearer-token-env VAR send the token in environment variable VAR as
+                           `Authorization: Bearer` (kept out of the command
+                           line, which other users can read)
+    --header 'NAME: VALUE' send this header with every request";
 
 /// What `rho-mcp proxy ...` asked for: the options, and the policy file
 /// to read (read by the caller, whose error has an exit code of its own).
@@ -33,24 +40,47 @@ pub(crate) struct ProxyArgs {
 
 /// Reads the arguments after `proxy`.
 pub(crate) fn parse(args: &[String]) -> Result<ProxyArgs, String> {
-    let Some(split) = args.iter().position(|arg| arg == "--") else {
-        return Err("the server's command goes after `--`".to_owned());
+    let (flags, command) = match args.iter().position(|arg| arg == "--") {
+        Some(split) => (&args[..split], Some(&args[split + 1..])),
+        None => (args, None),
     };
-    let (flags, command) = (&args[..split], &args[split + 1..]);
-    let Some((program, server_args)) = command.split_first() else {
-        return Err("no server command after `--`".to_owned());
-    };
-    let mut options = ProxyOptions::new(program).args(server_args);
-    let mut policy = None;
+    let mut settings: Vec<(&str, &str)> = Vec::new();
+    let mut url = None;
+    let mut audit_arguments = false;
     let mut flags = flags.iter().map(String::as_str);
     while let Some(flag) = flags.next() {
         if flag == "--audit-arguments" {
-            options = options.audit_arguments(true);
+            audit_arguments = true;
             continue;
         }
         let value = flags
             .next()
             .ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag {
+            "--url" => url = Some(value),
+            "--policy" | "--audit" | "--timeout" | "--output-cap" | "--quarantine-after"
+            | "--name" | "--bearer-token-env" | "--header" => settings.push((flag, value)),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    let mut options = match (url, command) {
+        (Some(_), Some(_)) => {
+            return Err("give the server's command after `--` or --url, not both".to_owned());
+        }
+        (None, None) => {
+            return Err("the server's command goes after `--` (or its URL after --url)".to_owned());
+        }
+        (None, Some(command)) => {
+            let Some((program, server_args)) = command.split_first() else {
+                return Err("no server command after `--`".to_owned());
+            };
+            ProxyOptions::new(program).args(server_args)
+        }
+        (Some(url), None) => ProxyOptions::http(url),
+    };
+    options = options.audit_arguments(audit_arguments);
+    let mut policy = None;
+    for (flag, value) in settings {
         options = match flag {
             "--policy" => {
                 policy = Some(PathBuf::from(value));
@@ -67,7 +97,19 @@ pub(crate) fn parse(args: &[String]) -> Result<ProxyArgs, String> {
             "--output-cap" => options.output_cap(number(flag, value)?),
             "--quarantine-after" => options.quarantine_after(number(flag, value)?),
             "--name" => options.name(value),
-            other => return Err(format!("unknown argument `{other}`")),
+            "--bearer-token-env" => {
+                let token = std::env::var(value).map_err(|_| {
+                    format!("--bearer-token-env: environment variable `{value}` is not set")
+                })?;
+                options.bearer_token(token)
+            }
+            "--header" => {
+                let Some((name, header_value)) = value.split_once(':') else {
+                    return Err(format!("--header needs `NAME: VALUE`, not `{value}`"));
+                };
+                options.header(name.trim(), header_value.trim())
+            }
+            _ => unreachable!("only the flags matched above are kept"),
         };
     }
     Ok(ProxyArgs { options, policy })
