@@ -138,15 +138,17 @@
 //!     8 calls in flight, alternating rounds; rho's calls/s over the bare
 //!     server's (target >= 0.9).
 //! 14. **Latency the proxy adds** ([`mcp_proxy`]): the same client calls a
-//!     small Rust stdio MCP server (`__mcp_noop`, the bare server) directly
-//!     and through the proxy (`__mcp_proxy`: `rho_mcp::proxy` run as
-//!     `rho-mcp proxy` runs it), fresh processes each round, one call
-//!     after the other; the proxy's p50 and p99 minus the direct ones
-//!     (target: p50 added <= 150 us).
+//!     small Rust stdio MCP server (`__mcp_noop`, the bare server) directly,
+//!     through the proxy (`__mcp_proxy`: `rho_mcp::proxy` run as
+//!     `rho-mcp proxy` runs it), and through a byte relay (`__mcp_relay`,
+//!     the floor: what a process in between costs before it does any
+//!     work), fresh processes each round, one call after the other; the
+//!     proxy's p50 and p99 minus the direct ones (target: p50 added <= 150
+//!     us), next to the relay's.
 //!
 //! # Profiling a figure
 //!
-//! Three hidden subcommands run one side of a figure alone, for a profiler
+//! Hidden subcommands run one side of a figure alone, for a profiler
 //! (`valgrind --tool=callgrind` counts instructions repeatably on a noisy
 //! machine; run two call counts and subtract to get a per-call figure):
 //!
@@ -154,9 +156,10 @@
 //! rho-bench __percall <tokio|smol> <rho|floor> <sequential|sequential_task|in_flight> <calls> <rounds>
 //! rho-bench __plain <mb> <rounds> <plain|json>
 //! rho-bench __script <tokio|smol> <rho|bare> <calls> [script threads]
-//! rho-bench __mcp_server <rho|bare> <calls>   # figure 11, one side
-//! rho-bench __mcp_noop       # figure 12's server, over stdio
+//! rho-bench __mcp_server <rho|bare> <calls>   # figure 13, one side
+//! rho-bench __mcp_noop       # figure 14's server, over stdio
 //! rho-bench __mcp_proxy      # the proxy in front of it, over stdio
+//! rho-bench __mcp_relay      # a byte relay in front of it (figure 14's floor)
 //! ```
 //!
 //! `__script` also prints each thread's time on a CPU and waiting for one
@@ -379,6 +382,10 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some(mcp::PROXY) {
         mcp::proxy();
+        return;
+    }
+    if args.first().map(String::as_str) == Some(mcp::RELAY) {
+        mcp::relay();
         return;
     }
     if args.first().map(String::as_str) == Some(script::PROFILE) {
@@ -652,8 +659,9 @@ fn print_mcp_notes(config: &Config) {
     );
     println!(
         "  mcp_*_p50/p99    one call after the other from the same rmcp client to a bare stdio \
-         server (direct) or to the proxy in front of it (fresh processes each round); {} calls a \
-         round x {} rounds; added = proxy - direct",
+         server (direct), to the proxy in front of it, or to a byte relay in front of it (two \
+         threads copying, no parsing: the floor of any proxy process); fresh processes each \
+         round; {} calls a round x {} rounds; added = proxy (or relay) - direct",
         config.mcp_proxy_calls, config.mcp_proxy_rounds
     );
 }

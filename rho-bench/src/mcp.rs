@@ -25,6 +25,9 @@ pub(crate) const TOOL: &str = "noop";
 pub(crate) const NOOP_SERVER: &str = "__mcp_noop";
 /// Runs the proxy in front of [`NOOP_SERVER`], over stdio.
 pub(crate) const PROXY: &str = "__mcp_proxy";
+/// Relays bytes to and from [`NOOP_SERVER`] without reading them: the
+/// floor of any proxy that is a process of its own.
+pub(crate) const RELAY: &str = "__mcp_relay";
 
 /// The bare rmcp server: `tools/list` and `tools/call` of one tool that
 /// answers "ok", and nothing else.
@@ -155,4 +158,60 @@ pub(crate) fn proxy() {
             .expect("the proxy starts");
         proxy.serve_stdio().await.expect("the proxy serves");
     });
+}
+
+/// `rho-bench __mcp_relay`: `rho-bench __mcp_noop` as a child, each byte
+/// of stdin copied to its stdin and each byte of its stdout to stdout as
+/// soon as it is read, by two threads in blocking reads: the least work a
+/// proxy in a process of its own can do per message (two more pipes and
+/// two more wake-ups), with no parsing and no runtime.
+pub(crate) fn relay() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsFd;
+    use std::process::{Command, Stdio};
+
+    /// Copies until `from` ends, writing each read at once (no buffer in
+    /// between to flush).
+    fn pump(mut from: impl Read, mut to: impl Write) {
+        let mut buffer = vec![0_u8; 64 * 1024];
+        loop {
+            match from.read(&mut buffer) {
+                Ok(0) | Err(_) => return,
+                Ok(read) => {
+                    if to.write_all(&buffer[..read]).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    let this = std::env::current_exe().expect("this binary's path");
+    let mut child = Command::new(this)
+        .arg(NOOP_SERVER)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("this binary starts again");
+    let to_child = child.stdin.take().expect("piped");
+    let from_child = child.stdout.take().expect("piped");
+    // Unbuffered handles of this process's own stdin and stdout.
+    let stdin = std::fs::File::from(
+        std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .expect("stdin is open"),
+    );
+    let stdout = std::fs::File::from(
+        std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .expect("stdout is open"),
+    );
+    let answers = std::thread::spawn(move || pump(from_child, stdout));
+    // When the client closes stdin, so does the child's: it ends, and its
+    // stdout with it.
+    pump(stdin, to_child);
+    let _ = answers.join();
+    let _ = child.wait();
 }

@@ -1,10 +1,13 @@
 //! Figure 14: the latency the proxy adds. The same rmcp client calls a
 //! small Rust stdio MCP server (the bare no-op server, `rho-bench
-//! __mcp_noop`) directly, and through the proxy (`rho-bench __mcp_proxy`:
+//! __mcp_noop`) directly, through the proxy (`rho-bench __mcp_proxy`:
 //! `rho_mcp::proxy` as `rho-mcp proxy` runs it, in front of the same
-//! server), one call after the other, each timed, in alternating rounds;
-//! each round starts fresh processes. The figures are the proxy's p50 and
-//! p99 minus the direct ones (target: p50 added <= 150 us).
+//! server), and through a byte relay (`rho-bench __mcp_relay`: two threads
+//! copying bytes, no parsing, no runtime), one call after the other, each
+//! timed, in rounds whose order turns; each round starts fresh processes.
+//! The figures are the proxy's p50 and p99 minus the direct ones (target:
+//! p50 added <= 150 us), next to the relay's: what any proxy that is a
+//! process of its own adds on this machine before it does any work.
 
 use std::process::Stdio;
 use std::time::Instant;
@@ -14,30 +17,61 @@ use tokio::process::{Child, Command};
 use crate::Config;
 use crate::mcp;
 use crate::report::{Report, Target};
-use crate::side::Which;
 use crate::stats::Samples;
+
+/// What stands between the client and the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hop {
+    /// Nothing: the client runs the server.
+    Direct,
+    /// The byte relay.
+    Relay,
+    /// rho's proxy.
+    Proxy,
+}
+
+impl Hop {
+    const ALL: [Hop; 3] = [Hop::Direct, Hop::Relay, Hop::Proxy];
+
+    /// The subcommand of this binary the client starts.
+    fn subcommand(self) -> &'static str {
+        match self {
+            Hop::Direct => mcp::NOOP_SERVER,
+            Hop::Relay => mcp::RELAY,
+            Hop::Proxy => mcp::PROXY,
+        }
+    }
+
+    /// Round `round`'s order: each hop takes each place in turn, so that
+    /// none always runs on a warmer (or colder) machine.
+    fn order(round: usize) -> [Hop; 3] {
+        let mut order = Hop::ALL;
+        order.rotate_left(round % Hop::ALL.len());
+        order
+    }
+}
 
 pub(crate) fn run(config: &Config, report: &mut Report) {
     let runtime = mcp::runtime();
-    let (mut direct, mut proxied) = (Samples::default(), Samples::default());
+    let mut samples: [Samples; 3] = Default::default();
     for round in 0..config.mcp_proxy_rounds {
-        // Direct first in even rounds (`Which::Floor` stands for it), the
-        // proxy first in odd ones.
-        for which in Which::order(round + 1) {
-            let samples = match which {
-                Which::Rho => &mut proxied,
-                Which::Floor => &mut direct,
-            };
-            runtime.block_on(latencies(which, config.mcp_proxy_calls, samples));
+        for hop in Hop::order(round) {
+            let samples = &mut samples[hop as usize];
+            runtime.block_on(latencies(hop, config.mcp_proxy_calls, samples));
         }
     }
     let name = "tokio";
+    let [mut direct, mut relay, mut proxied] = samples;
     let (direct_p50, direct_p99) = (direct.percentile(50.0), direct.percentile(99.0));
+    let (relay_p50, relay_p99) = (relay.percentile(50.0), relay.percentile(99.0));
     let (proxy_p50, proxy_p99) = (proxied.percentile(50.0), proxied.percentile(99.0));
     report.info(name, "mcp_direct_p50", direct_p50, "us");
     report.info(name, "mcp_direct_p99", direct_p99, "us");
+    report.info(name, "mcp_relay_p50", relay_p50, "us");
+    report.info(name, "mcp_relay_p99", relay_p99, "us");
     report.info(name, "mcp_proxy_p50", proxy_p50, "us");
     report.info(name, "mcp_proxy_p99", proxy_p99, "us");
+    report.info(name, "mcp_relay_added_p50", relay_p50 - direct_p50, "us");
     report.target(
         name,
         "mcp_proxy_added_p50",
@@ -45,6 +79,7 @@ pub(crate) fn run(config: &Config, report: &mut Report) {
         "us",
         Target::AtMost(150.0),
     );
+    report.info(name, "mcp_relay_added_p99", relay_p99 - direct_p99, "us");
     report.info(name, "mcp_proxy_added_p99", proxy_p99 - direct_p99, "us");
 }
 
@@ -61,13 +96,10 @@ fn spawn(subcommand: &str) -> Child {
         .expect("this binary starts again")
 }
 
-/// Times `calls` sequential calls of one side into `samples`, in
+/// Times `calls` sequential calls through `hop` into `samples`, in
 /// microseconds.
-async fn latencies(which: Which, calls: usize, samples: &mut Samples) {
-    let mut child = spawn(match which {
-        Which::Rho => mcp::PROXY,
-        Which::Floor => mcp::NOOP_SERVER,
-    });
+async fn latencies(hop: Hop, calls: usize, samples: &mut Samples) {
+    let mut child = spawn(hop.subcommand());
     let stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");
     let client = mcp::client(stdout, stdin).await;
@@ -79,8 +111,8 @@ async fn latencies(which: Which, calls: usize, samples: &mut Samples) {
         mcp::call(&client).await;
         samples.push(started.elapsed().as_secs_f64() * 1e6);
     }
-    // Closing the client closes the server's stdin: it ends, and the proxy
-    // kills its server.
+    // Closing the client closes the server's stdin: it ends (a proxy or a
+    // relay closes its server's stdin in turn, or kills it).
     let _ = client.cancel().await;
     let _ = child.wait().await;
 }
