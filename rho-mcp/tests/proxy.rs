@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use import_support::{eventually, everything, node, processes_with};
 use serde_json::{Value, json};
-use support::{log_path, peers_dir, python, python_client_json, scenario, text};
+use support::{client_json, log_path, peers_dir, python, scenario, text};
 
 const PROXY: &str = env!("CARGO_BIN_EXE_rho-mcp");
 
@@ -51,7 +51,7 @@ fn run_client(kind: &str, proxy_args: &[&str]) -> (Value, String) {
         .args(proxy_args)
         .output()
         .expect("the venv's python runs");
-    let seen = python_client_json(&output);
+    let seen = client_json(&output);
     (seen, String::from_utf8_lossy(&output.stderr).into_owned())
 }
 

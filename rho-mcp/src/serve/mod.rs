@@ -8,8 +8,9 @@
 //! changes, `closing` tells calls that their client has gone, `contain`
 //! answers a request whose handling panicked, `elicit` asks the
 //! client's user to approve a call, `observe` reports each call's end
-//! (an audit log's hook), `stdio` is the line-delimited transport and
-//! `http` streamable HTTP.
+//! (an audit log's hook), `stdio` is the line-delimited transport (with
+//! `stdio_fd` reading stdin and writing stdout on the reactor) and `http`
+//! streamable HTTP.
 
 mod call;
 mod closing;
@@ -24,6 +25,8 @@ mod result;
 mod server;
 mod session;
 mod stdio;
+#[cfg(unix)]
+mod stdio_fd;
 
 pub use elicit::ElicitationApprover;
 pub use http::{DEFAULT_MAX_BODY_BYTES, HttpOptions, HttpServer};

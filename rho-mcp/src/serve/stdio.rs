@@ -23,10 +23,14 @@ impl<E: Executor> McpServer<E> {
     /// leaves before; [`ServeError::Task`] when the session's task ended
     /// abnormally.
     pub async fn serve_stdio(&self) -> Result<(), ServeError> {
-        match stdio_pipes() {
-            Some((stdin, stdout)) => self.serve_io(stdin, stdout).await,
-            None => self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await,
-        }
+        // Pipes and sockets are read and written on the reactor, without
+        // a turn to the blocking pool per message (see `stdio_fd`).
+        #[cfg(unix)]
+        return self
+            .serve_io(super::stdio_fd::stdin(), super::stdio_fd::stdout())
+            .await;
+        #[cfg(not(unix))]
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
     }
 
     /// Serves one client that writes to `reader` and reads from `writer`,
@@ -46,41 +50,4 @@ impl<E: Executor> McpServer<E> {
         running.waiting().await?;
         Ok(())
     }
-}
-
-/// Stdin and stdout as non-blocking pipes of tokio's reactor, when both
-/// are pipes, on Linux.
-///
-/// `tokio::io::stdin` and `stdout` do each read and each write on tokio's
-/// blocking pool, a turn to another thread and back per message; on a
-/// two-core machine that was a third of the proxy's time. The pipes are
-/// opened again through `/proc/self/fd`, which gives a description of
-/// their own: setting it non-blocking leaves this process's fds 0 and 1
-/// (which other code may use, and a `println!` would fail on) as they
-/// were. Only FIFOs are opened (a terminal is never opened again, so it
-/// cannot become a controlling terminal); anything else (a socket pair,
-/// as some clients hand their servers, a file, a runtime without IO,
-/// another system) gets `None` and the blocking pool.
-fn stdio_pipes() -> Option<(
-    tokio::net::unix::pipe::Receiver,
-    tokio::net::unix::pipe::Sender,
-)> {
-    use std::os::unix::fs::FileTypeExt;
-    if !cfg!(target_os = "linux") {
-        return None;
-    }
-    let is_pipe =
-        |path: &str| std::fs::metadata(path).is_ok_and(|metadata| metadata.file_type().is_fifo());
-    if !is_pipe("/proc/self/fd/0") || !is_pipe("/proc/self/fd/1") {
-        return None;
-    }
-    // Registering with the reactor panics on a runtime built without IO.
-    std::panic::catch_unwind(|| {
-        let options = tokio::net::unix::pipe::OpenOptions::new();
-        let stdin = options.open_receiver("/proc/self/fd/0").ok()?;
-        let stdout = options.open_sender("/proc/self/fd/1").ok()?;
-        Some((stdin, stdout))
-    })
-    .ok()
-    .flatten()
 }

@@ -81,26 +81,26 @@ pub fn run_python_client(args: &[&str], env: &[(&str, &Path)]) -> Value {
         command.env(key, value);
     }
     let output = command.output().expect("the venv's python runs");
-    python_client_json(&output)
+    client_json(&output)
 }
 
-/// The JSON a Python client printed on its stdout.
+/// The JSON a peer client (Python's or Node's) printed on its stdout.
 ///
 /// # Panics
 ///
 /// When the client failed or printed something else than JSON, with its
 /// output.
-pub fn python_client_json(output: &std::process::Output) -> Value {
+pub fn client_json(output: &std::process::Output) -> Value {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "the Python client failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        "the peer client failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_str(&stdout).unwrap_or_else(|error| {
         panic!(
-            "the Python client printed no JSON ({error}):\n{stdout}\nstderr:\n{}",
+            "the peer client printed no JSON ({error}):\n{stdout}\nstderr:\n{}",
             String::from_utf8_lossy(&output.stderr)
         )
     })
@@ -121,7 +121,7 @@ pub fn scenario<'a>(run: &'a Value, name: &str) -> &'a Value {
     assert!(!record.is_null(), "no record of scenario `{name}` in {run}");
     if let Some(error) = record.get("error") {
         panic!(
-            "scenario `{name}` raised in the Python client: {error}\n{}",
+            "scenario `{name}` raised in the peer client: {error}\n{}",
             record["trace"].as_str().unwrap_or_default()
         );
     }

@@ -1,5 +1,5 @@
-//! What the official MCP Python SDK must see of the sample registry,
-//! whatever the transport: one check a function, each given the client's
+//! What the official MCP SDKs' clients (Python's, TypeScript's) must see
+//! of the sample registry, whatever the transport: one check a function, each given the client's
 //! record of its run and the sample's log.
 
 #![allow(dead_code, unreachable_pub)]
