@@ -107,9 +107,9 @@ impl Response {
     }
 }
 
-/// Sends one request (`Connection: close`) and reads the whole response.
-async fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> Response {
-    let mut stream = TcpStream::connect(addr).await.expect("the server listens");
+/// A request's head (`Connection: close`), with the headers a client
+/// sends unless `headers` give their own.
+fn request_head(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> String {
     let mut head = format!(
         "{method} /mcp HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -132,6 +132,13 @@ async fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body:
         head.push_str(&format!("{key}: {value}\r\n"));
     }
     head.push_str("\r\n");
+    head
+}
+
+/// Sends one request (`Connection: close`) and reads the whole response.
+async fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> Response {
+    let mut stream = TcpStream::connect(addr).await.expect("the server listens");
+    let head = request_head(addr, method, headers, body);
     stream.write_all(head.as_bytes()).await.expect("sent");
     stream.write_all(body.as_bytes()).await.expect("sent");
     let mut raw = Vec::new();
@@ -353,6 +360,148 @@ async fn malformed_jsonrpc_gets_a_jsonrpc_error_and_the_server_goes_on() {
         answer.message()["result"]["content"][0]["text"],
         "ok",
         "{answer:?}"
+    );
+    http.shutdown().await.expect("stops");
+}
+
+/// Sends a request whose answer is an event stream and reads it up to its
+/// first event id (rmcp's priming event, which a client resumes from);
+/// the connection stays open for the caller to drop.
+async fn open_stream(
+    addr: SocketAddr,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(addr).await.expect("the server listens");
+    let head = request_head(addr, method, headers, body);
+    stream.write_all(head.as_bytes()).await.expect("sent");
+    stream.write_all(body.as_bytes()).await.expect("sent");
+    let mut raw = Vec::new();
+    let mut buffer = [0_u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&raw);
+        // Whole lines only: the last one may still be arriving.
+        let whole = text.rsplit_once('\n').map_or("", |(whole, _)| whole);
+        let id = whole
+            .lines()
+            .find_map(|line| line.trim_end().strip_prefix("id: "));
+        if let Some(id) = id {
+            return (stream, id.to_owned());
+        }
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+            .await
+            .expect("an event within 5 s")
+            .expect("read");
+        assert!(read > 0, "the stream ended before an event id: {text}");
+        raw.extend_from_slice(&buffer[..read]);
+    }
+}
+
+/// The session's headers, as `request` takes them.
+fn session_headers(session: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("mcp-session-id", session.to_owned()),
+        ("mcp-protocol-version", "2025-06-18".to_owned()),
+    ]
+}
+
+fn borrowed<'a>(headers: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    headers.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// A client that vanishes mid-call (closes the connection its answer was
+/// to come on, no `DELETE`, no cancellation) has the call cancelled once
+/// the resume grace has passed, and the session goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_vanishes_mid_call_has_the_call_cancelled_after_the_grace() {
+    let probe = Arc::new(Probe::default());
+    let grace = Duration::from_millis(400);
+    let http = server(&probe)
+        .serve_http(HttpOptions::new().with_resume_grace(grace))
+        .await
+        .expect("serves");
+    let addr = http.local_addr();
+    let session = open_session(&http, &[]).await;
+    let headers = session_headers(&session);
+    let (stream, _event_id) =
+        open_stream(addr, "POST", &borrowed(&headers), &call(2, "slow")).await;
+    assert!(
+        wait_until(
+            || probe.running.load(Ordering::SeqCst),
+            Duration::from_secs(5)
+        )
+        .await,
+        "the slow call runs"
+    );
+
+    let vanished = Instant::now();
+    drop(stream);
+    assert!(
+        wait_until(
+            || probe.dropped.load(Ordering::SeqCst),
+            Duration::from_secs(5)
+        )
+        .await,
+        "the call of a client that vanished still runs"
+    );
+    let after = vanished.elapsed();
+    assert!(
+        after >= grace - Duration::from_millis(50),
+        "cancelled after {after:?}, before the grace of {grace:?} to resume"
+    );
+    let echo = request(addr, "POST", &borrowed(&headers), &call(3, "echo")).await;
+    assert_eq!(
+        echo.message()["result"]["content"][0]["text"],
+        "ok",
+        "{echo:?}"
+    );
+    http.shutdown().await.expect("stops");
+}
+
+/// A client whose stream broke and that resumes it (`GET` with
+/// `Last-Event-ID`) within the grace keeps its call; the resumed stream is
+/// watched the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_resumes_its_stream_in_time_keeps_its_call() {
+    let probe = Arc::new(Probe::default());
+    let grace = Duration::from_millis(600);
+    let http = server(&probe)
+        .serve_http(HttpOptions::new().with_resume_grace(grace))
+        .await
+        .expect("serves");
+    let addr = http.local_addr();
+    let session = open_session(&http, &[]).await;
+    let headers = session_headers(&session);
+    let (stream, event_id) = open_stream(addr, "POST", &borrowed(&headers), &call(2, "slow")).await;
+    assert!(
+        wait_until(
+            || probe.running.load(Ordering::SeqCst),
+            Duration::from_secs(5)
+        )
+        .await,
+        "the slow call runs"
+    );
+    drop(stream);
+
+    let mut resume = headers.clone();
+    resume.push(("last-event-id", event_id));
+    resume.push(("accept", "text/event-stream".to_owned()));
+    let (resumed, _) = open_stream(addr, "GET", &borrowed(&resume), "").await;
+    tokio::time::sleep(grace * 2).await;
+    assert!(
+        !probe.dropped.load(Ordering::SeqCst),
+        "the call was cancelled though its client resumed the stream"
+    );
+
+    drop(resumed);
+    assert!(
+        wait_until(
+            || probe.dropped.load(Ordering::SeqCst),
+            Duration::from_secs(5)
+        )
+        .await,
+        "the call still runs after the resumed stream was dropped too"
     );
     http.shutdown().await.expect("stops");
 }

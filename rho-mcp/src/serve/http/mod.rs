@@ -15,6 +15,10 @@
 //! - **A session that ends aborts its calls.** A client's `DELETE` (or
 //!   the session's expiry after five idle minutes) aborts its calls in
 //!   flight at once.
+//! - **A client that vanishes has its calls cancelled.** A request whose
+//!   answer stream the client closes (it crashed, its network dropped) is
+//!   cancelled unless the client resumes the stream within
+//!   [`HttpOptions::with_resume_grace`] (10 s by default), as MCP lets it.
 //!
 //! Sessions are MCP's (`Mcp-Session-Id`): each is a [`Session`](crate::Session)
 //! of the server, with its own `tools/list_changed` stream.
@@ -22,14 +26,15 @@
 mod bearer;
 mod malformed;
 mod sessions;
+mod vanished;
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use rho_tool_core::Executor;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -64,6 +69,7 @@ pub struct HttpOptions {
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
     max_body_bytes: usize,
+    resume_grace: Duration,
 }
 
 impl HttpOptions {
@@ -77,6 +83,7 @@ impl HttpOptions {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            resume_grace: vanished::DEFAULT_RESUME_GRACE,
         }
     }
 
@@ -116,6 +123,17 @@ impl HttpOptions {
     /// Refuses request bodies over `bytes` with `413`.
     pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// How long a call whose client closed its answer stream (the
+    /// client crashed, its network dropped) waits for the client to resume
+    /// that stream, as MCP lets a client do, before it is cancelled
+    /// (aborted, and not charged to the tool). Default: 10 s, longer than
+    /// the SDKs' reconnection delays. `Duration::ZERO` cancels at once, as
+    /// MCP's newest revision reads a closed stream.
+    pub fn with_resume_grace(mut self, grace: Duration) -> Self {
+        self.resume_grace = grace;
         self
     }
 
@@ -181,6 +199,7 @@ impl fmt::Debug for HttpOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("resume_grace", &self.resume_grace)
             .finish()
     }
 }
@@ -270,7 +289,7 @@ impl<E: Executor> McpServer<E> {
         let server = self.clone();
         let service = StreamableHttpService::new(
             move || Ok(server.session()),
-            Arc::new(ClosingSessions(LocalSessionManager::default())),
+            Arc::new(ClosingSessions::new(options.resume_grace)),
             options.rmcp_config(bound, stop),
         );
         // Layers run outside in: the token first, then the body's shape,

@@ -1,6 +1,11 @@
 //! rmcp's session manager, with each session's transport told to say when
 //! its client has gone (see `closing`), so a session that ends (the
-//! client's `DELETE`, an expiry) aborts its calls at once.
+//! client's `DELETE`, an expiry) aborts its calls at once; and each
+//! request's stream watched, so a client that vanishes mid-call has that
+//! call cancelled (see `vanished`).
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures_core::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -9,10 +14,24 @@ use rmcp::transport::streamable_http_server::session::{EventStore, ServerSseMess
 use rmcp::transport::streamable_http_server::{RestoreOutcome, SessionId, SessionManager};
 
 use super::super::closing::Closing;
+use super::vanished::Vanished;
 
-/// [`LocalSessionManager`] whose transports are [`Closing`].
-#[derive(Debug, Default)]
-pub(crate) struct ClosingSessions(pub(crate) LocalSessionManager);
+/// [`LocalSessionManager`] whose transports are [`Closing`] and whose
+/// request streams are watched.
+pub(crate) struct ClosingSessions {
+    sessions: Arc<LocalSessionManager>,
+    vanished: Arc<Vanished>,
+}
+
+impl ClosingSessions {
+    /// Sessions whose requests wait `resume_grace` for a client that
+    /// closed their stream to resume it.
+    pub(crate) fn new(resume_grace: Duration) -> Self {
+        let sessions = Arc::new(LocalSessionManager::default());
+        let vanished = Vanished::new(sessions.clone(), resume_grace);
+        Self { sessions, vanished }
+    }
+}
 
 type Inner = LocalSessionManager;
 type InnerError = <Inner as SessionManager>::Error;
@@ -22,7 +41,7 @@ impl SessionManager for ClosingSessions {
     type Transport = Closing<<Inner as SessionManager>::Transport>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let (id, transport) = self.0.create_session().await?;
+        let (id, transport) = self.sessions.create_session().await?;
         Ok((id, Closing::new(transport)))
     }
 
@@ -31,15 +50,15 @@ impl SessionManager for ClosingSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.0.initialize_session(id, message).await
+        self.sessions.initialize_session(id, message).await
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.0.has_session(id).await
+        self.sessions.has_session(id).await
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.0.close_session(id).await
+        self.sessions.close_session(id).await
     }
 
     async fn create_stream(
@@ -47,7 +66,15 @@ impl SessionManager for ClosingSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.0.create_stream(id, message).await
+        let request = match &message {
+            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let stream = self.sessions.create_stream(id, message).await?;
+        Ok(match request {
+            Some(request) => self.vanished.watch(id.clone(), request, stream),
+            None => Vanished::unwatched(stream),
+        })
     }
 
     async fn accept_message(
@@ -55,14 +82,14 @@ impl SessionManager for ClosingSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
-        self.0.accept_message(id, message).await
+        self.sessions.accept_message(id, message).await
     }
 
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.0.create_standalone_stream(id).await
+        self.sessions.create_standalone_stream(id).await
     }
 
     async fn resume(
@@ -70,14 +97,20 @@ impl SessionManager for ClosingSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.0.resume(id, last_event_id).await
+        let stream = self.sessions.resume(id, last_event_id.clone()).await?;
+        // Resumed: the request waits no more, and the new stream carries
+        // its answer (and is watched the same way).
+        Ok(match self.vanished.resumed(id, &last_event_id) {
+            Some(request) => self.vanished.watch(id.clone(), request, stream),
+            None => Vanished::unwatched(stream),
+        })
     }
 
     async fn restore_session(
         &self,
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        Ok(match self.0.restore_session(id).await? {
+        Ok(match self.sessions.restore_session(id).await? {
             RestoreOutcome::Restored(transport) => {
                 RestoreOutcome::Restored(Closing::new(transport))
             }
@@ -87,6 +120,6 @@ impl SessionManager for ClosingSessions {
     }
 
     fn event_store(&self) -> Option<std::sync::Arc<dyn EventStore>> {
-        self.0.event_store()
+        self.sessions.event_store()
     }
 }
