@@ -410,31 +410,64 @@ fn borrowed<'a>(headers: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a
     headers.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
+/// A server whose calls wait `grace` for a resume, a session on it, and a
+/// `slow` call running in that session, its answer stream open.
+struct SlowOnAStream {
+    probe: Arc<Probe>,
+    http: HttpServer,
+    headers: Vec<(&'static str, String)>,
+    stream: TcpStream,
+    /// The stream's first event id, which a resume names.
+    event_id: String,
+}
+
+impl SlowOnAStream {
+    async fn start(grace: Duration) -> Self {
+        let probe = Arc::new(Probe::default());
+        let http = server(&probe)
+            .serve_http(HttpOptions::new().with_resume_grace(grace))
+            .await
+            .expect("serves");
+        let session = open_session(&http, &[]).await;
+        let headers = session_headers(&session);
+        let (stream, event_id) = open_stream(
+            http.local_addr(),
+            "POST",
+            &borrowed(&headers),
+            &call(2, "slow"),
+        )
+        .await;
+        assert!(
+            wait_until(
+                || probe.running.load(Ordering::SeqCst),
+                Duration::from_secs(5)
+            )
+            .await,
+            "the slow call runs"
+        );
+        Self {
+            probe,
+            http,
+            headers,
+            stream,
+            event_id,
+        }
+    }
+}
+
 /// A client that vanishes mid-call (closes the connection its answer was
 /// to come on, no `DELETE`, no cancellation) has the call cancelled once
 /// the resume grace has passed, and the session goes on serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_vanishes_mid_call_has_the_call_cancelled_after_the_grace() {
-    let probe = Arc::new(Probe::default());
     let grace = Duration::from_millis(400);
-    let http = server(&probe)
-        .serve_http(HttpOptions::new().with_resume_grace(grace))
-        .await
-        .expect("serves");
-    let addr = http.local_addr();
-    let session = open_session(&http, &[]).await;
-    let headers = session_headers(&session);
-    let (stream, _event_id) =
-        open_stream(addr, "POST", &borrowed(&headers), &call(2, "slow")).await;
-    assert!(
-        wait_until(
-            || probe.running.load(Ordering::SeqCst),
-            Duration::from_secs(5)
-        )
-        .await,
-        "the slow call runs"
-    );
-
+    let SlowOnAStream {
+        probe,
+        http,
+        headers,
+        stream,
+        ..
+    } = SlowOnAStream::start(grace).await;
     let vanished = Instant::now();
     drop(stream);
     assert!(
@@ -450,7 +483,13 @@ async fn a_client_that_vanishes_mid_call_has_the_call_cancelled_after_the_grace(
         after >= grace - Duration::from_millis(50),
         "cancelled after {after:?}, before the grace of {grace:?} to resume"
     );
-    let echo = request(addr, "POST", &borrowed(&headers), &call(3, "echo")).await;
+    let echo = request(
+        http.local_addr(),
+        "POST",
+        &borrowed(&headers),
+        &call(3, "echo"),
+    )
+    .await;
     assert_eq!(
         echo.message()["result"]["content"][0]["text"],
         "ok",
@@ -464,30 +503,20 @@ async fn a_client_that_vanishes_mid_call_has_the_call_cancelled_after_the_grace(
 /// watched the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_resumes_its_stream_in_time_keeps_its_call() {
-    let probe = Arc::new(Probe::default());
     let grace = Duration::from_millis(600);
-    let http = server(&probe)
-        .serve_http(HttpOptions::new().with_resume_grace(grace))
-        .await
-        .expect("serves");
-    let addr = http.local_addr();
-    let session = open_session(&http, &[]).await;
-    let headers = session_headers(&session);
-    let (stream, event_id) = open_stream(addr, "POST", &borrowed(&headers), &call(2, "slow")).await;
-    assert!(
-        wait_until(
-            || probe.running.load(Ordering::SeqCst),
-            Duration::from_secs(5)
-        )
-        .await,
-        "the slow call runs"
-    );
+    let SlowOnAStream {
+        probe,
+        http,
+        headers,
+        stream,
+        event_id,
+    } = SlowOnAStream::start(grace).await;
     drop(stream);
 
     let mut resume = headers.clone();
     resume.push(("last-event-id", event_id));
     resume.push(("accept", "text/event-stream".to_owned()));
-    let (resumed, _) = open_stream(addr, "GET", &borrowed(&resume), "").await;
+    let (resumed, _) = open_stream(http.local_addr(), "GET", &borrowed(&resume), "").await;
     tokio::time::sleep(grace * 2).await;
     assert!(
         !probe.dropped.load(Ordering::SeqCst),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the pinned MCP reference server (node/package.json, exact
-# versions in node/package-lock.json) with npm, for the tests that import
-# it as a rho source.
+# Installs the pinned MCP reference server and the official TypeScript SDK
+# (node/package.json, exact versions in node/package-lock.json) with npm,
+# for the tests that import the server as a rho source and the tests whose
+# client (node/client.mjs) drives rho's server.
 #
 #   install-node.sh DIR
 #
@@ -48,4 +49,4 @@ if [ ! -f "$server" ]; then
     exit 1
 fi
 echo "$want" > "$stamp"
-echo "install-node.sh: installed the pinned MCP reference server into $dir" >&2
+echo "install-node.sh: installed the pinned MCP reference server and TypeScript SDK into $dir" >&2
