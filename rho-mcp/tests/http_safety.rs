@@ -536,6 +536,43 @@ async fn a_client_that_resumes_its_stream_in_time_keeps_its_call() {
     http.shutdown().await.expect("stops");
 }
 
+/// A resume may reach the server before it has noticed the old stream
+/// close (a quick reconnect): the old stream's end then counts for
+/// nothing, and the resumed stream is the one watched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_before_the_old_stream_closes_keeps_the_call() {
+    let grace = Duration::from_millis(400);
+    let SlowOnAStream {
+        probe,
+        http,
+        headers,
+        stream,
+        event_id,
+    } = SlowOnAStream::start(grace).await;
+    let mut resume = headers.clone();
+    resume.push(("last-event-id", event_id));
+    resume.push(("accept", "text/event-stream".to_owned()));
+    let (resumed, _) = open_stream(http.local_addr(), "GET", &borrowed(&resume), "").await;
+    // Only now does the old connection close.
+    drop(stream);
+    tokio::time::sleep(grace * 3).await;
+    assert!(
+        !probe.dropped.load(Ordering::SeqCst),
+        "the call was cancelled when its replaced stream closed"
+    );
+
+    drop(resumed);
+    assert!(
+        wait_until(
+            || probe.dropped.load(Ordering::SeqCst),
+            Duration::from_secs(5)
+        )
+        .await,
+        "the call still runs after its newest stream was dropped"
+    );
+    http.shutdown().await.expect("stops");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_per_session_are_bounded_and_ending_the_session_aborts_them() {
     let probe = Arc::new(Probe::default());

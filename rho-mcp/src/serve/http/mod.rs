@@ -16,7 +16,7 @@
 //!   the session's expiry after five idle minutes) aborts its calls in
 //!   flight at once.
 //! - **A client that vanishes has its calls cancelled.** A request whose
-//!   answer stream the client closes (it crashed, its network dropped) is
+//!   answer stream the client closes (it crashed or gave up) is
 //!   cancelled unless the client resumes the stream within
 //!   [`HttpOptions::with_resume_grace`] (10 s by default), as MCP lets it.
 //!
@@ -127,7 +127,7 @@ impl HttpOptions {
     }
 
     /// How long a call whose client closed its answer stream (the
-    /// client crashed, its network dropped) waits for the client to resume
+    /// client crashed or gave up) waits for the client to resume
     /// that stream, as MCP lets a client do, before it is cancelled
     /// (aborted, and not charged to the tool). Default: 10 s, longer than
     /// the SDKs' reconnection delays. `Duration::ZERO` cancels at once, as
@@ -289,7 +289,7 @@ impl<E: Executor> McpServer<E> {
         let server = self.clone();
         let service = StreamableHttpService::new(
             move || Ok(server.session()),
-            Arc::new(ClosingSessions::new(options.resume_grace)),
+            Arc::new(ClosingSessions::new(options.resume_grace, stop.clone())),
             options.rmcp_config(bound, stop),
         );
         // Layers run outside in: the token first, then the body's shape,

@@ -13,6 +13,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::{EventStore, ServerSseMessage};
 use rmcp::transport::streamable_http_server::{RestoreOutcome, SessionId, SessionManager};
 
+use tokio_util::sync::CancellationToken;
+
 use super::super::closing::Closing;
 use super::vanished::Vanished;
 
@@ -25,10 +27,10 @@ pub(crate) struct ClosingSessions {
 
 impl ClosingSessions {
     /// Sessions whose requests wait `resume_grace` for a client that
-    /// closed their stream to resume it.
-    pub(crate) fn new(resume_grace: Duration) -> Self {
+    /// closed their stream to resume it, until the server's `stopped`.
+    pub(crate) fn new(resume_grace: Duration, stopped: CancellationToken) -> Self {
         let sessions = Arc::new(LocalSessionManager::default());
-        let vanished = Vanished::new(sessions.clone(), resume_grace);
+        let vanished = Vanished::new(sessions.clone(), resume_grace, stopped);
         Self { sessions, vanished }
     }
 }
@@ -97,11 +99,22 @@ impl SessionManager for ClosingSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let stream = self.sessions.resume(id, last_event_id.clone()).await?;
-        // Resumed: the request waits no more, and the new stream carries
-        // its answer (and is watched the same way).
-        Ok(match self.vanished.resumed(id, &last_event_id) {
-            Some(request) => self.vanished.watch(id.clone(), request, stream),
+        // Before rmcp swaps the stream: the old one's end must count for
+        // nothing, however soon it comes.
+        let resume = self.vanished.resuming(id, &last_event_id);
+        let stream = match self.sessions.resume(id, last_event_id).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                if let Some(resume) = resume {
+                    self.vanished.resume_failed(id, resume).await;
+                }
+                return Err(error);
+            }
+        };
+        // The new stream carries the request's answer, and is watched the
+        // same way.
+        Ok(match resume {
+            Some(resume) => self.vanished.resumed(id.clone(), resume, stream),
             None => Vanished::unwatched(stream),
         })
     }

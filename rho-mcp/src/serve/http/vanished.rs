@@ -2,8 +2,8 @@
 //!
 //! Over streamable HTTP each request's answer comes on an event stream of
 //! its own (the `POST`'s response). A client that goes away mid-call (it
-//! crashed, its network dropped, it gave up reading) closes that stream
-//! without a word: no `DELETE`, no `notifications/cancelled`. rmcp keeps
+//! crashed, it was killed, it gave up and closed the connection) closes
+//! that stream without a word: no `DELETE`, no `notifications/cancelled`. rmcp keeps
 //! the request running, because MCP lets a client resume a broken stream
 //! (`GET` with `Last-Event-ID`), so the call used to run on until its own
 //! end or the session's expiry five minutes later, holding a place of the
@@ -18,10 +18,18 @@
 //! the session as the client's own would be: the call is aborted at once
 //! and never charged to the tool. A stream that never carried an event id
 //! cannot be resumed, and its request is cancelled at once.
+//!
+//! A resume may reach the session before the server has even noticed the
+//! old stream closing, and a stream may be resumed more than once: each
+//! stream of a request is a generation of it, and only the dropping of
+//! its newest generation counts. What this cannot see is a client whose
+//! network vanished without closing anything: the server learns of that
+//! only when a write to the connection fails, which TCP may take minutes
+//! to tell.
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -41,40 +49,77 @@ use tokio_util::sync::CancellationToken;
 /// seconds, after the server's `retry` hint of three).
 pub(crate) const DEFAULT_RESUME_GRACE: Duration = Duration::from_secs(10);
 
-/// The streams of one server's sessions that closed before their answer,
-/// waiting for a resume.
+/// The request streams of one server's sessions, by session and rmcp's
+/// number of the stream (what a resume names).
 pub(crate) struct Vanished {
     sessions: Arc<LocalSessionManager>,
     grace: Duration,
-    /// By session and rmcp's number of the request's stream.
-    waiting: Mutex<HashMap<(SessionId, u64), Waiting>>,
+    /// The server's stop: its streams all end then, and nothing is
+    /// cancelled for that.
+    stopped: CancellationToken,
+    streams: Mutex<HashMap<(SessionId, u64), Tracked>>,
 }
 
-/// A closed request stream, waiting for its client.
-struct Waiting {
+/// A request whose answer has not gone out yet.
+struct Tracked {
     request: RequestId,
-    /// Cancelled when the client resumes the stream.
-    resumed: CancellationToken,
+    /// Which of the request's streams is the client's: a resume makes a
+    /// new one.
+    generation: u64,
+    /// Where its newest stream is.
+    state: StreamState,
+}
+
+/// Where the newest stream of a tracked request is.
+enum StreamState {
+    /// With the client.
+    Open,
+    /// Closed; the grace runs, and a resume cancels this token.
+    Closed { resumed: CancellationToken },
+}
+
+/// Which stream a [`Watched`] is.
+struct Watchee {
+    vanished: Arc<Vanished>,
+    session: SessionId,
+    request: RequestId,
+    /// Learnt from the stream's first event id (or the resume's).
+    stream_number: Option<u64>,
+    generation: u64,
 }
 
 impl Vanished {
-    pub(crate) fn new(sessions: Arc<LocalSessionManager>, grace: Duration) -> Arc<Self> {
+    pub(crate) fn new(
+        sessions: Arc<LocalSessionManager>,
+        grace: Duration,
+        stopped: CancellationToken,
+    ) -> Arc<Self> {
         Arc::new(Self {
             sessions,
             grace,
-            waiting: Mutex::default(),
+            stopped,
+            streams: Mutex::default(),
         })
     }
 
-    /// A request stream of `session` as rmcp made it, watched: if it is
-    /// dropped before it carried the answer to `request`, the request is
-    /// cancelled (after the grace, unless resumed).
+    fn lock(&self) -> MutexGuard<'_, HashMap<(SessionId, u64), Tracked>> {
+        self.streams.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new request's stream as rmcp made it, watched: if it is dropped
+    /// before it carried the answer to `request`, the request is cancelled
+    /// (after the grace, unless resumed).
     pub(crate) fn watch(
         self: &Arc<Self>,
         session: SessionId,
         request: RequestId,
         stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
     ) -> Watched {
+        // A request id the client uses again is no longer the old
+        // request's: a late cancellation by that id must not reach the new
+        // one.
+        self.lock()
+            .retain(|(of, _), tracked| *of != session || tracked.request != request);
         Watched {
             inner: Box::pin(stream),
             watched: Some(Watchee {
@@ -82,12 +127,13 @@ impl Vanished {
                 session,
                 request,
                 stream_number: None,
+                generation: 0,
             }),
         }
     }
 
-    /// A stream that no request's cancellation hangs on (a resume of the
-    /// common stream, say).
+    /// A stream that no request's cancellation hangs on (the session's
+    /// common stream, resumed).
     pub(crate) fn unwatched(
         stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
     ) -> Watched {
@@ -97,18 +143,61 @@ impl Vanished {
         }
     }
 
-    /// The client asks to resume a stream from `last_event_id`: if that
-    /// stream's request was waiting, it waits no more, and its request
-    /// (whose answer the resumed stream carries) is watched again.
-    pub(crate) fn resumed(&self, session: &SessionId, last_event_id: &str) -> Option<RequestId> {
+    /// The client resumes a stream from `last_event_id`: called before
+    /// rmcp swaps the stream, so that the old one's end counts for
+    /// nothing. The request's new generation, if the stream is one this
+    /// watches, for [`resumed`](Vanished::resumed).
+    pub(crate) fn resuming(&self, session: &SessionId, last_event_id: &str) -> Option<Resume> {
         let number = stream_number(last_event_id)?;
-        let waiting = self.lock().remove(&(session.clone(), number))?;
-        waiting.resumed.cancel();
-        Some(waiting.request)
+        let mut streams = self.lock();
+        let tracked = streams.get_mut(&(session.clone(), number))?;
+        tracked.generation += 1;
+        if let StreamState::Closed { resumed } =
+            std::mem::replace(&mut tracked.state, StreamState::Open)
+        {
+            resumed.cancel();
+        }
+        Some(Resume {
+            request: tracked.request.clone(),
+            number,
+            generation: tracked.generation,
+        })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(SessionId, u64), Waiting>> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The resumed stream, watched as the request's newest generation.
+    pub(crate) fn resumed(
+        self: &Arc<Self>,
+        session: SessionId,
+        resume: Resume,
+        stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+    ) -> Watched {
+        Watched {
+            inner: Box::pin(stream),
+            watched: Some(Watchee {
+                vanished: self.clone(),
+                session,
+                request: resume.request,
+                stream_number: Some(resume.number),
+                generation: resume.generation,
+            }),
+        }
+    }
+
+    /// rmcp could not resume the stream (its request is over, or the
+    /// session): nothing will carry the answer now, so the request is
+    /// given up as if the stream had vanished for good.
+    pub(crate) async fn resume_failed(&self, session: &SessionId, resume: Resume) {
+        let gone = {
+            let mut streams = self.lock();
+            let key = (session.clone(), resume.number);
+            let newest = streams
+                .get(&key)
+                .is_some_and(|tracked| tracked.generation == resume.generation);
+            newest.then(|| streams.remove(&key)).flatten()
+        };
+        if let Some(tracked) = gone {
+            self.cancel(session, tracked.request).await;
+        }
     }
 
     /// Cancels `request` of `session` as its client would.
@@ -127,10 +216,109 @@ impl Vanished {
     }
 }
 
+/// A resume of a watched request's stream.
+pub(crate) struct Resume {
+    request: RequestId,
+    number: u64,
+    generation: u64,
+}
+
 /// rmcp's number of a request's stream, from one of its event ids
 /// (`<index>/<stream>`); `None` for the session's common stream.
 fn stream_number(event_id: &str) -> Option<u64> {
     event_id.split_once('/')?.1.parse().ok()
+}
+
+impl Watchee {
+    /// The stream now has a number: its request is tracked under it.
+    fn numbered(&mut self, number: u64) {
+        if self.stream_number.is_some() {
+            return;
+        }
+        self.stream_number = Some(number);
+        self.vanished
+            .lock()
+            .entry((self.session.clone(), number))
+            .or_insert_with(|| Tracked {
+                request: self.request.clone(),
+                generation: self.generation,
+                state: StreamState::Open,
+            });
+    }
+
+    /// The answer went out, or the session ended the stream: nothing to
+    /// cancel, now or later.
+    fn done(self) {
+        let Some(number) = self.stream_number else {
+            return;
+        };
+        let key = (self.session, number);
+        let mut streams = self.vanished.lock();
+        if streams
+            .get(&key)
+            .is_some_and(|tracked| tracked.generation == self.generation)
+        {
+            streams.remove(&key);
+        }
+    }
+
+    /// The stream was dropped before the answer.
+    fn dropped(self) {
+        let Watchee {
+            vanished,
+            session,
+            request,
+            stream_number,
+            generation,
+        } = self;
+        if vanished.stopped.is_cancelled() {
+            return;
+        }
+        // Dropped by hyper, inside the runtime; without one (a runtime
+        // shutting down) the session goes with it.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Some(number) = stream_number else {
+            // Nothing to resume from: the client cannot come back for it.
+            runtime.spawn(async move { vanished.cancel(&session, request).await });
+            return;
+        };
+        let key = (session.clone(), number);
+        let resumed = CancellationToken::new();
+        {
+            let mut streams = vanished.lock();
+            let Some(tracked) = streams.get_mut(&key) else {
+                return;
+            };
+            if tracked.generation != generation {
+                // A resume has replaced this stream already.
+                return;
+            }
+            tracked.state = StreamState::Closed {
+                resumed: resumed.clone(),
+            };
+        }
+        runtime.spawn(async move {
+            tokio::select! {
+                () = resumed.cancelled() => {}
+                () = vanished.stopped.cancelled() => {}
+                () = tokio::time::sleep(vanished.grace) => {
+                    let gone = {
+                        let mut streams = vanished.lock();
+                        let still_closed = streams.get(&key).is_some_and(|tracked| {
+                            tracked.generation == generation
+                                && matches!(tracked.state, StreamState::Closed { .. })
+                        });
+                        still_closed.then(|| streams.remove(&key)).flatten()
+                    };
+                    if let Some(tracked) = gone {
+                        vanished.cancel(&session, tracked.request).await;
+                    }
+                }
+            }
+        });
+    }
 }
 
 /// A request's event stream, telling [`Vanished`] when it is dropped
@@ -142,36 +330,33 @@ pub(crate) struct Watched {
     watched: Option<Watchee>,
 }
 
-/// What a dropped [`Watched`] cancels.
-struct Watchee {
-    vanished: Arc<Vanished>,
-    session: SessionId,
-    request: RequestId,
-    /// Learnt from the stream's event ids: what a resume names.
-    stream_number: Option<u64>,
-}
-
 impl Stream for Watched {
     type Item = ServerSseMessage;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let next = ready!(self.inner.as_mut().poll_next(cx));
         let Some(message) = &next else {
-            // The session closed it: its calls were aborted with it.
-            self.watched = None;
+            // The session closed it (its calls were aborted with it), or
+            // a resume took its place.
+            if let Some(watchee) = self.watched.take() {
+                watchee.done();
+            }
             return Poll::Ready(next);
         };
-        if let Some(watchee) = &mut self.watched {
-            if let Some(number) = message.event_id.as_deref().and_then(stream_number) {
-                watchee.stream_number = Some(number);
+        let answered = match &mut self.watched {
+            Some(watchee) => {
+                if let Some(number) = message.event_id.as_deref().and_then(stream_number) {
+                    watchee.numbered(number);
+                }
+                message
+                    .message
+                    .as_deref()
+                    .is_some_and(|sent| answers(sent, &watchee.request))
             }
-            if message
-                .message
-                .as_deref()
-                .is_some_and(|sent| answers(sent, &watchee.request))
-            {
-                self.watched = None;
-            }
+            None => false,
+        };
+        if answered && let Some(watchee) = self.watched.take() {
+            watchee.done();
         }
         Poll::Ready(next)
     }
@@ -188,45 +373,9 @@ fn answers(message: &ServerJsonRpcMessage, request: &RequestId) -> bool {
 
 impl Drop for Watched {
     fn drop(&mut self) {
-        let Some(Watchee {
-            vanished,
-            session,
-            request,
-            stream_number,
-        }) = self.watched.take()
-        else {
-            return;
-        };
-        // Dropped by hyper, inside the runtime; without one (a runtime
-        // shutting down) the session goes with it.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let Some(number) = stream_number else {
-            // Nothing to resume from: the client cannot come back for it.
-            runtime.spawn(async move { vanished.cancel(&session, request).await });
-            return;
-        };
-        let resumed = CancellationToken::new();
-        vanished.lock().insert(
-            (session.clone(), number),
-            Waiting {
-                request,
-                resumed: resumed.clone(),
-            },
-        );
-        runtime.spawn(async move {
-            tokio::select! {
-                () = resumed.cancelled() => {}
-                () = tokio::time::sleep(vanished.grace) => {
-                    // Taken here or by a resume, never both.
-                    let waiting = vanished.lock().remove(&(session.clone(), number));
-                    if let Some(waiting) = waiting {
-                        vanished.cancel(&session, waiting.request).await;
-                    }
-                }
-            }
-        });
+        if let Some(watchee) = self.watched.take() {
+            watchee.dropped();
+        }
     }
 }
 
