@@ -40,9 +40,9 @@ fn run() -> &'static PeerRun {
             .arg(env!("CARGO_BIN_EXE_rho-mcp"))
             .arg("sample")
             .env("RHO_MCP_SAMPLE_LOG", &log)
-            .output()
-            .expect("node runs");
+            .output();
         let _ = std::fs::remove_file(&script);
+        let output = output.expect("node runs");
         let seen = client_json(&output);
         let log = std::fs::read_to_string(&log).unwrap_or_default();
         PeerRun { seen, log }

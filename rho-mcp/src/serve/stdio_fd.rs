@@ -4,7 +4,9 @@
 //! blocking pool: a turn to another thread and back per message, which on
 //! a two-core machine was a third of the proxy's time. So when they can
 //! be, stdin and stdout are read and written as what they are, on the
-//! reactor:
+//! reactor, without changing this process's fds 0 and 1 (which other code
+//! may use: a `println!` on a non-blocking stdout fails when the client
+//! reads slowly):
 //!
 //! - a pipe (FIFO), as most clients start their servers (Python's, Rust's
 //!   and Go's process APIs), is opened again through `/proc/self/fd` on
@@ -12,23 +14,24 @@
 //!   so this process's fds 0 and 1 stay as they were;
 //! - a stream socket, as clients built on Node.js start them (libuv hands
 //!   a child a socket pair for each piped stdio stream), cannot be opened
-//!   again: its description is set non-blocking, fds 0 and 1 with it.
-//!   That description is this process's (the client closed its copy of
-//!   the child's end; it holds the other end of the pair), and stdin and
-//!   stdout are the protocol's: code that also reads them, or prints to
-//!   stdout (a `println!` fails on a full non-blocking socket), already
-//!   breaks the session.
+//!   again: it is duplicated and read and written with `MSG_DONTWAIT`, a
+//!   flag of each call rather than of the socket, so the description that
+//!   fds 0 and 1 share (with a wrapper that started this process, say)
+//!   stays blocking.
 //!
 //! Anything else (a terminal, which is never opened again so that it
 //! cannot become a controlling terminal; a file; a runtime without IO;
 //! another system) gets tokio's own stdin and stdout.
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
 use rustix::fs::FileType;
-use rustix::net::SocketType;
-use tokio::io::{AsyncRead, AsyncWrite};
+use rustix::net::{RecvFlags, SendFlags, SocketType};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A reader of this process's stdin.
 pub(crate) type StdinReader = Box<dyn AsyncRead + Send + Unpin>;
@@ -43,7 +46,7 @@ pub(crate) fn stdin() -> StdinReader {
             tokio::net::unix::pipe::OpenOptions::new().open_receiver("/proc/self/fd/0")
         })
         .map(|pipe| Box::new(pipe) as StdinReader),
-        Kind::Socket => stream_socket(fd.as_fd()).map(|socket| Box::new(socket) as _),
+        Kind::Socket => StreamSocket::duplicate(fd.as_fd()).map(|socket| Box::new(socket) as _),
         Kind::Other => None,
     }
     .unwrap_or_else(|| Box::new(tokio::io::stdin()))
@@ -58,7 +61,7 @@ pub(crate) fn stdout() -> StdoutWriter {
             registered(|| tokio::net::unix::pipe::OpenOptions::new().open_sender("/proc/self/fd/1"))
                 .map(|pipe| Box::new(pipe) as StdoutWriter)
         }
-        Kind::Socket => stream_socket(fd.as_fd()).map(|socket| Box::new(socket) as _),
+        Kind::Socket => StreamSocket::duplicate(fd.as_fd()).map(|socket| Box::new(socket) as _),
         Kind::Other => None,
     }
     .unwrap_or_else(|| Box::new(tokio::io::stdout()))
@@ -100,13 +103,83 @@ fn registered<T>(open: impl FnOnce() -> io::Result<T>) -> Option<T> {
         .ok()
 }
 
-/// A duplicate of a stream socket, non-blocking and on the reactor.
-/// tokio's `UnixStream` reads and writes any stream socket (it only
-/// reads and writes its descriptor).
-fn stream_socket(fd: BorrowedFd<'_>) -> Option<tokio::net::UnixStream> {
-    let socket = std::os::unix::net::UnixStream::from(fd.try_clone_to_owned().ok()?);
-    socket.set_nonblocking(true).ok()?;
-    registered(|| tokio::net::UnixStream::from_std(socket))
+/// A duplicate of a stream socket, read with `recv` and written with
+/// `send`, each with `MSG_DONTWAIT`, and woken by tokio's reactor.
+struct StreamSocket {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl StreamSocket {
+    fn duplicate(fd: BorrowedFd<'_>) -> Option<StreamSocket> {
+        let owned = fd.try_clone_to_owned().ok()?;
+        // `AsyncFd::new` is deprecated because a registered value whose
+        // descriptor could change or close under the registration makes it
+        // unsound; an `OwnedFd` that the `AsyncFd` owns can do neither
+        // until it is dropped with it. (Its replacement is `unsafe`, which
+        // this workspace forbids.)
+        #[allow(deprecated)]
+        let registered = registered(|| AsyncFd::new(owned));
+        registered.map(|fd| StreamSocket { fd })
+    }
+}
+
+impl AsyncRead for StreamSocket {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            let mut ready = ready!(self.fd.poll_read_ready(cx))?;
+            let unfilled = buf.initialize_unfilled();
+            let received = ready.try_io(|fd| {
+                rustix::net::recv(fd.get_ref(), &mut *unfilled, RecvFlags::DONTWAIT)
+                    .map(|(read, _)| read)
+                    .map_err(io::Error::from)
+            });
+            match received {
+                Ok(Ok(read)) => {
+                    buf.advance(read);
+                    return Poll::Ready(Ok(()));
+                }
+                Ok(Err(error)) => return Poll::Ready(Err(error)),
+                // Would have blocked: readiness was cleared; wait again.
+                Err(_would_block) => {}
+            }
+        }
+    }
+}
+
+impl AsyncWrite for StreamSocket {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let mut ready = ready!(self.fd.poll_write_ready(cx))?;
+            // NOSIGNAL: a client that has gone is an error to return, not
+            // a SIGPIPE.
+            let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+            let sent = ready.try_io(|fd| {
+                rustix::net::send(fd.get_ref(), bytes, flags).map_err(io::Error::from)
+            });
+            if let Ok(result) = sent {
+                return Poll::Ready(result);
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Nothing is buffered here: a send is in the socket when it returns.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Fd 1 stays open (this is a duplicate), as with tokio's stdout:
+        // the client sees the end when the process ends.
+        Poll::Ready(Ok(()))
+    }
 }
 
 #[cfg(test)]
@@ -134,12 +207,14 @@ mod tests {
         assert_eq!(Kind::of(reader.as_fd()), expected);
     }
 
-    /// Lines cross a socket pair both ways through the duplicate, and
-    /// writes larger than the socket holds wait for the reader.
+    /// Lines cross a socket pair both ways through the duplicate, writes
+    /// larger than the socket holds wait for the reader, and the original
+    /// descriptor stays blocking (a `println!` on it still works however
+    /// slowly the client reads).
     #[tokio::test]
-    async fn a_socket_is_read_and_written_on_the_reactor() {
+    async fn a_socket_is_read_and_written_without_making_it_non_blocking() {
         let (ours, theirs) = UnixStream::pair().expect("a socket pair");
-        let mut socket = stream_socket(ours.as_fd()).expect("registered");
+        let mut socket = StreamSocket::duplicate(ours.as_fd()).expect("registered");
         theirs.set_nonblocking(true).expect("the peer's end");
         let mut theirs = tokio::net::UnixStream::from_std(theirs).expect("registered");
 
@@ -159,13 +234,16 @@ mod tests {
         theirs.read_exact(&mut received).await.expect("all read");
         assert!(received.iter().all(|&byte| byte == b'x'));
         drop(writer.await.expect("the writer ends"));
+
+        let flags = rustix::fs::fcntl_getfl(&ours).expect("the flags");
+        assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK));
     }
 
     /// A peer that closes its end is the end of the input, not an error.
     #[tokio::test]
     async fn a_closed_peer_reads_as_the_end() {
         let (ours, theirs) = UnixStream::pair().expect("a socket pair");
-        let mut socket = stream_socket(ours.as_fd()).expect("registered");
+        let mut socket = StreamSocket::duplicate(ours.as_fd()).expect("registered");
         drop(theirs);
         let mut rest = Vec::new();
         let read = socket.read_to_end(&mut rest).await.expect("the end");
