@@ -12,38 +12,20 @@
 mod import_support;
 mod support;
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::OnceLock;
 
-use import_support::{everything, node};
-use support::{PeerRun, client_json, log_path};
+use import_support::run_node_client;
+use support::{PeerRun, log_path};
 
 fn run() -> &'static PeerRun {
     static RUN: OnceLock<PeerRun> = OnceLock::new();
     RUN.get_or_init(|| {
-        // Installs the pinned node peers, the TypeScript SDK among them.
-        let installed = everything()
-            .ancestors()
-            .find(|dir| dir.ends_with("node_modules"))
-            .and_then(Path::parent)
-            .expect("the node peers' directory")
-            .to_path_buf();
-        // Node finds the SDK from where the script is: beside the
-        // installed packages, under a name of this test run's own.
-        let script = installed.join(format!("client-{}.mjs", std::process::id()));
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/node/client.mjs");
-        std::fs::copy(&source, &script).expect("the client script copied beside the SDK");
         let log = log_path("node-stdio");
-        let output = Command::new(node())
-            .arg(&script)
-            .arg(env!("CARGO_BIN_EXE_rho-mcp"))
-            .arg("sample")
-            .env("RHO_MCP_SAMPLE_LOG", &log)
-            .output();
-        let _ = std::fs::remove_file(&script);
-        let output = output.expect("node runs");
-        let seen = client_json(&output);
+        let server = env!("CARGO_BIN_EXE_rho-mcp");
+        let seen = run_node_client(
+            &["stdio", server, "sample"],
+            &[("RHO_MCP_SAMPLE_LOG", &log)],
+        );
         let log = std::fs::read_to_string(&log).unwrap_or_default();
         PeerRun { seen, log }
     })

@@ -93,6 +93,54 @@ pub fn node() -> &'static str {
     "node"
 }
 
+/// Runs `tests/peers/node/client.mjs` (the official MCP TypeScript SDK's
+/// client) with `args` and the extra environment `env`; returns the JSON
+/// it printed.
+///
+/// # Panics
+///
+/// When node or the pinned SDK is missing, or the client fails or prints
+/// something else than JSON, with its output.
+pub fn run_node_client(args: &[&str], env: &[(&str, &Path)]) -> Value {
+    // Installs the pinned node peers, the TypeScript SDK among them.
+    let installed = everything()
+        .ancestors()
+        .find(|dir| dir.ends_with("node_modules"))
+        .and_then(Path::parent)
+        .expect("the node peers' directory")
+        .to_path_buf();
+    // Node finds the SDK from where the script is: beside the installed
+    // packages, under a name of this test run's own.
+    let script = installed.join(format!(
+        "client-{}-{}.mjs",
+        std::process::id(),
+        args.first().copied().unwrap_or_default()
+    ));
+    let source = peers_dir().join("node").join("client.mjs");
+    std::fs::copy(&source, &script).expect("the client script copied beside the SDK");
+    let mut command = Command::new(node());
+    command.arg(&script).args(args);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output();
+    let _ = std::fs::remove_file(&script);
+    let output = output.expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Node client failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!(
+            "the Node client printed no JSON ({error}):\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
 /// The reference server as a source named `name`.
 pub fn everything_source(name: &str) -> McpSourceBuilder {
     McpSource::stdio(name, node())

@@ -5,6 +5,7 @@
 //! rho-mcp sample --http [ADDR]        ... over streamable HTTP (default 127.0.0.1:0)
 //!         [--token TOKEN]             require `Authorization: Bearer TOKEN`
 //!         [--allow-host HOST]...      accept this `Host` too
+//!         [--resume-grace MS]         how long a vanished client's call waits for a resume
 //! rho-mcp proxy [OPTIONS] -- CMD...   a stdio MCP server in front of the one CMD runs
 //! rho-mcp proxy [OPTIONS] --url URL   ... in front of the one at an HTTP endpoint
 //! ```
@@ -26,7 +27,7 @@ use rho_mcp::{HttpOptions, McpServer};
 use rho_tool_core::Runner;
 use tokio::io::AsyncReadExt;
 
-const USAGE: &str = "usage: rho-mcp sample [--http [ADDR]] [--token TOKEN] [--allow-host HOST]...
+const USAGE: &str = "usage: rho-mcp sample [--http [ADDR]] [--token TOKEN] [--allow-host HOST]... [--resume-grace MS]
        rho-mcp proxy [OPTIONS] -- SERVER_COMMAND [ARGS...]   (rho-mcp proxy --help)
        rho-mcp proxy [OPTIONS] --url URL
 
@@ -34,7 +35,9 @@ const USAGE: &str = "usage: rho-mcp sample [--http [ADDR]] [--token TOKEN] [--al
             over stdio, or over streamable HTTP with --http (loopback and a
             port the system picks unless ADDR says otherwise; an address off
             loopback needs --token). Over HTTP the first line on stdout is
-            the URL, and the server stops when stdin ends.";
+            the URL, and the server stops when stdin ends. A call whose
+            client closes its answer stream is cancelled unless the client
+            resumes it within --resume-grace (default 10000 ms).";
 
 /// What to serve over.
 enum Transport {
@@ -60,14 +63,20 @@ fn parse(args: &[String]) -> Result<Transport, String> {
                 }
                 http = Some(options);
             }
-            "--token" | "--allow-host" => {
+            "--token" | "--allow-host" | "--resume-grace" => {
                 let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
                 let options = http
                     .take()
                     .ok_or_else(|| format!("{arg} goes after --http"))?;
                 http = Some(match arg {
                     "--token" => options.with_bearer_token(value),
-                    _ => options.allow_host(value),
+                    "--allow-host" => options.allow_host(value),
+                    _ => {
+                        let ms: u64 = value
+                            .parse()
+                            .map_err(|error| format!("--resume-grace {value}: {error}"))?;
+                        options.with_resume_grace(std::time::Duration::from_millis(ms))
+                    }
                 });
             }
             other => return Err(format!("unknown argument `{other}`")),

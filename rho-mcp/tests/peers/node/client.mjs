@@ -1,12 +1,17 @@
-// Drives rho's MCP server with the official MCP TypeScript SDK over stdio
-// and prints what it saw as one JSON object, for the Rust peer tests to
-// check: the same scenarios, and the same record, as ../client.py.
+// Drives rho's MCP server with the official MCP TypeScript SDK and prints
+// what it saw as one JSON object, for the Rust peer tests to check: the
+// same scenarios, and the same record, as ../client.py.
 //
-//     node client.mjs SERVER_COMMAND [ARGS...]
+//     node client.mjs stdio SERVER_COMMAND [ARGS...]
+//     node client.mjs http URL
+//     node client.mjs vanish URL
 //
-// Node starts the server with a socket pair for each piped stdio stream
-// (libuv's way), not a pipe: the record also says what the server's stdin
-// and stdout were (`stdio`), from /proc.
+// Over stdio, Node starts the server with a socket pair for each piped
+// stdio stream (libuv's way), not a pipe: the record also says what the
+// server's stdin and stdout were (`stdio`), from /proc. Over HTTP, leaving
+// mid-call is ending the session (`DELETE`). `vanish` only starts a slow
+// call over HTTP and goes away without a word (no `DELETE`, no
+// cancellation), as a client that crashed would.
 //
 // Each scenario records plain facts (texts, flags, timings); the Rust test
 // decides what is right. A scenario that throws records its error instead
@@ -20,12 +25,13 @@ import {
   StdioClientTransport,
   getDefaultEnvironment,
 } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   ElicitRequestSchema,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
-const target = process.argv.slice(2);
+const [kind, ...target] = process.argv.slice(2);
 const now = () => performance.now() / 1000;
 const round = (seconds) => Math.round(seconds * 1000) / 1000;
 
@@ -59,18 +65,25 @@ function snakeCase(annotations) {
   );
 }
 
-async function connect({ onListChanged, askTheUser } = {}) {
+function newTransport() {
+  if (kind !== "stdio") {
+    return new StreamableHTTPClientTransport(new URL(target[0]));
+  }
   // The SDK gives the server a minimal environment: pass on the log.
   const env = getDefaultEnvironment();
   if (process.env.RHO_MCP_SAMPLE_LOG) {
     env.RHO_MCP_SAMPLE_LOG = process.env.RHO_MCP_SAMPLE_LOG;
   }
-  const transport = new StdioClientTransport({
+  return new StdioClientTransport({
     command: target[0],
     args: target.slice(1),
     env,
     stderr: "inherit",
   });
+}
+
+async function connect({ onListChanged, askTheUser } = {}) {
+  const transport = newTransport();
   const capabilities = askTheUser ? { elicitation: {} } : {};
   const client = new Client({ name: "rho-node-peer", version: "1" }, { capabilities });
   if (onListChanged) {
@@ -81,6 +94,15 @@ async function connect({ onListChanged, askTheUser } = {}) {
   }
   await client.connect(transport);
   return { client, transport };
+}
+
+// Ends a client as one that leaves does: over stdio by closing the
+// server's stdin; over HTTP by ending its session first.
+async function leave({ client, transport }) {
+  if (kind === "http") {
+    await transport.terminateSession();
+  }
+  await client.close();
 }
 
 async function call(client, name, args = {}, options = {}) {
@@ -199,13 +221,25 @@ async function scenarioListChanged(client, notifications) {
 // Leaves while a call runs; the server must abort it, not finish it.
 async function scenarioDisconnect() {
   const started = now();
+  const connected = await connect();
+  connected.client.callTool({ name: "slow", arguments: { ms: 20000 } }).catch(() => {});
+  await sleep(300);
+  const leftAt = round(now() - started);
+  // Over stdio this ends the server's stdin and waits for it to exit.
+  await leave(connected);
+  return { left_at: leftAt, closed_after: round(now() - started) };
+}
+
+// Starts a slow call and goes away without a word: the connection its
+// answer was to come on is closed, nothing else is sent.
+async function scenarioVanish() {
+  const started = now();
   const { client } = await connect();
   client.callTool({ name: "slow", arguments: { ms: 20000 } }).catch(() => {});
   await sleep(300);
   const leftAt = round(now() - started);
-  // Ends the server's stdin and waits for it to exit.
   await client.close();
-  return { left_at: leftAt, closed_after: round(now() - started) };
+  return { left_at: leftAt };
 }
 
 // `wipe` needs a person: a client that can ask its user is asked (and its
@@ -221,7 +255,8 @@ async function scenarioApproval(unasked) {
     }
     return { action: "accept", content: { approve: answer === "approve" } };
   };
-  const { client } = await connect({ askTheUser });
+  const connected = await connect({ askTheUser });
+  const { client } = connected;
   try {
     return {
       questions,
@@ -232,7 +267,7 @@ async function scenarioApproval(unasked) {
       unasked_client: unasked,
     };
   } finally {
-    await client.close();
+    await leave(connected);
   }
 }
 
@@ -246,12 +281,20 @@ async function guarded(results, name, scenario) {
 
 async function main() {
   const results = {};
+  if (kind === "vanish") {
+    await guarded(results, "vanish", () => scenarioVanish());
+    process.stdout.write(`${JSON.stringify(results)}\n`);
+    return;
+  }
   const notifications = { toolsChanged: 0 };
   const onListChanged = () => {
     notifications.toolsChanged += 1;
   };
-  const { client, transport } = await connect({ onListChanged });
-  results.stdio = stdioOf(transport.pid);
+  const connected = await connect({ onListChanged });
+  const { client, transport } = connected;
+  if (kind === "stdio") {
+    results.stdio = stdioOf(transport.pid);
+  }
   await guarded(results, "list", () => scenarioList(client));
   await guarded(results, "results", () => scenarioResults(client));
   await guarded(results, "progress", () => scenarioProgress(client));
@@ -265,7 +308,7 @@ async function main() {
   } catch (error) {
     unasked = { error: String(error) };
   }
-  await client.close();
+  await leave(connected);
   await guarded(results, "approval", () => scenarioApproval(unasked));
   await guarded(results, "disconnect", () => scenarioDisconnect());
   process.stdout.write(`${JSON.stringify(results)}\n`);
