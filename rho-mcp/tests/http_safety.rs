@@ -21,6 +21,19 @@ struct Probe {
     dropped: AtomicBool,
 }
 
+impl Probe {
+    /// Whether a `slow` call runs, or does within `within`.
+    async fn running_within(&self, within: Duration) -> bool {
+        wait_until(|| self.running.load(Ordering::SeqCst), within).await
+    }
+
+    /// Whether a `slow` call was stopped (its future dropped), or is
+    /// within `within`.
+    async fn stopped_within(&self, within: Duration) -> bool {
+        wait_until(|| self.dropped.load(Ordering::SeqCst), within).await
+    }
+}
+
 /// Sleeps for a minute (unless stopped); `echo` answers at once.
 struct Slow(Arc<Probe>);
 
@@ -438,11 +451,7 @@ impl SlowOnAStream {
         )
         .await;
         assert!(
-            wait_until(
-                || probe.running.load(Ordering::SeqCst),
-                Duration::from_secs(5)
-            )
-            .await,
+            probe.running_within(Duration::from_secs(5)).await,
             "the slow call runs"
         );
         Self {
@@ -471,11 +480,7 @@ async fn a_client_that_vanishes_mid_call_has_the_call_cancelled_after_the_grace(
     let vanished = Instant::now();
     drop(stream);
     assert!(
-        wait_until(
-            || probe.dropped.load(Ordering::SeqCst),
-            Duration::from_secs(5)
-        )
-        .await,
+        probe.stopped_within(Duration::from_secs(5)).await,
         "the call of a client that vanished still runs"
     );
     let after = vanished.elapsed();
@@ -498,12 +503,21 @@ async fn a_client_that_vanishes_mid_call_has_the_call_cancelled_after_the_grace(
     http.shutdown().await.expect("stops");
 }
 
-/// A client whose stream broke and that resumes it (`GET` with
-/// `Last-Event-ID`) within the grace keeps its call; the resumed stream is
-/// watched the same way.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_resumes_its_stream_in_time_keeps_its_call() {
-    // Long enough for the resume to arrive on a busy machine.
+/// When the client's resume reaches the server, against the old stream's
+/// closing.
+#[derive(Debug, Clone, Copy)]
+enum Resumed {
+    /// The usual order: the stream broke, the client reconnects.
+    AfterTheOldStreamClosed,
+    /// A quick reconnect: the server has not yet noticed the old
+    /// connection close.
+    BeforeTheOldStreamClosed,
+}
+
+/// A slow call's stream is resumed (`GET` with `Last-Event-ID`) in the
+/// order `when` says, well within the grace: the call keeps running past
+/// the grace, and stops once the resumed stream is dropped too.
+async fn a_resumed_stream_keeps_its_call(when: Resumed) {
     let grace = Duration::from_millis(1500);
     let SlowOnAStream {
         probe,
@@ -512,65 +526,49 @@ async fn a_client_that_resumes_its_stream_in_time_keeps_its_call() {
         stream,
         event_id,
     } = SlowOnAStream::start(grace).await;
-    drop(stream);
-
     let mut resume = headers.clone();
     resume.push(("last-event-id", event_id));
     resume.push(("accept", "text/event-stream".to_owned()));
-    let (resumed, _) = open_stream(http.local_addr(), "GET", &borrowed(&resume), "").await;
+    let resume = borrowed(&resume);
+    let addr = http.local_addr();
+    let resumed = match when {
+        Resumed::AfterTheOldStreamClosed => {
+            drop(stream);
+            open_stream(addr, "GET", &resume, "").await.0
+        }
+        Resumed::BeforeTheOldStreamClosed => {
+            let resumed = open_stream(addr, "GET", &resume, "").await.0;
+            drop(stream);
+            resumed
+        }
+    };
     tokio::time::sleep(grace * 2).await;
     assert!(
         !probe.dropped.load(Ordering::SeqCst),
-        "the call was cancelled though its client resumed the stream"
+        "{when:?}: the call was cancelled though its client resumed the stream"
     );
 
     drop(resumed);
     assert!(
-        wait_until(
-            || probe.dropped.load(Ordering::SeqCst),
-            Duration::from_secs(5)
-        )
-        .await,
-        "the call still runs after the resumed stream was dropped too"
+        probe.stopped_within(Duration::from_secs(5)).await,
+        "{when:?}: the call still runs after its newest stream was dropped"
     );
     http.shutdown().await.expect("stops");
 }
 
+/// A client whose stream broke and that resumes it within the grace keeps
+/// its call; the resumed stream is watched the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_resumes_its_stream_in_time_keeps_its_call() {
+    a_resumed_stream_keeps_its_call(Resumed::AfterTheOldStreamClosed).await;
+}
+
 /// A resume may reach the server before it has noticed the old stream
-/// close (a quick reconnect): the old stream's end then counts for
-/// nothing, and the resumed stream is the one watched.
+/// close: the old stream's end then counts for nothing, and the resumed
+/// stream is the one watched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_before_the_old_stream_closes_keeps_the_call() {
-    let grace = Duration::from_millis(400);
-    let SlowOnAStream {
-        probe,
-        http,
-        headers,
-        stream,
-        event_id,
-    } = SlowOnAStream::start(grace).await;
-    let mut resume = headers.clone();
-    resume.push(("last-event-id", event_id));
-    resume.push(("accept", "text/event-stream".to_owned()));
-    let (resumed, _) = open_stream(http.local_addr(), "GET", &borrowed(&resume), "").await;
-    // Only now does the old connection close.
-    drop(stream);
-    tokio::time::sleep(grace * 3).await;
-    assert!(
-        !probe.dropped.load(Ordering::SeqCst),
-        "the call was cancelled when its replaced stream closed"
-    );
-
-    drop(resumed);
-    assert!(
-        wait_until(
-            || probe.dropped.load(Ordering::SeqCst),
-            Duration::from_secs(5)
-        )
-        .await,
-        "the call still runs after its newest stream was dropped"
-    );
-    http.shutdown().await.expect("stops");
+    a_resumed_stream_keeps_its_call(Resumed::BeforeTheOldStreamClosed).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -594,11 +592,7 @@ async fn calls_per_session_are_bounded_and_ending_the_session_aborts_them() {
         request(addr, "POST", &headers, &call(2, "slow")).await
     });
     assert!(
-        wait_until(
-            || probe.running.load(Ordering::SeqCst),
-            Duration::from_secs(5)
-        )
-        .await,
+        probe.running_within(Duration::from_secs(5)).await,
         "the slow call runs"
     );
 
@@ -616,11 +610,7 @@ async fn calls_per_session_are_bounded_and_ending_the_session_aborts_them() {
     let deleted = request(addr, "DELETE", &headers, "").await;
     assert!(deleted.status < 300, "{deleted:?}");
     assert!(
-        wait_until(
-            || probe.dropped.load(Ordering::SeqCst),
-            Duration::from_secs(2)
-        )
-        .await,
+        probe.stopped_within(Duration::from_secs(2)).await,
         "the slow call was not stopped when its session ended"
     );
     assert!(

@@ -10,53 +10,19 @@
 mod import_support;
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use import_support::run_node_client;
-use support::{PeerRun, log_path, scenario};
-
-/// `rho-mcp sample --http` with `extra` arguments, logging to `log`; the
-/// process and its URL.
-fn sample_server(log: &Path, extra: &[&str]) -> (Child, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_rho-mcp"))
-        .args(["sample", "--http"])
-        .args(extra)
-        .env("RHO_MCP_SAMPLE_LOG", log)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the sample server starts");
-    let mut url = String::new();
-    BufReader::new(server.stdout.take().expect("piped"))
-        .read_line(&mut url)
-        .expect("the sample prints its URL");
-    let url = url.trim().to_owned();
-    assert!(
-        url.starts_with("http://127.0.0.1:"),
-        "served on loopback: {url}"
-    );
-    (server, url)
-}
-
-/// Stops the sample (closing its stdin) and reads its log.
-fn stop(mut server: Child, log: &Path) -> String {
-    drop(server.stdin.take());
-    let status = server.wait().expect("the sample ends");
-    assert!(status.success(), "the sample ended with {status}");
-    std::fs::read_to_string(log).unwrap_or_default()
-}
+use support::{PeerRun, client_json, log_path, sample_http_server, scenario, stop_sample};
 
 fn run() -> &'static PeerRun {
     static RUN: OnceLock<PeerRun> = OnceLock::new();
     RUN.get_or_init(|| {
         let log = log_path("node-http");
-        let (server, url) = sample_server(&log, &[]);
-        let seen = run_node_client(&["http", &url], &[]);
-        let log = stop(server, &log);
+        let (server, url) = sample_http_server(&log, &[]);
+        let seen = client_json(&run_node_client(&["http", &url], &[]));
+        let log = stop_sample(server, &log);
         PeerRun { seen, log }
     })
 }
@@ -69,8 +35,8 @@ sample_tests!(run);
 #[test]
 fn a_client_that_vanishes_has_its_call_stopped_after_the_grace() {
     let log = log_path("node-http-vanish");
-    let (server, url) = sample_server(&log, &["--resume-grace", "500"]);
-    let seen = run_node_client(&["vanish", &url], &[]);
+    let (server, url) = sample_http_server(&log, &["--resume-grace", "500"]);
+    let seen = client_json(&run_node_client(&["vanish", &url], &[]));
     let left_at = scenario(&seen, "vanish")["left_at"]
         .as_f64()
         .expect("when it left");
@@ -84,7 +50,7 @@ fn a_client_that_vanishes_has_its_call_stopped_after_the_grace() {
     while !dropped() && waited.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let log = stop(server, &log);
+    let log = stop_sample(server, &log);
     let started = log
         .lines()
         .filter(|line| line.ends_with(" started"))

@@ -15,17 +15,17 @@ mod support;
 use std::sync::OnceLock;
 
 use import_support::run_node_client;
-use support::{PeerRun, log_path};
+use support::{PeerRun, client_json, log_path};
 
 fn run() -> &'static PeerRun {
     static RUN: OnceLock<PeerRun> = OnceLock::new();
     RUN.get_or_init(|| {
         let log = log_path("node-stdio");
         let server = env!("CARGO_BIN_EXE_rho-mcp");
-        let seen = run_node_client(
+        let seen = client_json(&run_node_client(
             &["stdio", server, "sample"],
             &[("RHO_MCP_SAMPLE_LOG", &log)],
-        );
+        ));
         let log = std::fs::read_to_string(&log).unwrap_or_default();
         PeerRun { seen, log }
     })

@@ -7,38 +7,17 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use support::{PeerRun, log_path, run_python_client};
+use support::{PeerRun, log_path, run_python_client, sample_http_server, stop_sample};
 
 fn run() -> &'static PeerRun {
     static RUN: OnceLock<PeerRun> = OnceLock::new();
     RUN.get_or_init(|| {
         let log = log_path("python-http");
-        let mut server = Command::new(env!("CARGO_BIN_EXE_rho-mcp"))
-            .args(["sample", "--http"])
-            .env("RHO_MCP_SAMPLE_LOG", &log)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the sample server starts");
-        let mut url = String::new();
-        BufReader::new(server.stdout.take().expect("piped"))
-            .read_line(&mut url)
-            .expect("the sample prints its URL");
-        let url = url.trim().to_owned();
-        assert!(
-            url.starts_with("http://127.0.0.1:"),
-            "served on loopback: {url}"
-        );
+        let (server, url) = sample_http_server(&log, &[]);
         let seen = run_python_client(&["http", &url], &[("RHO_MCP_SAMPLE_LOG", &log)]);
-        // Closing its stdin stops the sample.
-        drop(server.stdin.take());
-        let status = server.wait().expect("the sample ends");
-        assert!(status.success(), "the sample ended with {status}");
-        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        let log = stop_sample(server, &log);
         PeerRun { seen, log }
     })
 }

@@ -3,8 +3,9 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -140,4 +141,36 @@ pub fn text(summary: &Value) -> String {
                 .join("\n")
         })
         .unwrap_or_default()
+}
+
+/// `rho-mcp sample --http` with `extra` arguments, logging to `log`: the
+/// process and the URL it printed (checked to be loopback's).
+pub fn sample_http_server(log: &Path, extra: &[&str]) -> (Child, String) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_rho-mcp"))
+        .args(["sample", "--http"])
+        .args(extra)
+        .env("RHO_MCP_SAMPLE_LOG", log)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the sample server starts");
+    let mut url = String::new();
+    BufReader::new(server.stdout.take().expect("piped"))
+        .read_line(&mut url)
+        .expect("the sample prints its URL");
+    let url = url.trim().to_owned();
+    assert!(
+        url.starts_with("http://127.0.0.1:"),
+        "served on loopback: {url}"
+    );
+    (server, url)
+}
+
+/// Stops a sample HTTP server (closing its stdin stops it) and reads its
+/// log.
+pub fn stop_sample(mut server: Child, log: &Path) -> String {
+    drop(server.stdin.take());
+    let status = server.wait().expect("the sample ends");
+    assert!(status.success(), "the sample ended with {status}");
+    std::fs::read_to_string(log).unwrap_or_default()
 }
