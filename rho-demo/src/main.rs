@@ -8,8 +8,8 @@
 //! struct of its own, a call the gate denies); the second retries the
 //! crashing tool (its source quarantines it), misspells a tool and sends
 //! malformed arguments; the third tries the quarantined tool; in the fourth
-//! a person presses Esc. In the last four the model writes tools in
-//! JavaScript (`define_tool`, put to a person first; one has a syntax error
+//! a person presses Esc. In the fifth to the eighth the model writes tools
+//! in JavaScript (`define_tool`, put to a person first; one has a syntax error
 //! and is refused with its line and column), then calls them at once: one
 //! answers, one spins for ever and is stopped at its deadline, one blows
 //! its memory cap, one throws until its source quarantines it. In the
