@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::answer::{error_text, to_output};
 use super::connection::{Connection, Death, error_chain, wait_for_death};
 use super::handler::ProgressRoutes;
-use super::http::is_connection_failure;
+use super::http::{is_connection_failure, is_session_lost};
 use super::server::{Server, Unavailable};
 
 /// How many partial results may wait for the tool's future; more are
@@ -185,6 +185,16 @@ impl Request {
                 "tool `{}` of MCP server `{}` answered with something that is not a tool's result",
                 self.shown, self.server.name
             )),
+            Ok(Err(ServiceError::McpError(error)))
+                if connection.is_http() && is_session_lost(&error) =>
+            {
+                let lost = Lost {
+                    what: "the server no longer knew the session (it was restarted, say)"
+                        .to_owned(),
+                    connection_failed: true,
+                };
+                self.lost(&connection, lost).await
+            }
             Ok(Err(ServiceError::McpError(error))) => ToolOutput::error(error_text(
                 &self.server.name,
                 &self.shown,
@@ -213,8 +223,8 @@ impl Request {
             },
             // Over HTTP: the answer's stream broke (past rmcp's brief
             // retries), or sent an event past the cap, which rmcp does not
-            // tell apart. A server that went away and came back leaves
-            // rmcp's session unable to recover (the next call hangs until
+            // tell apart. A server that went away and came back may leave
+            // rmcp's session unable to recover (the next call hung until
             // its deadline), so this is the connection's end either way.
             ServiceError::TransportClosed => Lost {
                 what: format!(

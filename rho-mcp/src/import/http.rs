@@ -153,6 +153,18 @@ pub(crate) fn is_connection_failure(error: &(dyn std::error::Error + 'static)) -
     }
 }
 
+/// The text rmcp's HTTP client answers a request with, itself, when the
+/// server no longer knows the session (it restarted, say) and rmcp starts
+/// a new one: the request's answer will never come.
+const SESSION_LOST: &str = "streamable HTTP session was re-initialized before the response arrived";
+
+/// Whether `error`, a request's error answer, is rmcp's own word that the
+/// server lost the session under the request, rather than the server's
+/// answer: the connection's death, not this call's failure.
+pub(crate) fn is_session_lost(error: &rmcp::ErrorData) -> bool {
+    error.code == rmcp::model::ErrorCode::INTERNAL_ERROR && error.message == SESSION_LOST
+}
+
 /// The HTTP side of a connection: where its death is published, by the
 /// transport (its end, an answer nobody asked for) and by the connection
 /// (a failed request, the host closing it).
