@@ -19,7 +19,7 @@
 //!
 //! `rho-soak mcp --calls N` is a soak of its own: calls through an MCP
 //! server imported as a source, a stand-in that dies, hangs and writes
-//! garbage (see `mcp_soak`).
+//! garbage (see `mcp_soak`); `--http` imports it over streamable HTTP.
 //!
 //! # What it injects
 //!
@@ -121,6 +121,7 @@ mod drive;
 mod events;
 mod gate;
 mod lane;
+mod mcp_http_stand_in;
 mod mcp_soak;
 mod mcp_stand_in;
 mod memory;
@@ -142,6 +143,10 @@ fn main() -> ExitCode {
     match argv.first().map(String::as_str) {
         Some(mcp_stand_in::SUBCOMMAND) => {
             mcp_stand_in::main();
+            return ExitCode::SUCCESS;
+        }
+        Some(mcp_http_stand_in::SUBCOMMAND) => {
+            mcp_http_stand_in::main(&argv[1..]);
             return ExitCode::SUCCESS;
         }
         Some("mcp") => {

@@ -7,7 +7,15 @@
 //!
 //! ```text
 //! cargo run --release -p rho-soak -- mcp --calls 100000 --seed 42
+//! cargo run --release -p rho-soak -- mcp --http --calls 20000
 //! ```
+//!
+//! With `--http` the server is imported over streamable HTTP instead: the
+//! stand-in is rho's own HTTP server (`mcp_http_stand_in`), which a
+//! supervisor starts again on the same port whenever it dies. There is no
+//! garbage there (those calls die instead), a death is known by the
+//! broken connection rather than an exit code, and calls made while the
+//! server is down crash at once (a refused connection is a death too).
 //!
 //! Each call's plan comes from the seed and its number: an `echo` of a
 //! text of its own (most calls), the server's own error, a short sleep, a
@@ -23,7 +31,10 @@
 //! - a crash, when the server died under it (another call's death or
 //!   garbage): such calls are counted as collateral;
 //! - a timeout, when the server was being started again for longer than
-//!   the call's 100 ms (counted apart too).
+//!   the call's 100 ms (counted apart too);
+//! - the error that the server could not be started, for a call that came
+//!   while it was down (over HTTP, between a death and the supervisor's
+//!   restart: a refused connection), also counted apart.
 //!
 //! Anything else (a refusal, an abort, a wrong text, a second end) is
 //! wrong. The server's quarantine is off and restarts wait 1 to 20 ms,
@@ -35,11 +46,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rho_exec_tokio::TokioExecutor;
-use rho_mcp::import::{Backoff, McpSource};
+use rho_mcp::import::{Backoff, McpSource, McpSourceBuilder};
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
 use rho_tool_core::{CallEnd, Outcome, Runner, ToolCall};
 use serde_json::json;
 
+use crate::mcp_http_stand_in::{self, Supervisor};
 use crate::mcp_stand_in;
 use crate::processes::{live_children, processes_with, wait_until};
 
@@ -49,11 +61,19 @@ const TIMEOUT: Duration = Duration::from_millis(100);
 const SHOWN: usize = 20;
 
 const USAGE: &str = "\
-usage: rho-soak mcp [--calls N] [--seed S] [--concurrency C]
+usage: rho-soak mcp [--http] [--calls N] [--seed S] [--concurrency C]
 
+  --http            import the stand-in over streamable HTTP, not stdio
   --calls N         calls in all (default 100000; `_` separators allowed)
   --seed S          the seed to replay (default: random, printed first)
   --concurrency C   calls in flight at once (default 32)";
+
+/// How the stand-in is imported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    Stdio,
+    Http,
+}
 
 /// What one call is told to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,11 +87,13 @@ enum Plan {
 }
 
 impl Plan {
-    /// Call `index`'s plan under `seed`.
-    fn of(seed: u64, index: u64) -> Self {
+    /// Call `index`'s plan under `seed`, over `transport`.
+    fn of(seed: u64, index: u64, transport: Transport) -> Self {
         let mut rng = fastrand::Rng::with_seed(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         match rng.u32(0..1000) {
             0..=4 => Plan::Die(rng.i64(1..=100)),
+            // rho's HTTP server writes no garbage: such a call dies.
+            5..=9 if transport == Transport::Http => Plan::Die(rng.i64(1..=100)),
             5..=9 => Plan::Garbage,
             10..=19 => Plan::Hang,
             20..=69 => Plan::Fail,
@@ -113,12 +135,13 @@ struct Tally {
     natural: AtomicU64,
     collateral_crashes: AtomicU64,
     slow_restart_timeouts: AtomicU64,
+    start_failures: AtomicU64,
     wrong: AtomicU64,
     shown: Mutex<Vec<String>>,
 }
 
 impl Tally {
-    fn judge(&self, index: u64, plan: Plan, end: &CallEnd) {
+    fn judge(&self, index: u64, plan: Plan, end: &CallEnd, transport: Transport) {
         self.ends.fetch_add(1, Ordering::Relaxed);
         let text = end.result.text();
         let natural = match plan {
@@ -126,6 +149,8 @@ impl Tally {
             Plan::Fail => end.outcome == Outcome::Failed && text == "it failed",
             Plan::Sleep(_) => end.outcome == Outcome::Succeeded && text == "slept",
             Plan::Hang => end.outcome == Outcome::TimedOut,
+            // Over HTTP a death is a broken connection, with no exit code.
+            Plan::Die(_) if transport == Transport::Http => end.outcome == Outcome::Crashed,
             Plan::Die(code) => {
                 end.outcome == Outcome::Crashed
                     && text.contains(&format!("exited with code {code}"))
@@ -140,6 +165,13 @@ impl Tally {
             &self.collateral_crashes
         } else if end.outcome == Outcome::TimedOut {
             &self.slow_restart_timeouts
+        } else if end.outcome == Outcome::Failed
+            && text.starts_with(&format!(
+                "tool `{}` cannot run: MCP server `stand-in` failed its handshake",
+                plan.tool()
+            ))
+        {
+            &self.start_failures
         } else {
             &self.wrong
         };
@@ -167,8 +199,13 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     let mut calls: u64 = 100_000;
     let mut seed = fastrand::u64(..);
     let mut concurrency: u64 = 32;
+    let mut transport = Transport::Stdio;
     let mut args = args.iter();
     while let Some(flag) = args.next() {
+        if flag == "--http" {
+            transport = Transport::Http;
+            continue;
+        }
         let value = match (flag.as_str(), args.next()) {
             ("-h" | "--help", _) => {
                 println!("{USAGE}");
@@ -194,9 +231,14 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             }
         }
     }
+    let http = if transport == Transport::Http {
+        " --http"
+    } else {
+        ""
+    };
     println!(
-        "rho-soak mcp: seed {seed} (replay: cargo run --release -p rho-soak -- mcp --calls {calls} \
-         --seed {seed} --concurrency {concurrency})"
+        "rho-soak mcp: seed {seed} (replay: cargo run --release -p rho-soak -- mcp{http} --calls \
+         {calls} --seed {seed} --concurrency {concurrency})"
     );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -209,7 +251,7 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(soak(calls, seed, concurrency)) {
+    match runtime.block_on(soak(calls, seed, concurrency, transport)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(error) => {
@@ -219,23 +261,40 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     }
 }
 
-async fn soak(calls: u64, seed: u64, concurrency: u64) -> Result<bool, String> {
+async fn soak(
+    calls: u64,
+    seed: u64,
+    concurrency: u64,
+    transport: Transport,
+) -> Result<bool, String> {
     let marker = format!("rho-soak-mcp-{}", std::process::id());
     let this = std::env::current_exe().map_err(|error| error.to_string())?;
     let registry = ToolRegistry::new();
     let accounting = Arc::new(Accounting::new(QuarantineRule::never()));
-    let source = McpSource::stdio("stand-in", this)
-        .args([mcp_stand_in::SUBCOMMAND, &marker])
-        .timeout(TIMEOUT)
-        .quarantine(QuarantineRule::never())
-        .backoff(Backoff {
-            initial: Duration::from_millis(1),
-            max: Duration::from_millis(20),
-        })
-        .accounting(Arc::clone(&accounting))
-        .connect(&registry)
-        .await
-        .map_err(|error| error.to_string())?;
+    let (source, supervisor) = match transport {
+        Transport::Stdio => {
+            let builder =
+                McpSource::stdio("stand-in", this).args([mcp_stand_in::SUBCOMMAND, &marker]);
+            (
+                configured(builder, &accounting).connect(&registry).await,
+                None,
+            )
+        }
+        Transport::Http => {
+            let port = mcp_http_stand_in::free_port()?;
+            let supervisor = {
+                let marker = marker.clone();
+                tokio::task::spawn_blocking(move || Supervisor::start(port, &marker))
+                    .await
+                    .map_err(|error| error.to_string())??
+            };
+            let url = format!("http://127.0.0.1:{port}/mcp");
+            let builder = McpSource::http("stand-in", url);
+            let source = configured(builder, &accounting).connect(&registry).await;
+            (source, Some(supervisor))
+        }
+    };
+    let source = source.map_err(|error| error.to_string())?;
     let executor = TokioExecutor::current().map_err(|error| error.to_string())?;
     let runner = Runner::new(executor);
     let tally = Arc::new(Tally::default());
@@ -277,9 +336,9 @@ async fn soak(calls: u64, seed: u64, concurrency: u64) -> Result<bool, String> {
                     if index >= calls {
                         break;
                     }
-                    let plan = Plan::of(seed, index);
+                    let plan = Plan::of(seed, index, transport);
                     let end = registry.start(&runner, plan.call(index)).await;
-                    tally.judge(index, plan, &end);
+                    tally.judge(index, plan, &end, transport);
                 }
             })
         })
@@ -291,8 +350,13 @@ async fn soak(calls: u64, seed: u64, concurrency: u64) -> Result<bool, String> {
     let took = started.elapsed();
     let _ = watcher.await;
     let (deaths, _) = source.deaths();
-    let counted = compare_counts(&accounting, seed, calls);
+    let counted = compare_counts(&accounting, seed, calls, transport);
     drop(source);
+    let restarts = supervisor.map_or(0, |supervisor| {
+        let starts = supervisor.starts();
+        supervisor.stop();
+        starts - 1
+    });
     let gone = wait_until(Duration::from_secs(5), || {
         processes_with(&marker).is_empty()
     });
@@ -302,12 +366,15 @@ async fn soak(calls: u64, seed: u64, concurrency: u64) -> Result<bool, String> {
     let wrong = tally.wrong.load(Ordering::Relaxed) + counted.len() as u64;
     println!(
         "  {:.1} s, {:.0} calls/s; natural ends {}, collateral crashes {}, timeouts while the \
-         server restarted {}; deaths {deaths}; at most {} server processes alive at a sample",
+         server restarted {}, calls while it could not be started {}; deaths {deaths} \
+         (servers started again by the supervisor: {restarts}); at most {} server processes \
+         alive at a sample",
         took.as_secs_f64(),
         calls as f64 / took.as_secs_f64(),
         tally.natural.load(Ordering::Relaxed),
         tally.collateral_crashes.load(Ordering::Relaxed),
         tally.slow_restart_timeouts.load(Ordering::Relaxed),
+        tally.start_failures.load(Ordering::Relaxed),
         most_alive.load(Ordering::Relaxed),
     );
     for line in tally
@@ -329,12 +396,35 @@ async fn soak(calls: u64, seed: u64, concurrency: u64) -> Result<bool, String> {
     Ok(ends == calls && wrong == 0 && leaked == 0)
 }
 
+/// The soak's settings of an imported source: rho's timeout, no
+/// quarantine, quick restarts, the soak's accounting.
+fn configured<K>(
+    builder: McpSourceBuilder<K>,
+    accounting: &Arc<Accounting>,
+) -> McpSourceBuilder<K> {
+    builder
+        .timeout(TIMEOUT)
+        .quarantine(QuarantineRule::never())
+        .backoff(Backoff {
+            initial: Duration::from_millis(1),
+            max: Duration::from_millis(20),
+        })
+        .accounting(Arc::clone(accounting))
+}
+
 /// Compares the source's counts with the plans' (every call reaches the
 /// source: no refusals); the disagreements, in words.
-fn compare_counts(accounting: &Accounting, seed: u64, calls: u64) -> Vec<String> {
+fn compare_counts(
+    accounting: &Accounting,
+    seed: u64,
+    calls: u64,
+    transport: Transport,
+) -> Vec<String> {
     let mut planned = std::collections::BTreeMap::<&str, u64>::new();
     for index in 0..calls {
-        *planned.entry(Plan::of(seed, index).tool()).or_default() += 1;
+        *planned
+            .entry(Plan::of(seed, index, transport).tool())
+            .or_default() += 1;
     }
     let mut wrong = Vec::new();
     let mut total = 0;
