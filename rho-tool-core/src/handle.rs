@@ -42,6 +42,8 @@ pub struct CallHandle<E: Executor> {
     /// the task id and the watches.
     notice: Arc<Notice>,
     timeout: Duration,
+    /// When the loop started the call, before its task was spawned: the
+    /// task may run (its gate start waiting) before the handle is made.
     started: Instant,
     stage: Stage<E::Sleep>,
 }
@@ -115,13 +117,14 @@ impl<E: Executor> CallHandle<E> {
         task: E::Handle<TaskOut>,
         notice: Arc<Notice>,
         timeout: Duration,
+        started: Instant,
     ) -> Self {
         Self {
             executor,
             task,
             notice,
             timeout,
-            started: Instant::now(),
+            started,
             stage: Stage::Gating,
         }
     }

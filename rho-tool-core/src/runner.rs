@@ -4,7 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rho_untrusted::{Caught, Limits, Phase, call_contained};
 
@@ -158,6 +158,7 @@ impl<E: Executor> Runner<E> {
         result: ToolResult,
         watch: Option<Arc<dyn Watch>>,
     ) -> CallHandle<E> {
+        let started = Instant::now();
         let task = TaskId::next();
         let notice = Notice::new(
             task,
@@ -176,6 +177,7 @@ impl<E: Executor> Runner<E> {
             handle,
             Arc::new(notice),
             std::time::Duration::ZERO,
+            started,
         )
     }
 
@@ -199,6 +201,10 @@ impl<E: Executor> Runner<E> {
         tool: Arc<dyn Tool>,
         watch: Option<Arc<dyn Watch>>,
     ) -> CallHandle<E> {
+        // Before the spawn: on a multi-threaded executor the task may reach
+        // its gate before this thread makes the handle, and `waited` must
+        // hold all of the gate's wait.
+        let started = Instant::now();
         let task = TaskId::next();
         let metadata = call_contained(|| (Names::new(&call.id, tool.name()), tool.timeout()));
         let parts = self.parts.clone();
@@ -227,7 +233,7 @@ impl<E: Executor> Runner<E> {
                 (notice, std::time::Duration::ZERO, handle)
             }
         };
-        CallHandle::new(self.executor.clone(), handle, notice, timeout)
+        CallHandle::new(self.executor.clone(), handle, notice, timeout, started)
     }
 }
 
