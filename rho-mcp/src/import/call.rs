@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::answer::{error_text, to_output};
 use super::connection::{Connection, Death, error_chain, wait_for_death};
 use super::handler::ProgressRoutes;
-use super::http::{is_connection_failure, is_session_lost};
+use super::http::is_connection_failure;
 use super::server::{Server, Unavailable};
 
 /// How many partial results may wait for the tool's future; more are
@@ -185,16 +185,6 @@ impl Request {
                 "tool `{}` of MCP server `{}` answered with something that is not a tool's result",
                 self.shown, self.server.name
             )),
-            Ok(Err(ServiceError::McpError(error)))
-                if connection.is_http() && is_session_lost(&error) =>
-            {
-                let lost = Lost {
-                    what: "the server no longer knew the session (it was restarted, say)"
-                        .to_owned(),
-                    connection_failed: true,
-                };
-                self.lost(&connection, lost).await
-            }
             Ok(Err(ServiceError::McpError(error))) => ToolOutput::error(error_text(
                 &self.server.name,
                 &self.shown,

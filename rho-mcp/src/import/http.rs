@@ -13,7 +13,10 @@
 //!   like a child that keeps dying. So does an answer's stream that
 //!   breaks before the answer (rmcp cannot tell a server that went away
 //!   from one that sent an event past the cap, and a session whose server
-//!   came back does not recover). A request the server refuses or botches
+//!   came back may not recover). So does a session the server no longer
+//!   knows: rmcp then starts a new one and answers the requests still
+//!   waiting with an error of its own, which is the server's death, not
+//!   its answer. A request the server refuses or botches
 //!   in its own answer (an HTTP error status, a body past the cap)
 //!   crashes that call alone.
 //! - **A broken stream is retried briefly.** rmcp would reconnect a
@@ -158,11 +161,13 @@ pub(crate) fn is_connection_failure(error: &(dyn std::error::Error + 'static)) -
 /// a new one: the request's answer will never come.
 const SESSION_LOST: &str = "streamable HTTP session was re-initialized before the response arrived";
 
-/// Whether `error`, a request's error answer, is rmcp's own word that the
-/// server lost the session under the request, rather than the server's
-/// answer: the connection's death, not this call's failure.
-pub(crate) fn is_session_lost(error: &rmcp::ErrorData) -> bool {
-    error.code == rmcp::model::ErrorCode::INTERNAL_ERROR && error.message == SESSION_LOST
+/// Whether `message` is rmcp's own word that the server lost the session
+/// under a request, rather than the server's answer: the connection's
+/// death, not that request's failure.
+fn is_session_lost(message: &ServerJsonRpcMessage) -> bool {
+    matches!(message, ServerJsonRpcMessage::Error(error)
+        if error.error.code == rmcp::model::ErrorCode::INTERNAL_ERROR
+            && error.error.message == SESSION_LOST)
 }
 
 /// The HTTP side of a connection: where its death is published, by the
@@ -262,6 +267,17 @@ where
                 .die(format!("closed its HTTP session at {url}"), false);
             return None;
         };
+        if is_session_lost(&message) {
+            let url = &self.peer.url;
+            self.peer.die(
+                format!(
+                    "no longer knew its HTTP session at {url} (it was restarted, say), so the \
+                     answers still awaited there will not come"
+                ),
+                false,
+            );
+            return None;
+        }
         if let Some(id) = self.sent.unsent_answer(&message) {
             let url = &self.peer.url;
             self.peer.die(
