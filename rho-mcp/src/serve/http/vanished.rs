@@ -106,6 +106,21 @@ impl Vanished {
         self.streams.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Stops tracking the stream `key` if it is still `generation` (no
+    /// resume replaced it) and `also` holds of it; what it tracked.
+    fn take_if(
+        &self,
+        key: &(SessionId, u64),
+        generation: u64,
+        also: impl FnOnce(&Tracked) -> bool,
+    ) -> Option<Tracked> {
+        let mut streams = self.lock();
+        let newest = streams
+            .get(key)
+            .is_some_and(|tracked| tracked.generation == generation && also(tracked));
+        newest.then(|| streams.remove(key)).flatten()
+    }
+
     /// A new request's stream as rmcp made it, watched: if it is dropped
     /// before it carried the answer to `request`, the request is cancelled
     /// (after the grace, unless resumed).
@@ -120,16 +135,14 @@ impl Vanished {
         // one.
         self.lock()
             .retain(|(of, _), tracked| *of != session || tracked.request != request);
-        Watched {
-            inner: Box::pin(stream),
-            watched: Some(Watchee {
-                vanished: self.clone(),
-                session,
-                request,
-                stream_number: None,
-                generation: 0,
-            }),
-        }
+        let watchee = Watchee {
+            vanished: self.clone(),
+            session,
+            request,
+            stream_number: None,
+            generation: 0,
+        };
+        Watched::over(stream, Some(watchee))
     }
 
     /// A stream that no request's cancellation hangs on (the session's
@@ -137,10 +150,7 @@ impl Vanished {
     pub(crate) fn unwatched(
         stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
     ) -> Watched {
-        Watched {
-            inner: Box::pin(stream),
-            watched: None,
-        }
+        Watched::over(stream, None)
     }
 
     /// The client resumes a stream from `last_event_id`: called before
@@ -171,31 +181,22 @@ impl Vanished {
         resume: Resume,
         stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
     ) -> Watched {
-        Watched {
-            inner: Box::pin(stream),
-            watched: Some(Watchee {
-                vanished: self.clone(),
-                session,
-                request: resume.request,
-                stream_number: Some(resume.number),
-                generation: resume.generation,
-            }),
-        }
+        let watchee = Watchee {
+            vanished: self.clone(),
+            session,
+            request: resume.request,
+            stream_number: Some(resume.number),
+            generation: resume.generation,
+        };
+        Watched::over(stream, Some(watchee))
     }
 
     /// rmcp could not resume the stream (its request is over, or the
     /// session): nothing will carry the answer now, so the request is
     /// given up as if the stream had vanished for good.
     pub(crate) async fn resume_failed(&self, session: &SessionId, resume: Resume) {
-        let gone = {
-            let mut streams = self.lock();
-            let key = (session.clone(), resume.number);
-            let newest = streams
-                .get(&key)
-                .is_some_and(|tracked| tracked.generation == resume.generation);
-            newest.then(|| streams.remove(&key)).flatten()
-        };
-        if let Some(tracked) = gone {
+        let key = (session.clone(), resume.number);
+        if let Some(tracked) = self.take_if(&key, resume.generation, |_| true) {
             self.cancel(session, tracked.request).await;
         }
     }
@@ -253,13 +254,7 @@ impl Watchee {
             return;
         };
         let key = (self.session, number);
-        let mut streams = self.vanished.lock();
-        if streams
-            .get(&key)
-            .is_some_and(|tracked| tracked.generation == self.generation)
-        {
-            streams.remove(&key);
-        }
+        self.vanished.take_if(&key, self.generation, |_| true);
     }
 
     /// The stream was dropped before the answer.
@@ -304,15 +299,9 @@ impl Watchee {
                 () = resumed.cancelled() => {}
                 () = vanished.stopped.cancelled() => {}
                 () = tokio::time::sleep(vanished.grace) => {
-                    let gone = {
-                        let mut streams = vanished.lock();
-                        let still_closed = streams.get(&key).is_some_and(|tracked| {
-                            tracked.generation == generation
-                                && matches!(tracked.state, StreamState::Closed { .. })
-                        });
-                        still_closed.then(|| streams.remove(&key)).flatten()
-                    };
-                    if let Some(tracked) = gone {
+                    let still_closed =
+                        |tracked: &Tracked| matches!(tracked.state, StreamState::Closed { .. });
+                    if let Some(tracked) = vanished.take_if(&key, generation, still_closed) {
                         vanished.cancel(&session, tracked.request).await;
                     }
                 }
@@ -328,6 +317,18 @@ pub(crate) struct Watched {
     /// `None` once the answer went out, or the stream ended, or for a
     /// stream no request hangs on.
     watched: Option<Watchee>,
+}
+
+impl Watched {
+    fn over(
+        stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+        watched: Option<Watchee>,
+    ) -> Self {
+        Self {
+            inner: Box::pin(stream),
+            watched,
+        }
+    }
 }
 
 impl Stream for Watched {
