@@ -129,6 +129,7 @@ mod transport;
 
 pub use error::ImportError;
 pub use health::Backoff;
+pub(crate) use http::HttpSpec;
 pub use source::{
     DEFAULT_MAX_MESSAGE, DEFAULT_STARTUP_TIMEOUT, Http, McpSource, McpSourceBuilder, Stdio,
 };

@@ -20,52 +20,22 @@ use super::gate::PolicyGate;
 use super::policy::{Policy, PolicyError};
 use crate::McpServer;
 use crate::error::ServeError;
-use crate::import::{ImportError, McpSource, McpSourceBuilder};
+use crate::import::{HttpSpec, ImportError, McpSource, McpSourceBuilder};
 
 /// How long a server's deaths are remembered for its quarantine.
 const DEATH_WINDOW: Duration = Duration::from_secs(300);
 
 /// The server behind the proxy.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 enum Upstream {
     /// A stdio server: a program and its arguments.
     Command {
         program: OsString,
         args: Vec<OsString>,
     },
-    /// A streamable HTTP endpoint.
-    Http {
-        url: String,
-        bearer_token: Option<String>,
-        headers: Vec<(String, String)>,
-    },
-}
-
-impl fmt::Debug for Upstream {
-    /// Never shows the bearer token or the headers' values (which may hold
-    /// keys).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Upstream::Command { program, args } => f
-                .debug_struct("Command")
-                .field("program", program)
-                .field("args", args)
-                .finish(),
-            Upstream::Http {
-                url,
-                bearer_token,
-                headers,
-            } => f
-                .debug_struct("Http")
-                .field("url", url)
-                .field("bearer_token", &bearer_token.as_ref().map(|_| "<hidden>"))
-                .field(
-                    "headers",
-                    &headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
-                )
-                .finish(),
-        }
-    }
+    /// A streamable HTTP endpoint (whose `Debug` hides the token and the
+    /// headers' values).
+    Http(HttpSpec),
 }
 
 /// How to run a proxy: the server behind it and the proxy's limits.
@@ -117,11 +87,11 @@ impl ProxyOptions {
             .unwrap_or_else(|| "server".to_owned());
         Self::with_upstream(
             name,
-            Upstream::Http {
+            Upstream::Http(HttpSpec {
                 url,
-                bearer_token: None,
+                bearer: None,
                 headers: Vec::new(),
-            },
+            }),
         )
     }
 
@@ -148,7 +118,7 @@ impl ProxyOptions {
     {
         match &mut self.upstream {
             Upstream::Command { args, .. } => args.extend(new.into_iter().map(Into::into)),
-            Upstream::Http { .. } => self.misfit = Some("arguments of a command"),
+            Upstream::Http(_) => self.misfit = Some("arguments of a command"),
         }
         self
     }
@@ -158,7 +128,7 @@ impl ProxyOptions {
     /// [`start`](ProxyOptions::start) fails).
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         match &mut self.upstream {
-            Upstream::Http { bearer_token, .. } => *bearer_token = Some(token.into()),
+            Upstream::Http(spec) => spec.bearer = Some(token.into()),
             Upstream::Command { .. } => self.misfit = Some("a bearer token"),
         }
         self
@@ -168,7 +138,7 @@ impl ProxyOptions {
     /// server's only, as [`bearer_token`](ProxyOptions::bearer_token)).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         match &mut self.upstream {
-            Upstream::Http { headers, .. } => headers.push((name.into(), value.into())),
+            Upstream::Http(spec) => spec.headers.push((name.into(), value.into())),
             Upstream::Command { .. } => self.misfit = Some("an HTTP header"),
         }
         self
@@ -244,7 +214,7 @@ impl ProxyOptions {
         if let Some(misfit) = self.misfit {
             let kind = match self.upstream {
                 Upstream::Command { .. } => "a stdio server",
-                Upstream::Http { .. } => "an HTTP server",
+                Upstream::Http(_) => "an HTTP server",
             };
             return Err(ProxyError::Options(format!(
                 "{misfit} cannot be given for {kind}"
@@ -282,17 +252,13 @@ impl ProxyOptions {
                     .connect(&registry)
                     .await?
             }
-            Upstream::Http {
-                url,
-                bearer_token,
-                headers,
-            } => {
-                let builder = McpSource::http(self.name, url);
+            Upstream::Http(spec) => {
+                let builder = McpSource::http(self.name, spec.url);
                 let mut builder = guarded(builder, self.timeout, rule, &accounting);
-                if let Some(token) = bearer_token {
+                if let Some(token) = spec.bearer {
                     builder = builder.bearer_token(token);
                 }
-                for (name, value) in headers {
+                for (name, value) in spec.headers {
                     builder = builder.header(name, value);
                 }
                 builder.connect(&registry).await?
@@ -495,5 +461,23 @@ impl ProxyError {
             | ProxyError::Import(ImportError::Endpoint(_)) => 2,
             _ => 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Options end up in logs (`{:?}`): an HTTP server's token and header
+    /// values must not, its URL and header names may.
+    #[test]
+    fn the_debug_of_options_hides_the_token_and_header_values() {
+        let options = ProxyOptions::http("http://tools.example.com/mcp")
+            .bearer_token("token-s3cret")
+            .header("X-Api-Key", "key-s3cret");
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("tools.example.com"), "{shown}");
+        assert!(shown.contains("X-Api-Key"), "{shown}");
     }
 }
