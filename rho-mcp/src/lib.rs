@@ -128,6 +128,7 @@
 //! loopback, bounded bodies and calls; see [`HttpOptions`]). A host with a
 //! transport of its own gives rmcp a [`Session`] per connection.
 
+mod answered;
 mod error;
 #[cfg(unix)]
 pub mod import;

@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, NumberOrString, ServerJsonRpcMessage};
+
+use crate::answered::answered_id;
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, oneshot};
@@ -90,12 +92,7 @@ impl SentIds {
         &self,
         message: &'m ServerJsonRpcMessage,
     ) -> Option<&'m NumberOrString> {
-        let answered = match message {
-            JsonRpcMessage::Response(response) => Some(&response.id),
-            JsonRpcMessage::Error(error) => error.id.as_ref(),
-            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
-        };
-        answered.filter(|id| !self.was_sent(id))
+        answered_id(message).filter(|id| !self.was_sent(id))
     }
 }
 

@@ -36,13 +36,15 @@ use std::time::Duration;
 use futures_core::Stream;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
-    RequestId, ServerJsonRpcMessage,
+    RequestId,
 };
 use rmcp::transport::streamable_http_server::SessionId;
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tokio_util::sync::CancellationToken;
+
+use crate::answered::answered_id;
 
 /// How long a request whose stream closed waits for its client to resume
 /// it, by default: longer than the SDKs' reconnection delays (a few
@@ -352,7 +354,7 @@ impl Stream for Watched {
                 message
                     .message
                     .as_deref()
-                    .is_some_and(|sent| answers(sent, &watchee.request))
+                    .is_some_and(|sent| answered_id(sent) == Some(&watchee.request))
             }
             None => false,
         };
@@ -360,15 +362,6 @@ impl Stream for Watched {
             watchee.done();
         }
         Poll::Ready(next)
-    }
-}
-
-/// Whether `message` is the answer (a result or an error) to `request`.
-fn answers(message: &ServerJsonRpcMessage, request: &RequestId) -> bool {
-    match message {
-        ServerJsonRpcMessage::Response(response) => response.id == *request,
-        ServerJsonRpcMessage::Error(error) => error.id.as_ref() == Some(request),
-        ServerJsonRpcMessage::Request(_) | ServerJsonRpcMessage::Notification(_) => false,
     }
 }
 
