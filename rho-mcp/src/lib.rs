@@ -132,6 +132,7 @@ mod answered;
 mod error;
 #[cfg(unix)]
 pub mod import;
+mod lines;
 #[cfg(unix)]
 pub mod proxy;
 pub mod serve;

@@ -105,20 +105,21 @@
 //! One concept a module: `source` is the public face, `server` the
 //! connection a source keeps (started on demand, restarted), `connection`
 //! one connection of either kind and its death, `stdio` a child process
-//! and its watcher, `http` an endpoint, `transport` and `lines` what is
-//! read from a child's stdout, `handler` rmcp's client side (progress, list changes),
+//! and its watcher, `http` an endpoint, `transport` what is read from a
+//! child's stdout (`call_answer` the answers to calls, read the short
+//! way), `handler` rmcp's client side (progress, list changes),
 //! `call` one `tools/call`, `answer` its result as rho's, `tool` an
 //! imported tool, `health` deaths, backoff and the server's quarantine,
 //! `policy` the source's policy, `runtime` where its tasks run.
 
 mod answer;
 mod call;
+mod call_answer;
 mod connection;
 mod error;
 mod handler;
 mod health;
 mod http;
-mod lines;
 mod policy;
 mod runtime;
 mod server;

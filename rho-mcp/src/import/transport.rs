@@ -21,7 +21,8 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, oneshot};
 
-use super::lines::{BoundedLines, Line, excerpt};
+use super::call_answer::PendingCalls;
+use crate::lines::{BoundedLines, Line, excerpt};
 
 /// How much of an offending line an error text quotes.
 const EXCERPT_BYTES: usize = 200;
@@ -45,6 +46,8 @@ pub(crate) struct LineTransport<R, W> {
     max_line: usize,
     writer: Arc<Mutex<W>>,
     sent: SentIds,
+    /// The calls in flight, whose answers are read the short way.
+    calls: PendingCalls,
     end: Option<oneshot::Sender<TransportEnd>>,
 }
 
@@ -115,6 +118,7 @@ where
             max_line,
             writer,
             sent: SentIds::default(),
+            calls: PendingCalls::default(),
             end: Some(end),
         }
     }
@@ -127,7 +131,10 @@ where
     }
 
     /// Reads `line` as a message, or says why it is not one.
-    fn read(&self, line: &[u8]) -> Result<ServerJsonRpcMessage, String> {
+    fn read(&mut self, line: &[u8]) -> Result<ServerJsonRpcMessage, String> {
+        if let Some(answer) = self.calls.read(line) {
+            return Ok(answer);
+        }
         let message: ServerJsonRpcMessage = serde_json::from_slice(line).map_err(|error| {
             format!(
                 "wrote a line to stdout that is not an MCP message ({error}): {}",
@@ -156,6 +163,7 @@ where
         message: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         self.sent.record(&message);
+        self.calls.record(&message);
         let encoded = serde_json::to_vec(&message).map(|mut line| {
             line.push(b'\n');
             line

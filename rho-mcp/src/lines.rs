@@ -1,10 +1,11 @@
-//! Reading a server's stdout one line at a time, never holding more than
-//! a cap of it.
+//! Reading a peer's byte stream one line at a time, never holding more
+//! than a cap of it.
 //!
-//! A server that never writes a newline, or writes a line of a hundred
+//! A peer that never writes a newline, or writes a line of a hundred
 //! megabytes, must cost the host at most the cap: the reader stops at the
-//! cap and says so, and the connection treats that as the server breaking
-//! the protocol.
+//! cap and says so, and skips the rest of that line. An imported server's
+//! connection treats that as the server breaking the protocol; rho's
+//! server drops the line and reads on, as rmcp's does.
 
 use std::io;
 
@@ -16,7 +17,7 @@ pub(crate) enum Line {
     /// A whole line, without its `\n` (and a `\r` before it).
     Text(Vec<u8>),
     /// The line grew past the cap before it ended; what was read of it is
-    /// dropped.
+    /// dropped, and so is the rest of it, up to its newline.
     TooLong,
     /// The stream ended (a partial last line is dropped: a message always
     /// ends with a newline).
@@ -36,6 +37,8 @@ pub(crate) struct BoundedLines<R> {
     reader: R,
     line: Vec<u8>,
     max: usize,
+    /// Skipping the rest of a line already reported too long.
+    skipping: bool,
 }
 
 impl<R: AsyncBufRead + Unpin> BoundedLines<R> {
@@ -44,6 +47,7 @@ impl<R: AsyncBufRead + Unpin> BoundedLines<R> {
             reader,
             line: Vec::new(),
             max,
+            skipping: false,
         }
     }
 
@@ -60,23 +64,27 @@ impl<R: AsyncBufRead + Unpin> BoundedLines<R> {
             }
             let newline = buffered.iter().position(|&byte| byte == b'\n');
             let part = newline.unwrap_or(buffered.len());
+            // Through the newline when there is one.
+            let taken = newline.map_or(part, |at| at + 1);
+            if self.skipping {
+                self.reader.consume(taken);
+                self.skipping = newline.is_none();
+                continue;
+            }
             if self.line.len().saturating_add(part) > self.max {
                 self.line = Vec::new();
-                let taken = buffered.len();
                 self.reader.consume(taken);
+                self.skipping = newline.is_none();
                 return Line::TooLong;
             }
             self.line.extend_from_slice(&buffered[..part]);
-            match newline {
-                Some(at) => {
-                    self.reader.consume(at + 1);
-                    let mut line = std::mem::take(&mut self.line);
-                    if line.last() == Some(&b'\r') {
-                        line.pop();
-                    }
-                    return Line::Text(line);
+            self.reader.consume(taken);
+            if newline.is_some() {
+                let mut line = std::mem::take(&mut self.line);
+                if line.last() == Some(&b'\r') {
+                    line.pop();
                 }
-                None => self.reader.consume(part),
+                return Line::Text(line);
             }
         }
     }
@@ -123,8 +131,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_line_past_the_cap_is_reported_not_kept() {
-        assert_eq!(lines(b"0123456789\nok\n", 8).await[0], "<too long>");
+    async fn a_line_past_the_cap_is_reported_and_skipped_to_its_end() {
+        // Read four bytes at a time: the cap is passed before the newline
+        // is in the buffer, and the rest of the line is skipped after.
+        assert_eq!(
+            lines(b"0123456789abcdef\nok\n", 8).await,
+            ["<too long>", "ok"]
+        );
+        assert_eq!(lines(b"0123456789\nok\n", 8).await, ["<too long>", "ok"]);
         assert_eq!(lines(b"01234567\n", 8).await, ["01234567"]);
     }
 
