@@ -8,11 +8,13 @@
 //! changes, `closing` tells calls that their client has gone, `contain`
 //! answers a request whose handling panicked, `elicit` asks the
 //! client's user to approve a call, `observe` reports each call's end
-//! (an audit log's hook), `stdio` is the line-delimited transport (with
-//! `stdio_fd` reading stdin and writing stdout on the reactor) and `http`
-//! streamable HTTP.
+//! (an audit log's hook), `stdio` serves over a byte stream, `stream` is
+//! its line-delimited transport (`call_request` reading calls the short
+//! way, `stdio_fd` reading stdin and writing stdout on the reactor) and
+//! `http` streamable HTTP.
 
 mod call;
+mod call_request;
 mod closing;
 mod contain;
 mod elicit;
@@ -27,6 +29,7 @@ mod session;
 mod stdio;
 #[cfg(unix)]
 mod stdio_fd;
+mod stream;
 
 pub use elicit::ElicitationApprover;
 pub use http::{DEFAULT_MAX_BODY_BYTES, HttpOptions, HttpServer};

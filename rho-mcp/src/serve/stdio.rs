@@ -6,11 +6,11 @@
 
 use rho_tool_core::Executor;
 use rmcp::ServiceExt;
-use rmcp::transport::IntoTransport;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::closing::Closing;
 use super::server::McpServer;
+use super::stream::StreamTransport;
 use crate::error::ServeError;
 
 impl<E: Executor> McpServer<E> {
@@ -45,7 +45,7 @@ impl<E: Executor> McpServer<E> {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let transport = Closing::new((reader, writer).into_transport());
+        let transport = Closing::new(StreamTransport::new(reader, writer));
         let running = self.session().serve(transport).await?;
         running.waiting().await?;
         Ok(())

@@ -1,0 +1,318 @@
+//! The server's transport over a byte stream: one JSON-RPC message a line.
+//!
+//! rmcp has one (`AsyncRwTransport`), and this one keeps its rules, for
+//! clients that rely on them:
+//!
+//! - a line longer than the cap (16 MiB, rmcp's too) is dropped, and
+//!   reading goes on after its end;
+//! - an empty line is skipped, a UTF-8 byte order mark ignored;
+//! - a line that is not JSON is dropped without an answer (an answer to
+//!   garbage can start an error storm with a peer that echoes it);
+//! - JSON that is not an MCP message gets an "Invalid request" error
+//!   (with no id) — except a notification MCP does not define, which is
+//!   ignored (editors' clients send other protocols' notifications; one
+//!   whose shape rmcp can read reaches the session as a custom
+//!   notification, as with rmcp's transport);
+//! - the end of the stream, or a failed read, ends the session.
+//!
+//! It differs in one thing: a `tools/call` in the plain shape is read
+//! straight into its type ([`call_request`](super::call_request)), not
+//! tried against every request type first. That was the largest single
+//! cost of a call through the server.
+
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ErrorData, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::error::Category;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+use super::call_request;
+use crate::lines::{BoundedLines, Line};
+
+/// The longest line read; longer ones are dropped.
+pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
+
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+/// The server's side of a client that writes to `R` and reads from `W`.
+pub(crate) struct StreamTransport<R, W> {
+    lines: BoundedLines<BufReader<R>>,
+    /// Shared with the sends in flight; `None` once closed.
+    writer: Arc<Mutex<Option<W>>>,
+    /// An error answer not yet wholly written, and how much of it was.
+    unsent: Option<(Vec<u8>, usize)>,
+}
+
+impl<R: AsyncRead + Unpin, W> StreamTransport<R, W> {
+    pub(crate) fn new(reader: R, writer: W) -> Self {
+        Self {
+            lines: BoundedLines::new(BufReader::new(reader), MAX_LINE),
+            writer: Arc::new(Mutex::new(Some(writer))),
+            unsent: None,
+        }
+    }
+}
+
+/// What a line that is not a message is.
+enum Unread {
+    /// Dropped without a word.
+    Ignored,
+    /// Answered with an "Invalid request" error.
+    Invalid,
+}
+
+fn read(line: &[u8]) -> Result<ClientJsonRpcMessage, Unread> {
+    let line = line.strip_prefix(BYTE_ORDER_MARK).unwrap_or(line);
+    if line.is_empty() {
+        return Err(Unread::Ignored);
+    }
+    if let Some(call) = call_request::read(line) {
+        return Ok(call);
+    }
+    serde_json::from_slice::<ClientJsonRpcMessage>(line).map_err(|error| match error.classify() {
+        Category::Syntax | Category::Eof => Unread::Ignored,
+        Category::Data | Category::Io if is_foreign_notification(line) => Unread::Ignored,
+        Category::Data | Category::Io => Unread::Invalid,
+    })
+}
+
+/// Whether `line` is a notification MCP does not define: another
+/// protocol's (no id, a method MCP does not have) or an unknown
+/// `notifications/...`.
+fn is_foreign_notification(line: &[u8]) -> bool {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
+        return false;
+    };
+    let Some(method) = value.get("method").and_then(serde_json::Value::as_str) else {
+        return false;
+    };
+    let defined = is_mcp_notification(method);
+    // An `"id": null` counts as an id: such a line is a request.
+    let notification = value.get("id").is_none();
+    (notification && !defined && !is_mcp_request(method))
+        || (method.starts_with("notifications/") && !defined)
+}
+
+fn is_mcp_request(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "server/discover"
+            | "completion/complete"
+            | "elicitation/create"
+            | "logging/setLevel"
+            | "prompts/get"
+            | "prompts/list"
+            | "resources/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/templates/list"
+            | "resources/unsubscribe"
+            | "roots/list"
+            | "sampling/createMessage"
+            | "subscriptions/listen"
+            | "tools/call"
+            | "tools/list"
+    )
+}
+
+fn is_mcp_notification(method: &str) -> bool {
+    matches!(
+        method,
+        "notifications/cancelled"
+            | "notifications/initialized"
+            | "notifications/message"
+            | "notifications/progress"
+            | "notifications/prompts/list_changed"
+            | "notifications/resources/list_changed"
+            | "notifications/resources/updated"
+            | "notifications/roots/list_changed"
+            | "notifications/subscriptions/acknowledged"
+            | "notifications/tools/list_changed"
+    )
+}
+
+/// `message` as a line.
+fn encode(message: &ServerJsonRpcMessage) -> std::io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+impl<R, W> StreamTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// Writes the error answer owed, if any. Cancel-safe: what was written
+    /// is counted as it goes, so a dropped write resumes where it stopped.
+    async fn answer_invalid(&mut self) -> std::io::Result<()> {
+        let Some((line, written)) = self.unsent.as_mut() else {
+            return Ok(());
+        };
+        let mut writer = self.writer.lock().await;
+        let Some(writer) = writer.as_mut() else {
+            return Err(std::io::ErrorKind::NotConnected.into());
+        };
+        while *written < line.len() {
+            match writer.write(&line[*written..]).await? {
+                0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                more => *written += more,
+            }
+        }
+        writer.flush().await?;
+        self.unsent = None;
+        Ok(())
+    }
+}
+
+impl<R, W> Transport<RoleServer> for StreamTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        message: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let line = encode(&message);
+        let writer = Arc::clone(&self.writer);
+        async move {
+            let line = line?;
+            let mut writer = writer.lock().await;
+            let Some(writer) = writer.as_mut() else {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the transport is closed",
+                ));
+            };
+            writer.write_all(&line).await?;
+            writer.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            if self.answer_invalid().await.is_err() {
+                return None;
+            }
+            match self.lines.next().await {
+                Line::Text(line) => match read(&line) {
+                    Ok(message) => return Some(message),
+                    Err(Unread::Ignored) => {}
+                    Err(Unread::Invalid) => {
+                        let error = ServerJsonRpcMessage::error(
+                            ErrorData::invalid_request("Invalid request", None),
+                            None,
+                        );
+                        self.unsent = Some((encode(&error).ok()?, 0));
+                    }
+                },
+                Line::TooLong => {}
+                Line::End | Line::Failed(_) => return None,
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        drop(self.writer.lock().await.take());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{JsonRpcMessage, RequestId};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, duplex};
+
+    use super::*;
+
+    /// A transport over a duplex pipe, with the client's ends.
+    fn pair() -> (
+        StreamTransport<tokio::io::DuplexStream, tokio::io::DuplexStream>,
+        tokio::io::DuplexStream,
+        BufReader<tokio::io::DuplexStream>,
+    ) {
+        let (client_writes, server_reads) = duplex(1 << 16);
+        let (server_writes, client_reads) = duplex(1 << 16);
+        (
+            StreamTransport::new(server_reads, server_writes),
+            client_writes,
+            BufReader::new(client_reads),
+        )
+    }
+
+    #[tokio::test]
+    async fn bad_lines_are_dropped_or_answered_and_reading_goes_on() {
+        let (mut transport, mut client, mut answers) = pair();
+        let input = concat!(
+            "\n",
+            "not json at all\n",
+            // Notifications MCP does not define, in shapes rmcp cannot
+            // read (one it can read reaches the session as a custom one).
+            "{\"jsonrpc\":\"2.0\",\"method\":\"$/lsp/thing\",\"params\":5}\n",
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/unknown\",\"params\":\"x\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"nothing\":true}\n",
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\r\n",
+        );
+        client.write_all(input.as_bytes()).await.expect("written");
+        let message = transport.receive().await.expect("the ping");
+        assert!(
+            matches!(&message, JsonRpcMessage::Request(request) if request.id == RequestId::Number(2)),
+            "{message:?}"
+        );
+        // One answer for the one JSON value that is not an MCP message.
+        let mut answer = String::new();
+        answers.read_line(&mut answer).await.expect("an answer");
+        let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        assert!(answer.get("id").is_none_or(serde_json::Value::is_null));
+        drop(client);
+        assert!(transport.receive().await.is_none(), "the stream ended");
+    }
+
+    #[tokio::test]
+    async fn a_line_past_the_cap_is_dropped_and_the_next_one_read() {
+        let (client_writes, server_reads) = duplex(1 << 16);
+        let (server_writes, _client_reads) = duplex(1 << 16);
+        let mut transport = StreamTransport {
+            lines: BoundedLines::new(BufReader::new(server_reads), 64),
+            writer: Arc::new(Mutex::new(Some(server_writes))),
+            unsent: None,
+        };
+        let mut client = client_writes;
+        let long = format!("{{\"x\":\"{}\"}}\n", "a".repeat(500));
+        client.write_all(long.as_bytes()).await.expect("written");
+        client
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n")
+            .await
+            .expect("written");
+        let message = transport.receive().await.expect("the ping");
+        assert!(matches!(message, JsonRpcMessage::Request(_)), "{message:?}");
+    }
+
+    #[tokio::test]
+    async fn sends_are_lines_and_a_closed_transport_refuses_them() {
+        let (mut transport, _client, mut answers) = pair();
+        let pong = ServerJsonRpcMessage::response(
+            rmcp::model::ServerResult::empty(()),
+            RequestId::Number(5),
+        );
+        transport.send(pong.clone()).await.expect("sent");
+        let mut line = String::new();
+        answers.read_line(&mut line).await.expect("a line");
+        assert!(line.ends_with('\n'));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&line).expect("JSON"),
+            serde_json::to_value(&pong).expect("encodes")
+        );
+        transport.close().await.expect("closed");
+        assert!(transport.send(pong).await.is_err());
+    }
+}
