@@ -73,9 +73,13 @@ pub(crate) async fn call(
         shown: shown.to_owned(),
         arguments,
     };
+    // Boxed: a call's future is large (about 8 KiB, most of it rmcp's),
+    // and tokio moves a task's future whole into its cell and its state
+    // whole at each stage: boxed, it is written once.
+    let run = Box::pin(request.run(progress_tx));
     drop(server.runtime.handle().spawn(async move {
         tokio::select! {
-            output = request.run(progress_tx) => {
+            output = run => {
                 let _ = answer_tx.send(output);
             }
             // Only an error: nothing is ever sent on it.
