@@ -145,11 +145,15 @@ pub(crate) fn noop_server() {
 }
 
 /// `rho-bench __mcp_proxy`: the proxy (rho_mcp::proxy, as `rho-mcp proxy`
-/// runs it: no policy, no audit log, two workers) in front of
+/// runs it: no policy, no audit log, a current-thread runtime) in front of
 /// `rho-bench __mcp_noop`, over stdio.
 pub(crate) fn proxy() {
     let this = std::env::current_exe().expect("this binary's path");
-    runtime().block_on(async {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
         let proxy = ProxyOptions::new(this)
             .args([NOOP_SERVER])
             .timeout(Duration::from_secs(60))
