@@ -26,7 +26,7 @@ pub(crate) enum Line {
     Failed(io::Error),
 }
 
-/// Reads lines of at most `max` bytes from `reader`.
+/// Reads lines of at most `max` bytes, their newline counted, from `reader`.
 ///
 /// Cancel-safe: the line read so far lives in the struct, and bytes are
 /// taken from the reader's buffer and appended in one step with no
@@ -71,7 +71,8 @@ impl<R: AsyncBufRead + Unpin> BoundedLines<R> {
                 self.skipping = newline.is_none();
                 continue;
             }
-            if self.line.len().saturating_add(part) > self.max {
+            // The newline counts, as in rmcp's reading.
+            if self.line.len().saturating_add(taken) > self.max {
                 self.line = Vec::new();
                 self.reader.consume(taken);
                 self.skipping = newline.is_none();
@@ -139,7 +140,11 @@ mod tests {
             ["<too long>", "ok"]
         );
         assert_eq!(lines(b"0123456789\nok\n", 8).await, ["<too long>", "ok"]);
-        assert_eq!(lines(b"01234567\n", 8).await, ["01234567"]);
+        // The cap holds the newline (and a `\r` before it), as rmcp's does.
+        assert_eq!(lines(b"0123456\n", 8).await, ["0123456"]);
+        assert_eq!(lines(b"01234567\nok\n", 8).await, ["<too long>", "ok"]);
+        assert_eq!(lines(b"012345\r\n", 8).await, ["012345"]);
+        assert_eq!(lines(b"0123456\r\nok\n", 8).await, ["<too long>", "ok"]);
     }
 
     #[test]

@@ -26,6 +26,8 @@ use rmcp::model::{
 };
 use serde::Deserialize;
 
+use crate::answered::answered_id;
+
 /// How many calls' ids are remembered. A call whose answer never comes (a
 /// cancelled one) would otherwise stay for good; past this many, the
 /// oldest is forgotten, and its late answer is read the general way.
@@ -69,6 +71,16 @@ impl PendingCalls {
             id: answer.id,
             result: ServerResult::CallToolResult(answer.result),
         }))
+    }
+}
+
+impl PendingCalls {
+    /// Forgets the call `message` answers, when it answers one: an answer
+    /// read the general way (an error, say) ends its call too.
+    pub(crate) fn forget(&mut self, message: &ServerJsonRpcMessage) {
+        if let Some(NumberOrString::Number(id)) = answered_id(message) {
+            self.ids.remove(id);
+        }
     }
 }
 
@@ -150,6 +162,16 @@ mod tests {
                 .is_some(),
             "still pending after the lines it did not take"
         );
+    }
+
+    #[test]
+    fn a_call_answered_the_general_way_is_forgotten() {
+        let mut pending = PendingCalls::default();
+        pending.record(&call(5));
+        pending.forget(&general(
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"bad"}}"#,
+        ));
+        assert!(pending.ids.is_empty());
     }
 
     #[test]

@@ -141,6 +141,7 @@ where
                 excerpt(line, EXCERPT_BYTES)
             )
         })?;
+        self.calls.forget(&message);
         match self.sent.unsent_answer(&message) {
             Some(id) => Err(format!(
                 "answered request id {id}, which it was never sent: {}",

@@ -107,6 +107,15 @@ mod tests {
                 "{line}"
             );
             assert_eq!(meta(&fast), meta(&general), "{line}");
+            // `_meta` lives in the extensions only, as rmcp reads it (the
+            // encoding above would hide a copy in the params too).
+            let JsonRpcMessage::Request(request) = &fast else {
+                panic!("a request: {fast:?}")
+            };
+            let ClientRequest::CallToolRequest(call) = &request.request else {
+                panic!("a call: {request:?}")
+            };
+            assert!(call.params.meta.is_none(), "{line}");
         }
     }
 

@@ -40,19 +40,70 @@ const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 /// The server's side of a client that writes to `R` and reads from `W`.
 pub(crate) struct StreamTransport<R, W> {
     lines: BoundedLines<BufReader<R>>,
-    /// Shared with the sends in flight; `None` once closed.
-    writer: Arc<Mutex<Option<W>>>,
-    /// An error answer not yet wholly written, and how much of it was.
-    unsent: Option<(Vec<u8>, usize)>,
+    /// Shared with the sends in flight.
+    output: Arc<Mutex<Output<W>>>,
 }
 
 impl<R: AsyncRead + Unpin, W> StreamTransport<R, W> {
     pub(crate) fn new(reader: R, writer: W) -> Self {
+        Self::with_max_line(reader, writer, MAX_LINE)
+    }
+
+    fn with_max_line(reader: R, writer: W, max_line: usize) -> Self {
         Self {
-            lines: BoundedLines::new(BufReader::new(reader), MAX_LINE),
-            writer: Arc::new(Mutex::new(Some(writer))),
-            unsent: None,
+            lines: BoundedLines::new(BufReader::new(reader), max_line),
+            output: Arc::new(Mutex::new(Output {
+                writer: Some(writer),
+                queued: Vec::new(),
+                written: 0,
+            })),
         }
+    }
+}
+
+/// The writing side: whole lines queued, then written out.
+///
+/// A write can be dropped half way (a send's task aborted, `receive`
+/// dropped by rmcp's `select!` while it writes an error answer). What a
+/// line had left to write stays queued here, and the next writer writes
+/// it before its own line, so lines never interleave on the wire.
+struct Output<W> {
+    /// `None` once the transport is closed.
+    writer: Option<W>,
+    /// Lines accepted and not yet wholly written...
+    queued: Vec<u8>,
+    /// ...of which this much was.
+    written: usize,
+}
+
+impl<W: AsyncWrite + Unpin> Output<W> {
+    /// Queues `line` and writes out everything queued.
+    async fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+        if self.writer.is_none() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "the transport is closed",
+            ));
+        }
+        self.queued.extend_from_slice(line);
+        self.write_queued().await
+    }
+
+    /// Writes out what is queued. Cancel-safe: progress is counted as it
+    /// is made.
+    async fn write_queued(&mut self) -> std::io::Result<()> {
+        let Some(writer) = self.writer.as_mut() else {
+            return Err(std::io::ErrorKind::NotConnected.into());
+        };
+        while self.written < self.queued.len() {
+            match writer.write(&self.queued[self.written..]).await? {
+                0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                more => self.written += more,
+            }
+        }
+        self.queued.clear();
+        self.written = 0;
+        writer.flush().await
     }
 }
 
@@ -143,33 +194,6 @@ fn encode(message: &ServerJsonRpcMessage) -> std::io::Result<Vec<u8>> {
     Ok(line)
 }
 
-impl<R, W> StreamTransport<R, W>
-where
-    R: AsyncRead + Send + Unpin,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    /// Writes the error answer owed, if any. Cancel-safe: what was written
-    /// is counted as it goes, so a dropped write resumes where it stopped.
-    async fn answer_invalid(&mut self) -> std::io::Result<()> {
-        let Some((line, written)) = self.unsent.as_mut() else {
-            return Ok(());
-        };
-        let mut writer = self.writer.lock().await;
-        let Some(writer) = writer.as_mut() else {
-            return Err(std::io::ErrorKind::NotConnected.into());
-        };
-        while *written < line.len() {
-            match writer.write(&line[*written..]).await? {
-                0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                more => *written += more,
-            }
-        }
-        writer.flush().await?;
-        self.unsent = None;
-        Ok(())
-    }
-}
-
 impl<R, W> Transport<RoleServer> for StreamTransport<R, W>
 where
     R: AsyncRead + Send + Unpin,
@@ -182,24 +206,18 @@ where
         message: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let line = encode(&message);
-        let writer = Arc::clone(&self.writer);
-        async move {
-            let line = line?;
-            let mut writer = writer.lock().await;
-            let Some(writer) = writer.as_mut() else {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotConnected,
-                    "the transport is closed",
-                ));
-            };
-            writer.write_all(&line).await?;
-            writer.flush().await
-        }
+        let output = Arc::clone(&self.output);
+        async move { output.lock().await.write_line(&line?).await }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            if self.answer_invalid().await.is_err() {
+            // The rest of an error answer whose write was dropped half
+            // way, unless a send holds the output (it writes the rest).
+            if let Ok(mut output) = self.output.try_lock()
+                && output.written > 0
+                && output.write_queued().await.is_err()
+            {
                 return None;
             }
             match self.lines.next().await {
@@ -211,7 +229,12 @@ where
                             ErrorData::invalid_request("Invalid request", None),
                             None,
                         );
-                        self.unsent = Some((encode(&error).ok()?, 0));
+                        let line = encode(&error).ok()?;
+                        // Dropped half way, the rest is written by the
+                        // next send; failed, the client is gone.
+                        if self.output.lock().await.write_line(&line).await.is_err() {
+                            return None;
+                        }
                     }
                 },
                 Line::TooLong => {}
@@ -221,7 +244,7 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        drop(self.writer.lock().await.take());
+        drop(self.output.lock().await.writer.take());
         Ok(())
     }
 }
@@ -281,11 +304,7 @@ mod tests {
     async fn a_line_past_the_cap_is_dropped_and_the_next_one_read() {
         let (client_writes, server_reads) = duplex(1 << 16);
         let (server_writes, _client_reads) = duplex(1 << 16);
-        let mut transport = StreamTransport {
-            lines: BoundedLines::new(BufReader::new(server_reads), 64),
-            writer: Arc::new(Mutex::new(Some(server_writes))),
-            unsent: None,
-        };
+        let mut transport = StreamTransport::with_max_line(server_reads, server_writes, 64);
         let mut client = client_writes;
         let long = format!("{{\"x\":\"{}\"}}\n", "a".repeat(500));
         client.write_all(long.as_bytes()).await.expect("written");
@@ -295,6 +314,42 @@ mod tests {
             .expect("written");
         let message = transport.receive().await.expect("the ping");
         assert!(matches!(message, JsonRpcMessage::Request(_)), "{message:?}");
+    }
+
+    /// An error answer whose write is dropped half way (rmcp's `select!`
+    /// drops `receive` when another branch is ready) is finished by the
+    /// next send, before that send's own line: the client reads whole
+    /// lines.
+    #[tokio::test]
+    async fn a_write_dropped_half_way_never_splits_a_line() {
+        // Room for 16 bytes at a time towards the client.
+        let (mut client, server_reads) = duplex(1 << 16);
+        let (server_writes, client_reads) = duplex(16);
+        let mut transport = StreamTransport::new(server_reads, server_writes);
+        client
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"nothing\":true}\n")
+            .await
+            .expect("written");
+        let receive =
+            tokio::time::timeout(std::time::Duration::from_millis(50), transport.receive());
+        assert!(receive.await.is_err(), "stuck writing its error answer");
+        let pong = ServerJsonRpcMessage::response(
+            rmcp::model::ServerResult::empty(()),
+            RequestId::Number(5),
+        );
+        let send = tokio::spawn(transport.send(pong));
+        let mut answers = BufReader::new(client_reads);
+        for expected in [-32600, 0] {
+            let mut line = String::new();
+            answers.read_line(&mut line).await.expect("a line");
+            let value: serde_json::Value = serde_json::from_str(&line).expect("a whole line");
+            if expected == 0 {
+                assert_eq!(value["id"], 5, "{value}");
+            } else {
+                assert_eq!(value["error"]["code"], expected, "{value}");
+            }
+        }
+        send.await.expect("joined").expect("sent");
     }
 
     #[tokio::test]
