@@ -9,7 +9,9 @@ mod import_support;
 
 use std::time::{Duration, Instant};
 
-use import_support::{Host, Smol, Tokio, alive, call, eventually, fault_source, kill_9};
+use import_support::{
+    Host, Smol, Tokio, alive, call, call_with_updates, eventually, fault_source, kill_9,
+};
 use rho_mcp::import::{Backoff, ImportError};
 use rho_registry::{QuarantineRule, ToolRegistry};
 use rho_tool_core::{Outcome, ToolCall};
@@ -280,7 +282,37 @@ fn answers_map_images_errors_and_details(host: impl Host) {
     });
 }
 
+/// Progress written in the same write as the answer (the client reads
+/// them together) still reaches the call, every step, before it ends:
+/// rmcp routes each notification in a task of its own, so the call must
+/// wait for those still on their way.
+fn progress_read_with_the_answer_reaches_the_call_first(host: impl Host) {
+    let registry = ToolRegistry::new();
+    let _source = host
+        .block_on(fault_source("faulty").connect(&registry))
+        .expect("imports");
+    let runner = host.runner();
+    host.block_on(async {
+        for _ in 0..20 {
+            let (end, updates) = call_with_updates(
+                &registry,
+                &runner,
+                "progress",
+                json!({ "steps": 5, "burst": true }),
+            )
+            .await;
+            assert_eq!(end.result.text(), "done");
+            let steps: Vec<_> = updates
+                .iter()
+                .map(|update| update["progress"].clone())
+                .collect();
+            assert_eq!(steps, [1, 2, 3, 4, 5], "{updates:?}");
+        }
+    });
+}
+
 on_both_hosts!(
+    progress_read_with_the_answer_reaches_the_call_first,
     killed_mid_call_crashes_every_call_in_flight_at_once,
     a_server_that_exits_mid_call_is_quoted_with_its_stderr,
     a_hung_call_ends_at_rhos_timeout_and_is_cancelled,

@@ -1,6 +1,6 @@
 //! A source run on the host's tokio runtime (`on_tokio_runtime`) instead
 //! of a thread of its own: its calls, a death mid-call and a restart work
-//! as on its own thread, and closing it leaves no task of it behind on
+//! as on its own thread (progress included), and closing it leaves no task of it behind on
 //! the host's runtime (nothing else would end them there). A runtime
 //! without a timer fails the import, saying what it lacks.
 
@@ -9,7 +9,8 @@ mod import_support;
 use std::time::{Duration, Instant};
 
 use import_support::{
-    call, eventually, everything_source, fault_source, kill_9, node, processes_with,
+    call, call_with_updates, eventually, everything_source, fault_source, kill_9, node,
+    processes_with,
 };
 use rho_exec_tokio::{Runner, TokioExecutor};
 use rho_mcp::import::{Backoff, ImportError, McpSource};
@@ -23,6 +24,40 @@ fn host() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("a runtime")
+}
+
+/// On the host's multi-threaded runtime, rmcp's task for a progress
+/// notification may run on the other worker than the call's: progress
+/// read together with the answer still reaches the call before its end.
+#[test]
+fn progress_read_with_the_answer_reaches_the_call_first_on_two_workers() {
+    let runtime = host();
+    let registry = ToolRegistry::new();
+    let _source = runtime
+        .block_on(
+            fault_source("faulty")
+                .on_tokio_runtime(runtime.handle().clone())
+                .connect(&registry),
+        )
+        .expect("imports");
+    let runner = Runner::new(TokioExecutor::new(runtime.handle().clone()).expect("a timer"));
+    runtime.block_on(async {
+        for _ in 0..50 {
+            let (end, updates) = call_with_updates(
+                &registry,
+                &runner,
+                "progress",
+                json!({ "steps": 5, "burst": true }),
+            )
+            .await;
+            assert_eq!(end.result.text(), "done");
+            let steps: Vec<_> = updates
+                .iter()
+                .map(|update| update["progress"].clone())
+                .collect();
+            assert_eq!(steps, [1, 2, 3, 4, 5], "{updates:?}");
+        }
+    });
 }
 
 #[test]

@@ -30,8 +30,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::answer::{error_text, to_output};
 use super::connection::{Connection, Death, error_chain, wait_for_death};
-use super::handler::ProgressRoutes;
 use super::http::is_connection_failure;
+use super::progress::ProgressRoutes;
 use super::server::{Server, Unavailable};
 
 /// How many partial results may wait for the tool's future; more are
@@ -39,8 +39,8 @@ use super::server::{Server, Unavailable};
 /// one says more).
 const PROGRESS_BUFFER: usize = 64;
 
-/// How many times a call gives way after its answer, for the progress
-/// sent before it to be routed (see `Request::run`).
+/// At most how many times a call gives way after its answer, for the
+/// progress sent before it to be routed (see `Request::run`).
 const NOTIFICATION_YIELDS: usize = 3;
 
 /// Calls tool `remote` of `server` (listed as `shown`) with `arguments`.
@@ -169,10 +169,13 @@ impl Request {
             }
         };
         cancel.disarm();
-        // rmcp hands each notification to a task of its own, so progress
-        // the server sent just before its answer may still be on its way
-        // to the route: let those tasks run before the route goes.
+        // Progress the transport passed to rmcp's handler (a task of its
+        // own each) may still be on its way to the route: let those tasks
+        // run before the route goes (see `progress`).
         for _ in 0..NOTIFICATION_YIELDS {
+            if connection.progress_settled() {
+                break;
+            }
             tokio::task::yield_now().await;
         }
         match response {

@@ -16,8 +16,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::{RoleClient, ServiceExt};
 use tokio::sync::{Notify, watch};
 
-use super::handler::{Handler, ProgressRoutes};
+use super::handler::Handler;
 use super::http::HttpPeer;
+use super::progress::{HandlerTally, ProgressRoutes, Routed};
 use super::stdio::Process;
 
 /// How long a failed handshake waits for the server's death, which says
@@ -97,6 +98,7 @@ pub(crate) enum Remote {
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
     routes: ProgressRoutes,
+    tally: Arc<HandlerTally>,
     remote: Remote,
     died: DeathReceiver,
 }
@@ -122,6 +124,8 @@ impl Connection {
     {
         let handler = Handler::new(tools_changed);
         let routes = Arc::clone(&handler.routes);
+        let tally = Arc::clone(&handler.tally);
+        let transport = Routed::new(transport, Arc::clone(&routes), Arc::clone(&tally));
         let handshake = tokio::time::timeout(limits.startup_timeout, handler.serve(transport));
         let service = tokio::select! {
             biased;
@@ -159,6 +163,7 @@ impl Connection {
         Ok(Self {
             service,
             routes,
+            tally,
             remote,
             died,
         })
@@ -178,6 +183,12 @@ impl Connection {
     /// Where calls register for their progress.
     pub(crate) fn routes(&self) -> &ProgressRoutes {
         &self.routes
+    }
+
+    /// Whether rmcp's handler is done with the progress passed to it (see
+    /// `progress`).
+    pub(crate) fn progress_settled(&self) -> bool {
+        self.tally.settled()
     }
 
     /// The death, once the server died.

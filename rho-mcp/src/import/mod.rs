@@ -107,8 +107,9 @@
 //! one connection of either kind and its death, `stdio` a child process
 //! and its watcher, `http` an endpoint, `transport` what is read from a
 //! child's stdout (`call_answer` the answers to calls, read the short
-//! way), `handler` rmcp's client side (progress, list changes),
-//! `call` one `tools/call`, `answer` its result as rho's, `tool` an
+//! way), `progress` each call's progress routed as it is read, `handler`
+//! rmcp's client side (late progress, list changes), `call` one
+//! `tools/call`, `answer` its result as rho's, `tool` an
 //! imported tool, `health` deaths, backoff and the server's quarantine,
 //! `policy` the source's policy, `runtime` where its tasks run.
 
@@ -121,6 +122,7 @@ mod handler;
 mod health;
 mod http;
 mod policy;
+mod progress;
 mod runtime;
 mod server;
 mod source;

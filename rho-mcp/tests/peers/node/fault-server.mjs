@@ -40,8 +40,8 @@ const tools = () => [
     { name: "huge", description: "Writes a line of `mb` megabytes.", inputSchema: object({ mb: { type: "number" } }) },
     { name: "unknown_id", description: "Answers a request it was never sent.", inputSchema: object() },
     { name: "close_stdout", description: "Closes its stdout and stays alive.", inputSchema: object() },
-    { name: "progress", description: "Reports `steps` steps of progress, then answers.",
-      inputSchema: object({ steps: { type: "number" } }) },
+    { name: "progress", description: "Reports `steps` steps of progress, then answers (all in one write with `burst`).",
+      inputSchema: object({ steps: { type: "number" }, burst: { type: "boolean" } }) },
     { name: "picture", description: "An image and structured content.", inputSchema: object(),
       outputSchema: object({ width: { type: "number" } }) },
     { name: "fails", description: "Answers with isError.", inputSchema: object() },
@@ -72,6 +72,18 @@ async function call(id, name, args, meta) {
         case "close_stdout": fs.closeSync(1); setInterval(() => {}, 1000); return;
         case "progress": {
             const steps = args.steps ?? 3;
+            if (args.burst) {
+                // Every step and the answer in one write: the client reads
+                // them all at once.
+                let lines = "";
+                for (let i = 1; i <= steps && meta?.progressToken !== undefined; i++) {
+                    lines += JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress",
+                        params: { progressToken: meta.progressToken, progress: i, total: steps } }) + "\n";
+                }
+                lines += JSON.stringify({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "done" }] } }) + "\n";
+                process.stdout.write(lines);
+                return;
+            }
             for (let i = 1; i <= steps; i++) {
                 if (meta?.progressToken !== undefined) {
                     send({ jsonrpc: "2.0", method: "notifications/progress",
