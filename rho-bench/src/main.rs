@@ -384,6 +384,10 @@ fn main() {
         mcp::proxy();
         return;
     }
+    if args.first().map(String::as_str) == Some(mcp::REACTOR_RELAY) {
+        mcp::reactor_relay();
+        return;
+    }
     if args.first().map(String::as_str) == Some(mcp::RELAY) {
         mcp::relay();
         return;

@@ -2,6 +2,7 @@
 //! bare rmcp server, the client both are called with, and the hidden
 //! subcommands that run the stdio servers of the proxy figure.
 
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +29,9 @@ pub(crate) const PROXY: &str = "__mcp_proxy";
 /// Relays bytes to and from [`NOOP_SERVER`] without reading them: the
 /// floor of any proxy that is a process of its own.
 pub(crate) const RELAY: &str = "__mcp_relay";
+/// The same relay on a current-thread tokio runtime's reactor: the floor
+/// of any proxy built on tokio, as rmcp's are.
+pub(crate) const REACTOR_RELAY: &str = "__mcp_reactor_relay";
 
 /// The bare rmcp server: `tools/list` and `tools/call` of one tool that
 /// answers "ok", and nothing else.
@@ -218,4 +222,56 @@ pub(crate) fn relay() {
     pump(stdin, to_child);
     let _ = answers.join();
     let _ = child.wait();
+}
+
+/// `rho-bench __mcp_reactor_relay`: the byte relay of [`relay`], but on a
+/// current-thread tokio runtime, each side woken by the reactor (epoll)
+/// as a proxy on tokio is: what a proxy pays for its runtime before it
+/// reads a byte.
+pub(crate) fn reactor_relay() {
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+    use tokio::net::unix::pipe;
+
+    /// Copies until `from` ends, writing each read at once.
+    async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin) {
+        let mut buffer = vec![0_u8; 64 * 1024];
+        loop {
+            match from.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(read) => {
+                    if to.write_all(&buffer[..read]).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        let this = std::env::current_exe().expect("this binary's path");
+        let mut child = tokio::process::Command::new(this)
+            .arg(NOOP_SERVER)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("this binary starts again");
+        let to_child = child.stdin.take().expect("piped");
+        let from_child = child.stdout.take().expect("piped");
+        // The bench gives this process pipes: reopened, they are read and
+        // written on the reactor.
+        let stdin = pipe::OpenOptions::new()
+            .open_receiver("/proc/self/fd/0")
+            .expect("stdin is a pipe");
+        let stdout = pipe::OpenOptions::new()
+            .open_sender("/proc/self/fd/1")
+            .expect("stdout is a pipe");
+        let answers = tokio::spawn(pump(from_child, stdout));
+        pump(stdin, to_child).await;
+        let _ = answers.await;
+        let _ = child.wait().await;
+    });
 }

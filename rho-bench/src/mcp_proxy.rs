@@ -3,11 +3,14 @@
 //! __mcp_noop`) directly, through the proxy (`rho-bench __mcp_proxy`:
 //! `rho_mcp::proxy` as `rho-mcp proxy` runs it, in front of the same
 //! server), and through a byte relay (`rho-bench __mcp_relay`: two threads
-//! copying bytes, no parsing, no runtime), one call after the other, each
+//! copying bytes, no parsing, no runtime), and through the same relay on a
+//! current-thread tokio runtime (`rho-bench __mcp_reactor_relay`: woken by
+//! the reactor, as a proxy on tokio is), one call after the other, each
 //! timed, in rounds whose order turns; each round starts fresh processes.
 //! The figures are the proxy's p50 and p99 minus the direct ones (target:
-//! p50 added <= 150 us), next to the relay's: what any proxy that is a
-//! process of its own adds on this machine before it does any work.
+//! p50 added <= 150 us), next to the relays': what any proxy that is a
+//! process of its own, and any proxy on tokio, adds on this machine
+//! before it does any work.
 
 use std::process::Stdio;
 use std::time::Instant;
@@ -26,25 +29,28 @@ enum Hop {
     Direct,
     /// The byte relay.
     Relay,
+    /// The byte relay on tokio's reactor.
+    ReactorRelay,
     /// rho's proxy.
     Proxy,
 }
 
 impl Hop {
-    const ALL: [Hop; 3] = [Hop::Direct, Hop::Relay, Hop::Proxy];
+    const ALL: [Hop; 4] = [Hop::Direct, Hop::Relay, Hop::ReactorRelay, Hop::Proxy];
 
     /// The subcommand of this binary the client starts.
     fn subcommand(self) -> &'static str {
         match self {
             Hop::Direct => mcp::NOOP_SERVER,
             Hop::Relay => mcp::RELAY,
+            Hop::ReactorRelay => mcp::REACTOR_RELAY,
             Hop::Proxy => mcp::PROXY,
         }
     }
 
     /// Round `round`'s order: each hop takes each place in turn, so that
     /// none always runs on a warmer (or colder) machine.
-    fn order(round: usize) -> [Hop; 3] {
+    fn order(round: usize) -> [Hop; 4] {
         let mut order = Hop::ALL;
         order.rotate_left(round % Hop::ALL.len());
         order
@@ -53,7 +59,7 @@ impl Hop {
 
 pub(crate) fn run(config: &Config, report: &mut Report) {
     let runtime = mcp::runtime();
-    let mut samples: [Samples; 3] = Default::default();
+    let mut samples: [Samples; 4] = Default::default();
     for round in 0..config.mcp_proxy_rounds {
         for hop in Hop::order(round) {
             let samples = &mut samples[hop as usize];
@@ -61,17 +67,26 @@ pub(crate) fn run(config: &Config, report: &mut Report) {
         }
     }
     let name = "tokio";
-    let [mut direct, mut relay, mut proxied] = samples;
+    let [mut direct, mut relay, mut reactor, mut proxied] = samples;
     let (direct_p50, direct_p99) = (direct.percentile(50.0), direct.percentile(99.0));
     let (relay_p50, relay_p99) = (relay.percentile(50.0), relay.percentile(99.0));
+    let (reactor_p50, reactor_p99) = (reactor.percentile(50.0), reactor.percentile(99.0));
     let (proxy_p50, proxy_p99) = (proxied.percentile(50.0), proxied.percentile(99.0));
     report.info(name, "mcp_direct_p50", direct_p50, "us");
     report.info(name, "mcp_direct_p99", direct_p99, "us");
     report.info(name, "mcp_relay_p50", relay_p50, "us");
     report.info(name, "mcp_relay_p99", relay_p99, "us");
+    report.info(name, "mcp_reactor_relay_p50", reactor_p50, "us");
+    report.info(name, "mcp_reactor_relay_p99", reactor_p99, "us");
     report.info(name, "mcp_proxy_p50", proxy_p50, "us");
     report.info(name, "mcp_proxy_p99", proxy_p99, "us");
     report.info(name, "mcp_relay_added_p50", relay_p50 - direct_p50, "us");
+    report.info(
+        name,
+        "mcp_reactor_relay_added_p50",
+        reactor_p50 - direct_p50,
+        "us",
+    );
     report.target(
         name,
         "mcp_proxy_added_p50",
@@ -80,6 +95,12 @@ pub(crate) fn run(config: &Config, report: &mut Report) {
         Target::AtMost(150.0),
     );
     report.info(name, "mcp_relay_added_p99", relay_p99 - direct_p99, "us");
+    report.info(
+        name,
+        "mcp_reactor_relay_added_p99",
+        reactor_p99 - direct_p99,
+        "us",
+    );
     report.info(name, "mcp_proxy_added_p99", proxy_p99 - direct_p99, "us");
 }
 
