@@ -10,7 +10,8 @@ mod import_support;
 use std::time::{Duration, Instant};
 
 use import_support::{
-    Host, Smol, Tokio, alive, call, call_with_updates, eventually, fault_source, kill_9,
+    Host, Smol, Tokio, alive, call, check_progress_read_with_the_answer, eventually, fault_source,
+    kill_9,
 };
 use rho_mcp::import::{Backoff, ImportError};
 use rho_registry::{QuarantineRule, ToolRegistry};
@@ -293,21 +294,7 @@ fn progress_read_with_the_answer_reaches_the_call_first(host: impl Host) {
         .expect("imports");
     let runner = host.runner();
     host.block_on(async {
-        for _ in 0..20 {
-            let (end, updates) = call_with_updates(
-                &registry,
-                &runner,
-                "progress",
-                json!({ "steps": 5, "burst": true }),
-            )
-            .await;
-            assert_eq!(end.result.text(), "done");
-            let steps: Vec<_> = updates
-                .iter()
-                .map(|update| update["progress"].clone())
-                .collect();
-            assert_eq!(steps, [1, 2, 3, 4, 5], "{updates:?}");
-        }
+        check_progress_read_with_the_answer(&registry, &runner, 20).await;
     });
 }
 

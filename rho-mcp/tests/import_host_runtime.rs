@@ -9,8 +9,8 @@ mod import_support;
 use std::time::{Duration, Instant};
 
 use import_support::{
-    call, call_with_updates, eventually, everything_source, fault_source, kill_9, node,
-    processes_with,
+    call, check_progress_read_with_the_answer, eventually, everything_source, fault_source, kill_9,
+    node, processes_with,
 };
 use rho_exec_tokio::{Runner, TokioExecutor};
 use rho_mcp::import::{Backoff, ImportError, McpSource};
@@ -42,21 +42,7 @@ fn progress_read_with_the_answer_reaches_the_call_first_on_two_workers() {
         .expect("imports");
     let runner = Runner::new(TokioExecutor::new(runtime.handle().clone()).expect("a timer"));
     runtime.block_on(async {
-        for _ in 0..50 {
-            let (end, updates) = call_with_updates(
-                &registry,
-                &runner,
-                "progress",
-                json!({ "steps": 5, "burst": true }),
-            )
-            .await;
-            assert_eq!(end.result.text(), "done");
-            let steps: Vec<_> = updates
-                .iter()
-                .map(|update| update["progress"].clone())
-                .collect();
-            assert_eq!(steps, [1, 2, 3, 4, 5], "{updates:?}");
-        }
+        check_progress_read_with_the_answer(&registry, &runner, 50).await;
     });
 }
 

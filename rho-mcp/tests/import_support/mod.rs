@@ -252,6 +252,31 @@ pub async fn call_with_updates<E: Executor>(
     }
 }
 
+/// Calls the fault server's `progress` tool `times` times with every step
+/// and the answer in one write, checking that each call's five steps
+/// reached it, in order, before its end.
+pub async fn check_progress_read_with_the_answer<E: Executor>(
+    registry: &ToolRegistry,
+    runner: &Runner<E>,
+    times: usize,
+) {
+    for _ in 0..times {
+        let (end, updates) = call_with_updates(
+            registry,
+            runner,
+            "progress",
+            serde_json::json!({ "steps": 5, "burst": true }),
+        )
+        .await;
+        assert_eq!(end.result.text(), "done");
+        let steps: Vec<_> = updates
+            .iter()
+            .map(|update| update["progress"].clone())
+            .collect();
+        assert_eq!(steps, [1, 2, 3, 4, 5], "{updates:?}");
+    }
+}
+
 /// Checks what the reference server answers through `registry`, over
 /// whichever transport it was imported: `echo`'s text, one PNG image,
 /// structured content as details, and its own validation error as the
