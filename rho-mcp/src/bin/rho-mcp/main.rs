@@ -114,6 +114,10 @@ fn main() -> ExitCode {
         }
     };
     let served = runtime.block_on(serve_sample(transport));
+    // The calls the client left are aborted; their futures are dropped on
+    // the workers, which the runtime's drop waits for: only then is the
+    // sample's log complete.
+    drop(runtime);
     sample::log("exit");
     match served {
         Ok(()) => ExitCode::SUCCESS,

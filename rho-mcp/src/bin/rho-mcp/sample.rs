@@ -287,6 +287,7 @@ pub(crate) fn log(line: &str) {
         return;
     };
     if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path) {
-        let _ = writeln!(file, "{line}");
+        // One write a line: lines of threads logging at once never mix.
+        let _ = file.write_all(format!("{line}\n").as_bytes());
     }
 }
