@@ -37,11 +37,17 @@ pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
 const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
+/// How much of the output queue's room is kept between writes.
+const KEPT_ROOM: usize = 64 * 1024;
+
 /// The server's side of a client that writes to `R` and reads from `W`.
 pub(crate) struct StreamTransport<R, W> {
     lines: BoundedLines<BufReader<R>>,
     /// Shared with the sends in flight.
     output: Arc<Mutex<Output<W>>>,
+    /// An error answer owed and not yet queued (kept here across a
+    /// dropped `receive`).
+    owed: Option<Vec<u8>>,
 }
 
 impl<R: AsyncRead + Unpin, W> StreamTransport<R, W> {
@@ -57,6 +63,7 @@ impl<R: AsyncRead + Unpin, W> StreamTransport<R, W> {
                 queued: Vec::new(),
                 written: 0,
             })),
+            owed: None,
         }
     }
 }
@@ -90,8 +97,19 @@ impl<W: AsyncWrite + Unpin> Output<W> {
     }
 
     /// Writes out what is queued. Cancel-safe: progress is counted as it
-    /// is made.
+    /// is made. A failed write closes the output: what is queued is
+    /// dropped, and every later write fails at once.
     async fn write_queued(&mut self) -> std::io::Result<()> {
+        let written = self.write_queued_once().await;
+        if written.is_err() {
+            self.writer = None;
+            self.queued = Vec::new();
+            self.written = 0;
+        }
+        written
+    }
+
+    async fn write_queued_once(&mut self) -> std::io::Result<()> {
         let Some(writer) = self.writer.as_mut() else {
             return Err(std::io::ErrorKind::NotConnected.into());
         };
@@ -102,6 +120,8 @@ impl<W: AsyncWrite + Unpin> Output<W> {
             }
         }
         self.queued.clear();
+        // A large answer's room is not kept for the session.
+        self.queued.shrink_to(KEPT_ROOM);
         self.written = 0;
         writer.flush().await
     }
@@ -212,12 +232,22 @@ where
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            // The rest of an error answer whose write was dropped half
-            // way, unless a send holds the output (it writes the rest).
-            if let Ok(mut output) = self.output.try_lock()
-                && output.written > 0
+            if let Some(line) = &self.owed {
+                let output = Arc::clone(&self.output);
+                let mut output = output.lock().await;
+                output.queued.extend_from_slice(line);
+                self.owed = None;
+                // Dropped half way, the rest is written by the next
+                // writer; failed, the client is gone.
+                if output.write_queued().await.is_err() {
+                    return None;
+                }
+            } else if let Ok(mut output) = self.output.try_lock()
+                && !output.queued.is_empty()
                 && output.write_queued().await.is_err()
             {
+                // The rest of a write dropped half way (unless a send
+                // holds the output: it writes the rest).
                 return None;
             }
             match self.lines.next().await {
@@ -229,12 +259,7 @@ where
                             ErrorData::invalid_request("Invalid request", None),
                             None,
                         );
-                        let line = encode(&error).ok()?;
-                        // Dropped half way, the rest is written by the
-                        // next send; failed, the client is gone.
-                        if self.output.lock().await.write_line(&line).await.is_err() {
-                            return None;
-                        }
+                        self.owed = Some(encode(&error).ok()?);
                     }
                 },
                 Line::TooLong => {}
@@ -350,6 +375,25 @@ mod tests {
             }
         }
         send.await.expect("joined").expect("sent");
+    }
+
+    /// A client that stopped reading: the first failed write closes the
+    /// output, and nothing more is queued for it.
+    #[tokio::test]
+    async fn a_failed_write_closes_the_output() {
+        let (_client, server_reads) = duplex(1 << 16);
+        let (server_writes, client_reads) = duplex(1 << 16);
+        drop(client_reads);
+        let mut transport = StreamTransport::new(server_reads, server_writes);
+        let pong = ServerJsonRpcMessage::response(
+            rmcp::model::ServerResult::empty(()),
+            RequestId::Number(5),
+        );
+        assert!(transport.send(pong.clone()).await.is_err());
+        let again = transport.send(pong).await.expect_err("closed");
+        assert_eq!(again.kind(), std::io::ErrorKind::NotConnected);
+        let output = transport.output.lock().await;
+        assert!(output.queued.is_empty() && output.writer.is_none());
     }
 
     #[tokio::test]
