@@ -1,4 +1,5 @@
-//! Reading a peer's byte stream one line at a time, never holding more
+//! A peer's byte stream as lines: one JSON-RPC message a line, written
+//! whole ([`encode`]) and read one line at a time, never holding more
 //! than a cap of it.
 //!
 //! A peer that never writes a newline, or writes a line of a hundred
@@ -9,7 +10,15 @@
 
 use std::io;
 
+use serde::Serialize;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// `message` as one line of JSON, its newline included.
+pub(crate) fn encode<T: Serialize>(message: &T) -> io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
+}
 
 /// What one read gave.
 #[derive(Debug)]

@@ -15,14 +15,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, NumberOrString, ServerJsonRpcMessage};
-
-use crate::answered::answered_id;
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, oneshot};
 
 use super::call_answer::PendingCalls;
-use crate::lines::{BoundedLines, Line, excerpt};
+use crate::answered::answered_id;
+use crate::lines::{BoundedLines, Line, encode, excerpt};
 
 /// How much of an offending line an error text quotes.
 const EXCERPT_BYTES: usize = 200;
@@ -165,13 +164,10 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         self.sent.record(&message);
         self.calls.record(&message);
-        let encoded = serde_json::to_vec(&message).map(|mut line| {
-            line.push(b'\n');
-            line
-        });
+        let encoded = encode(&message);
         let writer = Arc::clone(&self.writer);
         async move {
-            let line = encoded.map_err(std::io::Error::other)?;
+            let line = encoded?;
             let mut writer = writer.lock().await;
             writer.write_all(&line).await?;
             writer.flush().await

@@ -30,7 +30,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 
 use super::call_request;
-use crate::lines::{BoundedLines, Line};
+use crate::lines::{BoundedLines, Line, encode};
 
 /// The longest line read; longer ones are dropped.
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -205,13 +205,6 @@ fn is_mcp_notification(method: &str) -> bool {
             | "notifications/subscriptions/acknowledged"
             | "notifications/tools/list_changed"
     )
-}
-
-/// `message` as a line.
-fn encode(message: &ServerJsonRpcMessage) -> std::io::Result<Vec<u8>> {
-    let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    Ok(line)
 }
 
 impl<R, W> Transport<RoleServer> for StreamTransport<R, W>
