@@ -133,6 +133,7 @@ mod error;
 #[cfg(unix)]
 pub mod import;
 mod lines;
+mod output;
 #[cfg(unix)]
 pub mod proxy;
 pub mod serve;

@@ -107,8 +107,10 @@ fn a_hung_call_ends_at_rhos_timeout_and_is_cancelled(host: impl Host) {
         // The server was told of both, and goes on serving.
         std::thread::sleep(Duration::from_millis(100));
         let told = call(&registry, &runner, "cancelled", json!({})).await;
-        let ids: Vec<i64> = serde_json::from_str(&told.result.text()).expect("a list of ids");
+        let ids: Vec<serde_json::Value> =
+            serde_json::from_str(&told.result.text()).expect("a list of ids");
         assert_eq!(ids.len(), 2, "{ids:?}");
+        assert_ne!(ids[0], ids[1], "one for each call: {ids:?}");
     });
     assert!(source.stderr_tail().contains("fault-server: cancelled"));
 }

@@ -20,8 +20,8 @@ use std::task::Poll;
 use rho_tool_core::{ToolContext, ToolOutput};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
-    CancelledNotificationParam, ClientNotification, ClientRequest, JsonObject, ProgressToken,
-    RequestId, ServerResult,
+    CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification, ClientRequest,
+    JsonObject, ProgressToken, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -30,17 +30,21 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::answer::{error_text, to_output};
 use super::connection::{Connection, Death, error_chain, wait_for_death};
+use super::direct::DirectCalls;
 use super::http::is_connection_failure;
 use super::progress::ProgressRoutes;
 use super::server::{Server, Unavailable};
+use crate::lines::encode;
+use crate::output::write_detached;
 
 /// How many partial results may wait for the tool's future; more are
 /// dropped (each progress notification says where the call is, the next
 /// one says more).
 const PROGRESS_BUFFER: usize = 64;
 
-/// At most how many times a call gives way after its answer, for the
-/// progress sent before it to be routed (see `Request::run`).
+/// At most how many times a call through rmcp gives way after its answer,
+/// for the progress sent before it to be routed (see
+/// `Request::run_through_rmcp`).
 const NOTIFICATION_YIELDS: usize = 3;
 
 /// Calls tool `remote` of `server` (listed as `shown`) with `arguments`.
@@ -143,6 +147,83 @@ impl Request {
             Ok(connection) => connection,
             Err(why) => return self.unavailable(why),
         };
+        match connection.direct() {
+            Some(direct) => {
+                let direct = Arc::clone(direct);
+                self.run_direct(&connection, &direct, progress).await
+            }
+            None => self.run_through_rmcp(&connection, progress).await,
+        }
+    }
+
+    /// The call written straight on a stdio server's stdin (see `direct`).
+    async fn run_direct(
+        &self,
+        connection: &Connection,
+        direct: &Arc<DirectCalls>,
+        progress: mpsc::Sender<Value>,
+    ) -> ToolOutput {
+        let mut died = connection.death_watch();
+        let mut call = direct.register();
+        let line = match call.request_line(&self.remote, self.arguments.as_ref()) {
+            Ok(line) => line,
+            Err(error) => {
+                return ToolOutput::error(format!(
+                    "tool `{}` was not called: its request could not be written ({error})",
+                    self.shown
+                ));
+            }
+        };
+        // Before the request leaves: no progress of it can come unrouted.
+        let _route = Route::new(
+            connection.routes(),
+            ProgressToken(call.id.clone()),
+            progress,
+        );
+        // Armed before the write: a write dropped half way is finished by
+        // the next writer, so the server may still get the request.
+        let mut cancel = CancelOnDrop {
+            server: Arc::clone(&self.server),
+            via: Some(CancelVia::Direct(Arc::clone(direct))),
+            id: call.id.clone(),
+        };
+        let written = tokio::select! {
+            written = async { direct.output().lock().await.write_line(&line).await } => written,
+            death = wait_for_death(&mut died) => {
+                cancel.disarm();
+                return self.crashed(&death);
+            }
+        };
+        if let Err(error) = written {
+            cancel.disarm();
+            let lost = Lost {
+                what: error.to_string(),
+                connection_failed: true,
+            };
+            return self.lost(connection, lost).await;
+        }
+        let answer = tokio::select! {
+            answer = &mut call.answer => answer,
+            death = wait_for_death(&mut died) => {
+                cancel.disarm();
+                return self.crashed(&death);
+            }
+        };
+        cancel.disarm();
+        let response = match answer {
+            Ok(Ok(result)) => Ok(Ok(result)),
+            Ok(Err(error)) => Ok(Err(ServiceError::McpError(error))),
+            Err(_) => Err(AnswerLost),
+        };
+        self.answered(connection, response).await
+    }
+
+    /// The call sent through rmcp's service (an HTTP server's).
+    async fn run_through_rmcp(
+        &self,
+        connection: &Connection,
+        progress: mpsc::Sender<Value>,
+    ) -> ToolOutput {
         let mut died = connection.death_watch();
         let mut params = CallToolRequestParams::new(self.remote.clone());
         params.arguments = self.arguments.clone();
@@ -153,12 +234,12 @@ impl Request {
         };
         let mut handle = match sent {
             Ok(handle) => handle,
-            Err(error) => return self.lost(&connection, self.service_error(&error)).await,
+            Err(error) => return self.lost(connection, self.service_error(&error)).await,
         };
         let _route = Route::new(connection.routes(), handle.progress_token.clone(), progress);
         let mut cancel = CancelOnDrop {
             server: Arc::clone(&self.server),
-            peer: Some(connection.peer().clone()),
+            via: Some(CancelVia::Rmcp(connection.peer().clone())),
             id: handle.id.clone(),
         };
         let response = tokio::select! {
@@ -178,6 +259,16 @@ impl Request {
             }
             tokio::task::yield_now().await;
         }
+        self.answered(connection, response.map_err(|_| AnswerLost))
+            .await
+    }
+
+    /// The tool's output for the server's answer.
+    async fn answered(
+        &self,
+        connection: &Connection,
+        response: Result<Result<ServerResult, ServiceError>, AnswerLost>,
+    ) -> ToolOutput {
         match response {
             Ok(Ok(ServerResult::CallToolResult(result))) => {
                 self.server.health.answered();
@@ -199,13 +290,13 @@ impl Request {
                 &error.message,
                 error.data.as_ref(),
             )),
-            Ok(Err(error)) => self.lost(&connection, self.service_error(&error)).await,
-            Err(_) => {
+            Ok(Err(error)) => self.lost(connection, self.service_error(&error)).await,
+            Err(AnswerLost) => {
                 let closed = Lost {
                     what: "the connection closed".to_owned(),
                     connection_failed: true,
                 };
-                self.lost(&connection, closed).await
+                self.lost(connection, closed).await
             }
         }
     }
@@ -300,6 +391,9 @@ impl Request {
     }
 }
 
+/// The answer's channel closed without an answer: the connection is gone.
+struct AnswerLost;
+
 /// How a request was lost in the transport.
 struct Lost {
     /// What failed, in words.
@@ -337,19 +431,25 @@ impl Drop for Route<'_> {
 /// while the request is unanswered, the call was given up.
 struct CancelOnDrop {
     server: Arc<Server>,
-    peer: Option<Peer<RoleClient>>,
+    via: Option<CancelVia>,
     id: RequestId,
+}
+
+/// How a request was sent, and so how its cancellation goes.
+enum CancelVia {
+    Rmcp(Peer<RoleClient>),
+    Direct(Arc<DirectCalls>),
 }
 
 impl CancelOnDrop {
     fn disarm(&mut self) {
-        self.peer = None;
+        self.via = None;
     }
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        let Some(peer) = self.peer.take() else {
+        let Some(via) = self.via.take() else {
             return;
         };
         let notification = ClientNotification::CancelledNotification(CancelledNotification::new(
@@ -358,11 +458,20 @@ impl Drop for CancelOnDrop {
                 Some("rho gave up the call (its timeout, or the host aborted it)".to_owned()),
             ),
         ));
-        // Spawned through the handle, which never panics, even while the
-        // runtime shuts down (the notification is then moot: the server is
-        // being killed).
-        drop(self.server.runtime.handle().spawn(async move {
-            let _ = peer.send_notification(notification).await;
-        }));
+        let runtime = self.server.runtime.handle();
+        match via {
+            // Spawned through the handle, which never panics, even while
+            // the runtime shuts down (the notification is then moot: the
+            // server is being killed).
+            CancelVia::Rmcp(peer) => drop(runtime.spawn(async move {
+                let _ = peer.send_notification(notification).await;
+            })),
+            CancelVia::Direct(direct) => {
+                let message = ClientJsonRpcMessage::notification(notification);
+                if let Ok(line) = encode(&message) {
+                    write_detached(direct.output(), line, runtime);
+                }
+            }
+        }
     }
 }

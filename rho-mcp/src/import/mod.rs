@@ -106,8 +106,9 @@
 //! connection a source keeps (started on demand, restarted), `connection`
 //! one connection of either kind and its death, `stdio` a child process
 //! and its watcher, `http` an endpoint, `transport` what is read from a
-//! child's stdout (`call_answer` the answers to calls, read the short
-//! way), `progress` each call's progress routed as it is read, `handler`
+//! child's stdout, `direct` the calls written past rmcp on a child's
+//! stdin and their answers, `progress` each call's progress routed as it
+//! is read, `handler`
 //! rmcp's client side (late progress, list changes), `call` one
 //! `tools/call`, `answer` its result as rho's, `tool` an
 //! imported tool, `health` deaths, backoff and the server's quarantine,
@@ -115,8 +116,8 @@
 
 mod answer;
 mod call;
-mod call_answer;
 mod connection;
+mod direct;
 mod error;
 mod handler;
 mod health;

@@ -17,7 +17,9 @@ use rho_process::{ChildGroup, DEFAULT_STDERR_TAIL, Exited, GroupKiller};
 use tokio::sync::{Notify, oneshot, watch};
 
 use super::connection::{Connection, Death, DeathSender, Limits, Remote, publish};
+use super::direct::{DirectCalls, ServerStdin};
 use super::transport::{LineTransport, TransportEnd};
+use crate::output::Output;
 
 /// How much of the end of a server's stderr an error text quotes.
 const STDERR_QUOTED: usize = 2000;
@@ -52,14 +54,20 @@ impl CommandSpec {
 /// The child process of a stdio server.
 pub(crate) struct Process {
     child: ChildGroup,
-    /// The server's stdin, open as long as the connection lives.
-    _stdin: Arc<tokio::sync::Mutex<tokio::net::unix::pipe::Sender>>,
+    /// Calls sent past rmcp, and the server's stdin (open as long as the
+    /// connection lives).
+    direct: Arc<DirectCalls>,
 }
 
 impl Process {
     /// Kills the whole process group. Never blocks.
     pub(crate) fn kill(&self) {
         self.child.kill();
+    }
+
+    /// Where calls are sent past rmcp.
+    pub(crate) fn direct(&self) -> &Arc<DirectCalls> {
+        &self.direct
     }
 
     pub(crate) fn id(&self) -> u32 {
@@ -112,10 +120,12 @@ pub(crate) async fn start(
     let (stdin, stdout) =
         pipes.map_err(|error| format!("could not be started (its pipes: {error})"))?;
     let (end_tx, end_rx) = oneshot::channel();
-    let stdin = Arc::new(tokio::sync::Mutex::new(stdin));
+    let direct = Arc::new(DirectCalls::new(Output::shared(
+        Box::new(stdin) as ServerStdin
+    )));
     let transport = LineTransport::new(
         tokio::io::BufReader::with_capacity(64 << 10, stdout),
-        Arc::clone(&stdin),
+        Arc::clone(&direct),
         limits.max_message,
         end_tx,
     );
@@ -124,10 +134,7 @@ pub(crate) async fn start(
         exited_again: child.exited(),
         killer: child.killer(),
     };
-    let process = Arc::new(Process {
-        child,
-        _stdin: stdin,
-    });
+    let process = Arc::new(Process { child, direct });
     let (died_tx, died) = watch::channel(None);
     tokio::spawn(watch_process(
         Arc::downgrade(&process),

@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, NumberOrString, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Mutex, oneshot};
+use tokio::io::AsyncBufRead;
+use tokio::sync::oneshot;
 
-use super::call_answer::PendingCalls;
+use super::direct::DirectCalls;
 use crate::answered::answered_id;
 use crate::lines::{BoundedLines, Line, encode, excerpt};
 
@@ -39,14 +39,13 @@ pub(crate) enum TransportEnd {
 }
 
 /// The client's transport over a server's stdout (`reader`) and stdin
-/// (`writer`).
-pub(crate) struct LineTransport<R, W> {
+/// (the output of `direct`, shared with the calls sent past rmcp).
+pub(crate) struct LineTransport<R> {
     lines: BoundedLines<R>,
     max_line: usize,
-    writer: Arc<Mutex<W>>,
     sent: SentIds,
-    /// The calls in flight, whose answers are read the short way.
-    calls: PendingCalls,
+    /// The calls sent past rmcp, whose answers go to them from here.
+    direct: Arc<DirectCalls>,
     end: Option<oneshot::Sender<TransportEnd>>,
 }
 
@@ -98,26 +97,24 @@ impl SentIds {
     }
 }
 
-impl<R, W> LineTransport<R, W>
+impl<R> LineTransport<R>
 where
     R: AsyncBufRead + Unpin + Send,
-    W: AsyncWrite + Unpin + Send + 'static,
 {
     /// A transport reading lines of at most `max_line` bytes; `end` hears
-    /// why it stopped reading. The writer is shared with the connection,
+    /// why it stopped reading. The output is shared with the connection,
     /// which keeps it open (see [`close`](Transport::close)).
     pub(crate) fn new(
         reader: R,
-        writer: Arc<Mutex<W>>,
+        direct: Arc<DirectCalls>,
         max_line: usize,
         end: oneshot::Sender<TransportEnd>,
     ) -> Self {
         Self {
             lines: BoundedLines::new(reader, max_line),
             max_line,
-            writer,
             sent: SentIds::default(),
-            calls: PendingCalls::default(),
+            direct,
             end: Some(end),
         }
     }
@@ -129,10 +126,12 @@ where
         None
     }
 
-    /// Reads `line` as a message, or says why it is not one.
-    fn read(&mut self, line: &[u8]) -> Result<ServerJsonRpcMessage, String> {
-        if let Some(answer) = self.calls.read(line) {
-            return Ok(answer);
+    /// Reads `line` as a message for rmcp (`None` when it was an answer
+    /// to a call sent past rmcp, handed to that call), or says why it is
+    /// not one.
+    fn read(&mut self, line: &[u8]) -> Result<Option<ServerJsonRpcMessage>, String> {
+        if self.direct.take_plain(line) {
+            return Ok(None);
         }
         let message: ServerJsonRpcMessage = serde_json::from_slice(line).map_err(|error| {
             format!(
@@ -140,21 +139,23 @@ where
                 excerpt(line, EXCERPT_BYTES)
             )
         })?;
-        self.calls.forget(&message);
+        let message = match self.direct.take(message) {
+            Ok(()) => return Ok(None),
+            Err(message) => *message,
+        };
         match self.sent.unsent_answer(&message) {
             Some(id) => Err(format!(
                 "answered request id {id}, which it was never sent: {}",
                 excerpt(line, EXCERPT_BYTES)
             )),
-            None => Ok(message),
+            None => Ok(Some(message)),
         }
     }
 }
 
-impl<R, W> Transport<RoleClient> for LineTransport<R, W>
+impl<R> Transport<RoleClient> for LineTransport<R>
 where
     R: AsyncBufRead + Unpin + Send,
-    W: AsyncWrite + Unpin + Send + 'static,
 {
     type Error = std::io::Error;
 
@@ -163,27 +164,20 @@ where
         message: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         self.sent.record(&message);
-        self.calls.record(&message);
         let encoded = encode(&message);
-        let writer = Arc::clone(&self.writer);
-        async move {
-            let line = encoded?;
-            let mut writer = writer.lock().await;
-            writer.write_all(&line).await?;
-            writer.flush().await
-        }
+        let output = Arc::clone(self.direct.output());
+        async move { output.lock().await.write_line(&encoded?).await }
     }
 
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
         loop {
             match self.lines.next().await {
                 Line::Text(line) if line.iter().all(u8::is_ascii_whitespace) => {}
-                Line::Text(line) => {
-                    return match self.read(&line) {
-                        Ok(message) => Some(message),
-                        Err(why) => self.stop(TransportEnd::Violation(why)),
-                    };
-                }
+                Line::Text(line) => match self.read(&line) {
+                    Ok(Some(message)) => return Some(message),
+                    Ok(None) => {}
+                    Err(why) => return self.stop(TransportEnd::Violation(why)),
+                },
                 Line::TooLong => {
                     let why = format!(
                         "wrote a line to stdout longer than the limit of {} bytes",

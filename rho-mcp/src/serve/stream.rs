@@ -26,31 +26,28 @@ use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ErrorData, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::error::Category;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 
 use super::call_request;
 use crate::lines::{BoundedLines, Line, encode};
+use crate::output::{Output, SharedOutput};
 
 /// The longest line read; longer ones are dropped.
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
 const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
-/// How much of the output queue's room is kept between writes.
-const KEPT_ROOM: usize = 64 * 1024;
-
 /// The server's side of a client that writes to `R` and reads from `W`.
 pub(crate) struct StreamTransport<R, W> {
     lines: BoundedLines<BufReader<R>>,
     /// Shared with the sends in flight.
-    output: Arc<Mutex<Output<W>>>,
+    output: SharedOutput<W>,
     /// An error answer owed and not yet queued (kept here across a
     /// dropped `receive`).
     owed: Option<Vec<u8>>,
 }
 
-impl<R: AsyncRead + Unpin, W> StreamTransport<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamTransport<R, W> {
     pub(crate) fn new(reader: R, writer: W) -> Self {
         Self::with_max_line(reader, writer, MAX_LINE)
     }
@@ -58,72 +55,9 @@ impl<R: AsyncRead + Unpin, W> StreamTransport<R, W> {
     fn with_max_line(reader: R, writer: W, max_line: usize) -> Self {
         Self {
             lines: BoundedLines::new(BufReader::new(reader), max_line),
-            output: Arc::new(Mutex::new(Output {
-                writer: Some(writer),
-                queued: Vec::new(),
-                written: 0,
-            })),
+            output: Output::shared(writer),
             owed: None,
         }
-    }
-}
-
-/// The writing side: whole lines queued, then written out.
-///
-/// A write can be dropped half way (a send's task aborted, `receive`
-/// dropped by rmcp's `select!` while it writes an error answer). What a
-/// line had left to write stays queued here, and the next writer writes
-/// it before its own line, so lines never interleave on the wire.
-struct Output<W> {
-    /// `None` once the transport is closed.
-    writer: Option<W>,
-    /// Lines accepted and not yet wholly written...
-    queued: Vec<u8>,
-    /// ...of which this much was.
-    written: usize,
-}
-
-impl<W: AsyncWrite + Unpin> Output<W> {
-    /// Queues `line` and writes out everything queued.
-    async fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
-        if self.writer.is_none() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotConnected,
-                "the transport is closed",
-            ));
-        }
-        self.queued.extend_from_slice(line);
-        self.write_queued().await
-    }
-
-    /// Writes out what is queued. Cancel-safe: progress is counted as it
-    /// is made. A failed write closes the output: what is queued is
-    /// dropped, and every later write fails at once.
-    async fn write_queued(&mut self) -> std::io::Result<()> {
-        let written = self.write_queued_once().await;
-        if written.is_err() {
-            self.writer = None;
-            self.queued = Vec::new();
-            self.written = 0;
-        }
-        written
-    }
-
-    async fn write_queued_once(&mut self) -> std::io::Result<()> {
-        let Some(writer) = self.writer.as_mut() else {
-            return Err(std::io::ErrorKind::NotConnected.into());
-        };
-        while self.written < self.queued.len() {
-            match writer.write(&self.queued[self.written..]).await? {
-                0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                more => self.written += more,
-            }
-        }
-        self.queued.clear();
-        // A large answer's room is not kept for the session.
-        self.queued.shrink_to(KEPT_ROOM);
-        self.written = 0;
-        writer.flush().await
     }
 }
 
@@ -228,7 +162,7 @@ where
             if let Some(line) = &self.owed {
                 let output = Arc::clone(&self.output);
                 let mut output = output.lock().await;
-                output.queued.extend_from_slice(line);
+                output.queue(line);
                 self.owed = None;
                 // Dropped half way, the rest is written by the next
                 // writer; failed, the client is gone.
@@ -236,7 +170,7 @@ where
                     return None;
                 }
             } else if let Ok(mut output) = self.output.try_lock()
-                && !output.queued.is_empty()
+                && output.has_queued()
                 && output.write_queued().await.is_err()
             {
                 // The rest of a write dropped half way (unless a send
@@ -262,7 +196,7 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        drop(self.output.lock().await.writer.take());
+        self.output.lock().await.close();
         Ok(())
     }
 }
@@ -386,7 +320,7 @@ mod tests {
         let again = transport.send(pong).await.expect_err("closed");
         assert_eq!(again.kind(), std::io::ErrorKind::NotConnected);
         let output = transport.output.lock().await;
-        assert!(output.queued.is_empty() && output.writer.is_none());
+        assert!(output.is_closed());
     }
 
     #[tokio::test]
