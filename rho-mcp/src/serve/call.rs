@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::closing::ConnectionClosed;
 use super::observe::ServedCall;
-use super::progress::Progress;
+use super::progress::{Progress, ProgressSink};
 use super::result;
 use super::server::Shared;
 
@@ -30,13 +30,15 @@ use super::server::Shared;
 ///
 /// `session` is the session's token, cancelled when the host closes it;
 /// the connection's own (cancelled when the client has gone) comes with
-/// the request.
+/// the request. Partial results go to `progress` when the client asked
+/// for them; the result is given only once they are sent.
 pub(crate) async fn run<E: Executor>(
     shared: &Shared<E>,
     session_number: u64,
     params: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
     session: &CancellationToken,
+    progress: ProgressSink,
 ) -> CallToolResult {
     let connection = context
         .extensions
@@ -57,10 +59,10 @@ pub(crate) async fn run<E: Executor>(
     let observed_arguments = shared.observer.as_ref().map(|_| arguments.clone());
     let call = ToolCall::new(call_id, params.name.into_owned(), arguments);
     let (handle, output_schema) = start(shared, call);
-    let progress = context
+    let mut progress = context
         .meta
         .get_progress_token()
-        .map(|token| Progress::start(context.peer.clone(), token));
+        .map(|token| Progress::start(progress, token));
     let stop = async {
         tokio::select! {
             () = context.ct.cancelled() => {}
@@ -68,7 +70,11 @@ pub(crate) async fn run<E: Executor>(
             () = connection.cancelled() => {}
         }
     };
-    let Some(end) = follow(handle, progress, stop).await else {
+    let end = follow(handle, progress.as_mut(), stop).await;
+    if let Some(progress) = progress {
+        progress.finish().await;
+    }
+    let Some(end) = end else {
         // A handle reports its end exactly once; this is a guard only.
         return result::error_text("the call ended without a result".to_owned());
     };
@@ -139,7 +145,7 @@ fn start<E: Executor>(shared: &Shared<E>, call: ToolCall) -> (CallHandle<E>, Opt
 /// client asked for them; aborts the call when `stop` comes first.
 async fn follow<E: Executor>(
     mut handle: CallHandle<E>,
-    progress: Option<Progress>,
+    progress: Option<&mut Progress>,
     stop: impl Future<Output = ()>,
 ) -> Option<CallEnd> {
     tokio::pin!(stop);
@@ -150,7 +156,7 @@ async fn follow<E: Executor>(
             end = &mut handle => return Some(end),
             () = &mut stop => {}
         },
-        Some(mut progress) => loop {
+        Some(progress) => loop {
             tokio::select! {
                 event = handle.next_event() => match event {
                     Some(CallEvent::Ended(end)) => return Some(end),

@@ -20,8 +20,20 @@ use rmcp::model::{
 };
 use serde::Deserialize;
 
+/// A `tools/call` request read the short way.
+pub(crate) struct PlainCall {
+    jsonrpc: JsonRpcVersion2_0,
+    method: CallToolRequestMethod,
+    /// Its request id.
+    pub(crate) id: RequestId,
+    /// Its params, without `_meta`.
+    pub(crate) params: CallToolRequestParams,
+    /// Its `_meta`, if it has one.
+    pub(crate) meta: Option<JsonObject>,
+}
+
 /// `line` as a `tools/call` request, when it is one in the plain shape.
-pub(crate) fn read(line: &[u8]) -> Option<ClientJsonRpcMessage> {
+pub(crate) fn read(line: &[u8]) -> Option<PlainCall> {
     let call: CallLine = serde_json::from_slice(line).ok()?;
     let CallLine {
         jsonrpc,
@@ -33,16 +45,30 @@ pub(crate) fn read(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     read.arguments = params.arguments;
     read.input_responses = params.input_responses;
     read.request_state = params.request_state;
-    let mut request = CallToolRequest::new(read);
-    request.method = method;
-    if let Some(meta) = params.meta {
-        request.extensions.insert(RequestMetaObject::from(meta));
-    }
-    Some(JsonRpcMessage::Request(JsonRpcRequest {
+    Some(PlainCall {
         jsonrpc,
+        method,
         id,
-        request: ClientRequest::CallToolRequest(request),
-    }))
+        params: read,
+        meta: params.meta,
+    })
+}
+
+impl PlainCall {
+    /// The call as rmcp's general reading makes it: `_meta` in the
+    /// request's extensions.
+    pub(crate) fn into_message(self) -> ClientJsonRpcMessage {
+        let mut request = CallToolRequest::new(self.params);
+        request.method = self.method;
+        if let Some(meta) = self.meta {
+            request.extensions.insert(RequestMetaObject::from(meta));
+        }
+        JsonRpcMessage::Request(JsonRpcRequest {
+            jsonrpc: self.jsonrpc,
+            id: self.id,
+            request: ClientRequest::CallToolRequest(request),
+        })
+    }
 }
 
 /// A JSON-RPC request whose method is `tools/call`, and nothing more.
@@ -99,7 +125,9 @@ mod tests {
             r#"{"method":"tools/call","params":{"arguments":null,"name":"echo","_meta":{"progressToken":3}},"id":8,"jsonrpc":"2.0"}"#,
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","_meta":null,"requestState":"s","inputResponses":{"q":{"action":"accept"}}}}"#,
         ] {
-            let fast = read(line.as_bytes()).unwrap_or_else(|| panic!("read directly: {line}"));
+            let fast = read(line.as_bytes())
+                .unwrap_or_else(|| panic!("read directly: {line}"))
+                .into_message();
             let general = general(line);
             assert_eq!(
                 serde_json::to_value(&fast).expect("encodes"),

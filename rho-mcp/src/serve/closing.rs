@@ -37,6 +37,18 @@ impl<T> Closing<T> {
     }
 }
 
+impl<T> Closing<T> {
+    /// The token cancelled when the client has gone.
+    pub(crate) fn closed(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    /// The transport inside.
+    pub(crate) fn inner_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+}
+
 impl<T: Transport<RoleServer>> Transport<RoleServer> for Closing<T> {
     type Error = T::Error;
 

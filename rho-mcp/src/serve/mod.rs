@@ -10,13 +10,14 @@
 //! client's user to approve a call, `observe` reports each call's end
 //! (an audit log's hook), `stdio` serves over a byte stream, `stream` is
 //! its line-delimited transport (`call_request` reading calls the short
-//! way, `stdio_fd` reading stdin and writing stdout on the reactor) and
-//! `http` streamable HTTP.
+//! way, `dispatch` running them past rmcp's service, `stdio_fd` reading
+//! stdin and writing stdout on the reactor) and `http` streamable HTTP.
 
 mod call;
 mod call_request;
 mod closing;
 mod contain;
+mod dispatch;
 mod elicit;
 mod http;
 mod list_changed;

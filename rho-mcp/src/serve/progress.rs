@@ -10,49 +10,74 @@
 //! on, and its text (a string as it is, anything else as compact JSON) is
 //! the message.
 //!
-//! The call never waits for the client: notifications go through a small
-//! queue to a task of their own, and when the client reads slower than the
-//! tool reports, the newest partial results are dropped (the tool's clock
-//! must not depend on how fast a client reads). The queue and its task are
+//! The call never waits for the client while it runs: notifications go
+//! through a small queue to a task of their own, and when the client reads
+//! slower than the tool reports, the newest partial results are dropped
+//! (the tool's clock must not depend on how fast a client reads). Its
+//! answer waits for that task, so it never overtakes its own progress. The queue and its task are
 //! made at the first partial result: some clients (rmcp's) send a progress
 //! token with every call, and most tools never report one.
 
+use std::pin::Pin;
+use std::sync::Arc;
+
 use rho_tool_core::Update;
 use rho_tool_core::untrusted::Plain;
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{
+    ProgressNotification, ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage,
+    ServerNotification,
+};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::lines::encode;
 
 /// How many progress notifications may wait for the client per call.
 const QUEUE: usize = 64;
 /// How many bytes of a partial result a message keeps.
 const MAX_MESSAGE: usize = 4096;
 
+/// Writes one line (its newline included) to a client's stream; `false`
+/// when the client is gone.
+pub(crate) type SendLine =
+    Arc<dyn Fn(Vec<u8>) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
+
+/// Where a call's progress notifications go.
+#[derive(Clone)]
+pub(crate) enum ProgressSink {
+    /// Through rmcp's service, as its handlers' messages go.
+    Peer(Peer<RoleServer>),
+    /// Straight onto the stream, as the answer of a call the transport
+    /// runs itself goes (see `dispatch`): the same way, so in order.
+    Lines(SendLine),
+}
+
 /// Sends one call's partial results to the client that asked for them.
-#[derive(Debug)]
 pub(crate) struct Progress {
     token: ProgressToken,
     last: f64,
     queue: Queue,
 }
 
-/// Where notifications go: the client, until the first one is sent; then
+/// Where notifications go: the sink, until the first one is sent; then
 /// the queue of the task that sends them.
-#[derive(Debug)]
 enum Queue {
-    NotYet(Peer<RoleServer>),
-    Started(mpsc::Sender<ProgressNotificationParam>),
+    NotYet(ProgressSink),
+    Started {
+        queue: mpsc::Sender<ProgressNotificationParam>,
+        task: JoinHandle<()>,
+    },
 }
 
 impl Progress {
-    /// A sender of notifications with `token` to `peer`; the task that
-    /// sends them (started at the first) ends when this is dropped, after
-    /// what is queued.
-    pub(crate) fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+    /// A sender of notifications with `token` to `sink`; the task that
+    /// sends them is started at the first.
+    pub(crate) fn start(sink: ProgressSink, token: ProgressToken) -> Self {
         Self {
             token,
             last: 0.0,
-            queue: Queue::NotYet(peer),
+            queue: Queue::NotYet(sink),
         }
     }
 
@@ -60,21 +85,23 @@ impl Progress {
     /// full.
     pub(crate) fn report(&mut self, update: &Update) {
         let notification = self.notification(&update.partial);
-        if let Queue::NotYet(peer) = &self.queue {
-            let peer = peer.clone();
-            let (queue, mut queued) = mpsc::channel::<ProgressNotificationParam>(QUEUE);
-            tokio::spawn(async move {
-                while let Some(notification) = queued.recv().await {
-                    if peer.notify_progress(notification).await.is_err() {
-                        // The client is gone: nothing more to tell.
-                        break;
-                    }
-                }
-            });
-            self.queue = Queue::Started(queue);
+        if let Queue::NotYet(sink) = &self.queue {
+            let sink = sink.clone();
+            let (queue, queued) = mpsc::channel::<ProgressNotificationParam>(QUEUE);
+            let task = tokio::spawn(send_all(sink, queued));
+            self.queue = Queue::Started { queue, task };
         }
-        if let Queue::Started(queue) = &self.queue {
+        if let Queue::Started { queue, .. } = &self.queue {
             let _ = queue.try_send(notification);
+        }
+    }
+
+    /// Waits until what was queued is sent (or the client is gone): the
+    /// call's answer must not overtake its progress.
+    pub(crate) async fn finish(self) {
+        if let Queue::Started { queue, task } = self.queue {
+            drop(queue);
+            let _ = task.await;
         }
     }
 
@@ -96,6 +123,30 @@ impl Progress {
         notification.total = total;
         notification.message = message.map(|text| cut(text, MAX_MESSAGE));
         notification
+    }
+}
+
+/// Sends each queued notification to `sink`, in order, until the queue
+/// closes or the client is gone.
+async fn send_all(sink: ProgressSink, mut queued: mpsc::Receiver<ProgressNotificationParam>) {
+    while let Some(notification) = queued.recv().await {
+        let sent = match &sink {
+            ProgressSink::Peer(peer) => peer.notify_progress(notification).await.is_ok(),
+            ProgressSink::Lines(send) => {
+                let message =
+                    ServerJsonRpcMessage::notification(ServerNotification::ProgressNotification(
+                        ProgressNotification::new(notification),
+                    ));
+                match encode(&message) {
+                    Ok(line) => send(line).await,
+                    Err(_) => true,
+                }
+            }
+        };
+        if !sent {
+            // The client is gone: nothing more to tell.
+            break;
+        }
     }
 }
 

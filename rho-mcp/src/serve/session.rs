@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rho_registry::ChangeSubscription;
 use rho_tool_core::Executor;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -15,6 +15,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::contain::{contained, failure_text};
+use super::progress::ProgressSink;
 use super::server::Shared;
 use super::{call, list_changed, listing, result};
 
@@ -26,37 +27,102 @@ use super::{call, list_changed, listing, result};
 /// when the session ends ([`close`](Session::close), the transport
 /// closing, or the session being dropped).
 pub struct Session<E: Executor> {
+    /// What its calls need, shared with the calls a transport runs
+    /// itself (see `dispatch`).
+    calls: SessionCalls<E>,
+    _close_on_drop: DropGuard,
+    /// The registry listener, once the client is initialized.
+    list_changed: Mutex<Option<ChangeSubscription>>,
+}
+
+/// What a session's calls need of it.
+pub(crate) struct SessionCalls<E: Executor> {
     shared: Arc<Shared<E>>,
     /// This session's number among the server's, in its calls' ids.
     number: u64,
     /// Cancelled when the connection ends: every call in flight is
     /// aborted, and the list-changed task stops.
     closed: CancellationToken,
-    _close_on_drop: DropGuard,
-    /// The registry listener, once the client is initialized.
-    list_changed: Mutex<Option<ChangeSubscription>>,
     /// Places for calls in flight.
-    calls: Arc<Semaphore>,
+    places: Arc<Semaphore>,
+}
+
+impl<E: Executor> Clone for SessionCalls<E> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            number: self.number,
+            closed: self.closed.clone(),
+            places: Arc::clone(&self.places),
+        }
+    }
+}
+
+impl<E: Executor> SessionCalls<E> {
+    /// Runs one `tools/call` of the session to its result: refused when
+    /// the session is closing or has as many calls in flight as it may;
+    /// a panic on the way is an error result naming the tool.
+    pub(crate) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        progress: ProgressSink,
+    ) -> CallToolResult {
+        if self.closed.is_cancelled() {
+            return result::error_text(format!(
+                "tool `{}` was not run: the session is closing",
+                request.name
+            ));
+        }
+        let Ok(_place) = self.places.clone().try_acquire_owned() else {
+            return result::error_text(format!(
+                "tool `{}` was not run: this session already has {} calls in flight, \
+                 the most it may have; try again when one has ended",
+                request.name, self.shared.max_calls_per_session
+            ));
+        };
+        let tool = request.name.clone();
+        // Boxed: rmcp moves each handler's future around (into its task,
+        // through its wrappers), and a call's is large.
+        let run = Box::pin(call::run(
+            &self.shared,
+            self.number,
+            request,
+            context,
+            &self.closed,
+            progress,
+        ));
+        contained(run).await.unwrap_or_else(|caught| {
+            result::error_text(failure_text(&format!("the call of tool `{tool}`"), &caught))
+        })
+    }
 }
 
 impl<E: Executor> Session<E> {
     pub(crate) fn new(shared: Arc<Shared<E>>, number: u64) -> Self {
         let closed = CancellationToken::new();
-        let calls = Arc::new(Semaphore::new(shared.max_calls_per_session));
+        let places = Arc::new(Semaphore::new(shared.max_calls_per_session));
         Self {
-            shared,
-            number,
             _close_on_drop: closed.clone().drop_guard(),
-            closed,
+            calls: SessionCalls {
+                shared,
+                number,
+                closed,
+                places,
+            },
             list_changed: Mutex::new(None),
-            calls,
         }
     }
 
     /// Ends the session's calls in flight (each is aborted at once) and
     /// refuses new ones.
     pub fn close(&self) {
-        self.closed.cancel();
+        self.calls.closed.cancel();
+    }
+
+    /// What its calls need, for a transport that runs calls itself.
+    pub(crate) fn calls(&self) -> SessionCalls<E> {
+        self.calls.clone()
     }
 }
 
@@ -66,8 +132,9 @@ impl<E: Executor> ServerHandler for Session<E> {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        let config = ServerConfig::new(capabilities).with_server_info(self.shared.identity.clone());
-        match &self.shared.instructions {
+        let shared = &self.calls.shared;
+        let config = ServerConfig::new(capabilities).with_server_info(shared.identity.clone());
+        match &shared.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,
         }
@@ -79,7 +146,8 @@ impl<E: Executor> ServerHandler for Session<E> {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         contained(async {
-            listing::list(&self.shared.registry, self.shared.believe_untrusted_hints)
+            let shared = &self.calls.shared;
+            listing::list(&shared.registry, shared.believe_untrusted_hints)
         })
         .await
         .map_err(|caught| ErrorData::internal_error(failure_text("tools/list", &caught), None))
@@ -90,40 +158,16 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.closed.is_cancelled() {
-            return Ok(result::error_text(format!(
-                "tool `{}` was not run: the session is closing",
-                request.name
-            ))
-            .into());
-        }
-        let Ok(_place) = self.calls.clone().try_acquire_owned() else {
-            return Ok(result::error_text(format!(
-                "tool `{}` was not run: this session already has {} calls in flight, \
-                 the most it may have; try again when one has ended",
-                request.name, self.shared.max_calls_per_session
-            ))
-            .into());
-        };
-        let tool = request.name.clone();
-        // Boxed: rmcp moves each handler's future around (into its task,
-        // through its wrappers), and a call's is large.
-        let run = Box::pin(call::run(
-            &self.shared,
-            self.number,
-            request,
-            &context,
-            &self.closed,
-        ));
-        let result = contained(run).await.unwrap_or_else(|caught| {
-            result::error_text(failure_text(&format!("the call of tool `{tool}`"), &caught))
-        });
-        Ok(result.into())
+        let progress = ProgressSink::Peer(context.peer.clone());
+        Ok(self.calls.call(request, &context, progress).await.into())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let subscription =
-            list_changed::forward(&self.shared.registry, context.peer, self.closed.clone());
+        let subscription = list_changed::forward(
+            &self.calls.shared.registry,
+            context.peer,
+            self.calls.closed.clone(),
+        );
         *self
             .list_changed
             .lock()
@@ -134,10 +178,10 @@ impl<E: Executor> ServerHandler for Session<E> {
 impl<E: Executor> fmt::Debug for Session<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("closed", &self.closed.is_cancelled())
+            .field("closed", &self.calls.closed.is_cancelled())
             .field(
                 "calls_in_flight",
-                &(self.shared.max_calls_per_session - self.calls.available_permits()),
+                &(self.calls.shared.max_calls_per_session - self.calls.places.available_permits()),
             )
             .finish_non_exhaustive()
     }

@@ -4,13 +4,16 @@
 //! A client that closes its end (stdin at end of file) has left: its calls
 //! in flight are aborted at that moment (see `closing`).
 
+use std::sync::Arc;
+
 use rho_tool_core::Executor;
 use rmcp::ServiceExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::closing::Closing;
+use super::dispatch::Dispatch;
 use super::server::McpServer;
-use super::stream::StreamTransport;
+use super::stream::{CallDispatch, StreamTransport};
 use crate::error::ServeError;
 
 impl<E: Executor> McpServer<E> {
@@ -45,8 +48,20 @@ impl<E: Executor> McpServer<E> {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let transport = Closing::new(StreamTransport::new(reader, writer));
-        let running = self.session().serve(transport).await?;
+        let mut transport = Closing::new(StreamTransport::new(reader, writer));
+        let session = self.session();
+        // Plain calls run straight from the transport once the handshake
+        // is done (see `dispatch`).
+        let dispatch = Arc::new(Dispatch::new(
+            session.calls(),
+            Arc::clone(transport.inner_mut().output()),
+            transport.closed().clone(),
+        ));
+        transport
+            .inner_mut()
+            .dispatch_to(Arc::clone(&dispatch) as Arc<dyn CallDispatch>);
+        let running = session.serve(transport).await?;
+        dispatch.ready(running.peer().clone());
         running.waiting().await?;
         Ok(())
     }

@@ -23,12 +23,15 @@
 use std::sync::Arc;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ErrorData, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ErrorData, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage,
+};
 use rmcp::transport::Transport;
 use serde_json::error::Category;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 
-use super::call_request;
+use super::call_request::{self, PlainCall};
 use crate::lines::{BoundedLines, Line, encode};
 use crate::output::{Output, SharedOutput};
 
@@ -45,6 +48,11 @@ pub(crate) struct StreamTransport<R, W> {
     /// An error answer owed and not yet queued (kept here across a
     /// dropped `receive`).
     owed: Option<Vec<u8>>,
+    /// Runs calls past rmcp, once the client is initialized.
+    dispatch: Option<Arc<dyn CallDispatch>>,
+    /// The client sent `notifications/initialized`: its session is set up
+    /// the classic way, and its calls may be dispatched.
+    initialized: bool,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamTransport<R, W> {
@@ -57,8 +65,68 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamTransport<R, W> {
             lines: BoundedLines::new(BufReader::new(reader), max_line),
             output: Output::shared(writer),
             owed: None,
+            dispatch: None,
+            initialized: false,
         }
     }
+
+    /// The output, shared with whoever writes answers of their own.
+    pub(crate) fn output(&self) -> &SharedOutput<W> {
+        &self.output
+    }
+
+    /// Has `dispatch` run the plain calls read once the client is
+    /// initialized, rather than rmcp.
+    pub(crate) fn dispatch_to(&mut self, dispatch: Arc<dyn CallDispatch>) {
+        self.dispatch = Some(dispatch);
+    }
+
+    /// What `read` gave, for rmcp; `None` when it was dispatched or
+    /// taken here.
+    fn pass(&mut self, read: Read) -> Option<ClientJsonRpcMessage> {
+        match read {
+            Read::Call(call) => {
+                let call = match &self.dispatch {
+                    Some(dispatch) if self.initialized => match Arc::clone(dispatch).call(call) {
+                        Ok(()) => return None,
+                        Err(call) => *call,
+                    },
+                    _ => call,
+                };
+                Some(call.into_message())
+            }
+            Read::Message(message) => {
+                if is_initialized(&message) {
+                    self.initialized = true;
+                }
+                if let (Some(dispatch), Some(id)) = (&self.dispatch, cancelled_request(&message))
+                    && dispatch.cancel(id)
+                {
+                    return None;
+                }
+                Some(message)
+            }
+        }
+    }
+}
+
+/// Runs `tools/call` requests that the transport reads, past rmcp's
+/// service (see `dispatch`).
+pub(crate) trait CallDispatch: Send + Sync {
+    /// Starts `call`, or gives it back when it cannot run it (rmcp then
+    /// does).
+    fn call(self: Arc<Self>, call: PlainCall) -> Result<(), Box<PlainCall>>;
+
+    /// Cancels call `id` when it is one it runs; `false` otherwise.
+    fn cancel(&self, id: &RequestId) -> bool;
+}
+
+/// What a line that is a message is.
+enum Read {
+    /// A `tools/call` read the short way.
+    Call(PlainCall),
+    /// Any other message, read by rmcp's general reading.
+    Message(ClientJsonRpcMessage),
 }
 
 /// What a line that is not a message is.
@@ -69,19 +137,43 @@ enum Unread {
     Invalid,
 }
 
-fn read(line: &[u8]) -> Result<ClientJsonRpcMessage, Unread> {
+fn read(line: &[u8]) -> Result<Read, Unread> {
     let line = line.strip_prefix(BYTE_ORDER_MARK).unwrap_or(line);
     if line.is_empty() {
         return Err(Unread::Ignored);
     }
     if let Some(call) = call_request::read(line) {
-        return Ok(call);
+        return Ok(Read::Call(call));
     }
-    serde_json::from_slice::<ClientJsonRpcMessage>(line).map_err(|error| match error.classify() {
-        Category::Syntax | Category::Eof => Unread::Ignored,
-        Category::Data | Category::Io if is_foreign_notification(line) => Unread::Ignored,
-        Category::Data | Category::Io => Unread::Invalid,
-    })
+    serde_json::from_slice::<ClientJsonRpcMessage>(line)
+        .map(Read::Message)
+        .map_err(|error| match error.classify() {
+            Category::Syntax | Category::Eof => Unread::Ignored,
+            Category::Data | Category::Io if is_foreign_notification(line) => Unread::Ignored,
+            Category::Data | Category::Io => Unread::Invalid,
+        })
+}
+
+/// The request `message` cancels, when it is `notifications/cancelled`.
+fn cancelled_request(message: &ClientJsonRpcMessage) -> Option<&RequestId> {
+    match message {
+        JsonRpcMessage::Notification(notification) => match &notification.notification {
+            ClientNotification::CancelledNotification(cancelled) => {
+                cancelled.params.request_id.as_ref()
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `message` is `notifications/initialized`.
+fn is_initialized(message: &ClientJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Notification(notification)
+            if matches!(notification.notification, ClientNotification::InitializedNotification(_))
+    )
 }
 
 /// Whether `line` is a notification MCP does not define: another
@@ -179,7 +271,11 @@ where
             }
             match self.lines.next().await {
                 Line::Text(line) => match read(&line) {
-                    Ok(message) => return Some(message),
+                    Ok(read) => {
+                        if let Some(message) = self.pass(read) {
+                            return Some(message);
+                        }
+                    }
                     Err(Unread::Ignored) => {}
                     Err(Unread::Invalid) => {
                         let error = ServerJsonRpcMessage::error(
@@ -203,7 +299,6 @@ where
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::{JsonRpcMessage, RequestId};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, duplex};
 
     use super::*;
