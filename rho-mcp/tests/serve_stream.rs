@@ -1,0 +1,246 @@
+//! rho's server over a byte stream, driven with raw JSON-RPC lines: what a
+//! plain `tools/call` run straight from the transport (past rmcp's
+//! service) must keep of rmcp's ways, and what it adds.
+//!
+//! - Progress reaches the client before its call's answer, never after.
+//! - A call the client cancels is aborted and gets no answer; the
+//!   session serves on.
+//! - A call sent before the handshake is done is still answered.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rho_exec_tokio::TokioExecutor;
+use rho_mcp::{CallObserver, McpServer, ServedCall};
+use rho_registry::{Source, ToolRegistry};
+use rho_tool_core::{Outcome, Runner, Tool, ToolContext, ToolOutput, async_trait};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
+use tokio::io::{DuplexStream, duplex, split};
+
+/// Reports `steps` partial results, then answers "done".
+struct Steps;
+
+#[async_trait]
+impl Tool for Steps {
+    fn name(&self) -> &str {
+        "steps"
+    }
+    fn description(&self) -> &str {
+        "Reports `steps` partial results, then answers."
+    }
+    fn parameters(&self) -> Value {
+        json!({ "type": "object", "properties": { "steps": { "type": "integer" } } })
+    }
+    async fn run(&self, args: Value, cx: ToolContext) -> ToolOutput {
+        let steps = args["steps"].as_u64().unwrap_or(1);
+        for step in 1..=steps {
+            let _ = cx.update(&json!({ "progress": step, "total": steps }));
+        }
+        ToolOutput::text("done")
+    }
+}
+
+/// Never answers.
+struct Hang;
+
+#[async_trait]
+impl Tool for Hang {
+    fn name(&self) -> &str {
+        "hang"
+    }
+    fn description(&self) -> &str {
+        "Never answers."
+    }
+    fn parameters(&self) -> Value {
+        json!({ "type": "object" })
+    }
+    async fn run(&self, _args: Value, _cx: ToolContext) -> ToolOutput {
+        std::future::pending::<()>().await;
+        ToolOutput::text("never")
+    }
+}
+
+/// The client's ends of a served session.
+struct Client {
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    writer: WriteHalf<DuplexStream>,
+}
+
+impl Client {
+    async fn send(&mut self, message: Value) {
+        let line = format!("{message}\n");
+        self.writer
+            .write_all(line.as_bytes())
+            .await
+            .expect("writes");
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(10), self.lines.next_line())
+            .await
+            .expect("a line within 10 s")
+            .expect("reads")
+            .expect("a line");
+        serde_json::from_str(&line).expect("JSON")
+    }
+
+    /// Reads lines up to the answer to `id`, and gives them all.
+    async fn until_answer(&mut self, id: u64) -> Vec<Value> {
+        let mut read = Vec::new();
+        loop {
+            let message = self.next().await;
+            let done = message["id"] == id && message.get("method").is_none();
+            read.push(message);
+            if done {
+                return read;
+            }
+        }
+    }
+
+    async fn initialize(&mut self) {
+        self.send(
+            json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": { "name": "test", "version": "1" } } }),
+        )
+        .await;
+        self.until_answer(0).await;
+    }
+
+    async fn initialized(&mut self) {
+        self.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .await;
+    }
+
+    async fn call(&mut self, id: u64, name: &str, arguments: Value, progress: Option<&str>) {
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if let Some(token) = progress {
+            params["_meta"] = json!({ "progressToken": token });
+        }
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }))
+            .await;
+    }
+}
+
+/// Hears how each call ended.
+struct Ends(Arc<Mutex<Vec<Outcome>>>);
+
+impl CallObserver for Ends {
+    fn ended(&self, served: &ServedCall<'_>) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(served.end.outcome);
+    }
+}
+
+/// Serves `steps` and `hang` over an in-process pipe.
+fn serve() -> Client {
+    serve_observed(None)
+}
+
+/// Serves `steps` and `hang` over an in-process pipe, each call's end told
+/// to `observer`.
+fn serve_observed(observer: Option<Arc<Ends>>) -> Client {
+    let registry = ToolRegistry::new();
+    let source = registry
+        .add_source(Source::trusted("builtin"))
+        .expect("a source");
+    source.add(Arc::new(Steps)).expect("steps");
+    source.add(Arc::new(Hang)).expect("hang");
+    let runner = Runner::new(TokioExecutor::current().expect("tokio"));
+    let mut server = McpServer::new(runner, registry);
+    if let Some(observer) = observer {
+        server = server.with_call_observer(observer);
+    }
+    let (client, server_end) = duplex(64 << 10);
+    let (from_client, to_client) = split(server_end);
+    tokio::spawn(async move { server.serve_io(from_client, to_client).await });
+    let (reader, writer) = split(client);
+    Client {
+        lines: BufReader::new(reader).lines(),
+        writer,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_progress_notification_comes_before_its_calls_answer() {
+    let mut client = serve();
+    client.initialize().await;
+    client.initialized().await;
+    for id in 1..=20 {
+        client
+            .call(id, "steps", json!({ "steps": 10 }), Some("p"))
+            .await;
+        let read = client.until_answer(id).await;
+        let (answer, progress) = read.split_last().expect("the answer");
+        assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
+        let steps: Vec<f64> = progress
+            .iter()
+            .map(|message| {
+                assert_eq!(message["method"], "notifications/progress", "{message}");
+                message["params"]["progress"].as_f64().expect("a number")
+            })
+            .collect();
+        assert_eq!(steps, (1..=10).map(f64::from).collect::<Vec<_>>());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_is_aborted_and_answered_with_nothing() {
+    let ends = Arc::new(Mutex::new(Vec::new()));
+    let mut client = serve_observed(Some(Arc::new(Ends(Arc::clone(&ends)))));
+    client.initialize().await;
+    client.initialized().await;
+    client.call(1, "hang", json!({}), None).await;
+    // The call runs (a ping's answer comes after the call was read).
+    client
+        .send(json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }))
+        .await;
+    client.until_answer(2).await;
+    client
+        .send(
+            json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": { "requestId": 1, "reason": "changed my mind" } }),
+        )
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let ended = || ends.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    while ended().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the call did not end"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        ended(),
+        [Outcome::Aborted],
+        "aborted, not charged to the tool"
+    );
+    // Whatever it would have answered was written by now; the session
+    // serves on, and nothing for call 1 came before this call's answer.
+    client.call(3, "steps", json!({ "steps": 1 }), None).await;
+    let read = client.until_answer(3).await;
+    assert!(
+        read.iter().all(|message| message["id"] != 1),
+        "the cancelled call was answered: {read:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_before_the_handshake_is_done_is_still_answered() {
+    let mut client = serve();
+    client.initialize().await;
+    client
+        .call(1, "steps", json!({ "steps": 2 }), Some("early"))
+        .await;
+    let read = client.until_answer(1).await;
+    let answer = read.last().expect("the answer");
+    assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
+    client.initialized().await;
+    client.call(2, "steps", json!({ "steps": 2 }), None).await;
+    let read = client.until_answer(2).await;
+    assert_eq!(read.len(), 1, "no progress asked for: {read:?}");
+}
