@@ -11,12 +11,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rho_exec_tokio::TokioExecutor;
-use rho_mcp::{CallObserver, McpServer, ServedCall};
+use rho_mcp::{CallObserver, McpServer, ServeError, ServedCall};
 use rho_registry::{Source, ToolRegistry};
 use rho_tool_core::{Outcome, Runner, Tool, ToolContext, ToolOutput, async_trait};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
 use tokio::io::{DuplexStream, duplex, split};
+use tokio::task::JoinHandle;
 
 /// Reports `steps` partial results, then answers "done".
 struct Steps;
@@ -65,6 +66,8 @@ impl Tool for Hang {
 struct Client {
     lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
     writer: WriteHalf<DuplexStream>,
+    /// The server's session, until it ends.
+    serving: JoinHandle<Result<(), ServeError>>,
 }
 
 impl Client {
@@ -156,11 +159,12 @@ fn serve_observed(observer: Option<Arc<Ends>>) -> Client {
     }
     let (client, server_end) = duplex(64 << 10);
     let (from_client, to_client) = split(server_end);
-    tokio::spawn(async move { server.serve_io(from_client, to_client).await });
+    let serving = tokio::spawn(async move { server.serve_io(from_client, to_client).await });
     let (reader, writer) = split(client);
     Client {
         lines: BufReader::new(reader).lines(),
         writer,
+        serving,
     }
 }
 
@@ -176,6 +180,8 @@ async fn every_progress_notification_comes_before_its_calls_answer() {
         let read = client.until_answer(id).await;
         let (answer, progress) = read.split_last().expect("the answer");
         assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
+        // Shaped for the version negotiated (2025-06-18), as rmcp shapes it.
+        assert!(answer["result"].get("resultType").is_none(), "{answer}");
         let steps: Vec<f64> = progress
             .iter()
             .map(|message| {
@@ -199,6 +205,8 @@ async fn a_cancelled_call_is_aborted_and_answered_with_nothing() {
         .send(json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }))
         .await;
     client.until_answer(2).await;
+    // The same id again while it is in flight: neither run nor answered.
+    client.call(1, "hang", json!({}), None).await;
     client
         .send(
             json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -227,6 +235,7 @@ async fn a_cancelled_call_is_aborted_and_answered_with_nothing() {
         read.iter().all(|message| message["id"] != 1),
         "the cancelled call was answered: {read:?}"
     );
+    assert_eq!(ended(), [Outcome::Aborted, Outcome::Succeeded]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,4 +252,58 @@ async fn a_call_before_the_handshake_is_done_is_still_answered() {
     client.call(2, "steps", json!({ "steps": 2 }), None).await;
     let read = client.until_answer(2).await;
     assert_eq!(read.len(), 1, "no progress asked for: {read:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_has_its_calls_aborted_answered_and_heard_of_before_the_session_ends()
+{
+    let ends = Arc::new(Mutex::new(Vec::new()));
+    let mut client = serve_observed(Some(Arc::new(Ends(Arc::clone(&ends)))));
+    client.initialize().await;
+    client.initialized().await;
+    client.call(1, "hang", json!({}), None).await;
+    client
+        .send(json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }))
+        .await;
+    client.until_answer(2).await;
+    client.writer.shutdown().await.expect("closes");
+    // The aborted call is still answered before the stream closes, as
+    // rmcp answers its handlers' requests then.
+    let mut read = Vec::new();
+    while let Ok(Some(line)) = client.lines.next_line().await {
+        read.push(serde_json::from_str::<Value>(&line).expect("JSON"));
+    }
+    let answer = read
+        .iter()
+        .find(|message| message["id"] == 1)
+        .unwrap_or_else(|| panic!("no answer to the call: {read:?}"));
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let Client { serving, .. } = client;
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("the session ends within 10 s")
+        .expect("joins")
+        .expect("ends well");
+    assert_eq!(
+        *ends.lock().unwrap_or_else(PoisonError::into_inner),
+        [Outcome::Aborted],
+        "the call's end was heard before the session ended"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_with_more_than_a_progress_token_in_its_meta_is_answered() {
+    let mut client = serve();
+    client.initialize().await;
+    client.initialized().await;
+    client
+        .send(
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "steps", "arguments": { "steps": 1 },
+            "_meta": { "progressToken": "t", "com.example/trace": "abc" } } }),
+        )
+        .await;
+    let read = client.until_answer(1).await;
+    let answer = read.last().expect("the answer");
+    assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
 }

@@ -86,7 +86,12 @@ impl DirectCalls {
     /// The number in `id`, when it has the shape of a direct call's.
     fn number(id: &RequestId) -> Option<u64> {
         match id {
-            NumberOrString::String(text) => text.strip_prefix(ID_PREFIX)?.parse().ok(),
+            NumberOrString::String(text) => {
+                let digits = text.strip_prefix(ID_PREFIX)?;
+                let number: u64 = digits.parse().ok()?;
+                // Only the id as it was written: not "rho-01", "rho-+1".
+                (number.to_string() == digits).then_some(number)
+            }
             NumberOrString::Number(_) => None,
         }
     }
@@ -316,6 +321,8 @@ mod tests {
         assert!(calls.take(late).is_ok(), "a late answer is dropped here");
         for line in [
             r#"{"jsonrpc":"2.0","id":"rho-2","result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":"rho-01","result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":"rho-+1","result":{"content":[]}}"#,
             r#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"rho-1","progress":1}}"#,
         ] {

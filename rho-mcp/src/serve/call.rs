@@ -63,16 +63,23 @@ pub(crate) async fn run<E: Executor>(
         .meta
         .get_progress_token()
         .map(|token| Progress::start(progress, token));
-    let stop = async {
+    let stop = || async {
         tokio::select! {
             () = context.ct.cancelled() => {}
             () = session.cancelled() => {}
             () = connection.cancelled() => {}
         }
     };
-    let end = follow(handle, progress.as_mut(), stop).await;
+    let end = follow(handle, progress.as_mut(), stop()).await;
     if let Some(progress) = progress {
-        progress.finish().await;
+        // The answer waits for the progress before it, unless nobody
+        // wants either any more (the client cancelled or left, the
+        // session closed): then the rest is sent, or not, on its own.
+        tokio::select! {
+            biased;
+            () = stop() => {}
+            () = progress.finish() => {}
+        }
     }
     let Some(end) = end else {
         // A handle reports its end exactly once; this is a guard only.

@@ -16,22 +16,34 @@
 //! - `notifications/cancelled` for such a call cancels it (read by the
 //!   transport, which takes it), and its answer is then not sent, as rmcp
 //!   drops the answer of a cancelled request;
-//! - the connection's end and the session's close abort it;
-//! - an id already in flight here goes to rmcp instead, as does anything
-//!   read before the handshake is done.
+//! - the connection's end and the session's close abort it, and the
+//!   transport waits for its answer (as long as rmcp waits for its
+//!   handlers' answers, five seconds) before it closes;
+//! - its result is shaped for the protocol version the session
+//!   negotiated, as rmcp shapes a handler's result;
+//! - only a call whose `_meta` holds nothing but a progress token is run
+//!   here, so that rmcp still checks any per-request protocol metadata;
+//!   anything read before the handshake is done goes to rmcp too;
+//! - a request id is answered once: a second call under an id still in
+//!   flight is neither run nor answered (JSON-RPC forbids reusing an id;
+//!   rmcp answers only one of the two as well).
 //!
 //! Its progress notifications are written on the same output by the call's
 //! progress task, and its answer only after them.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rho_tool_core::Executor;
-use rmcp::model::{RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult};
+use rmcp::model::{
+    ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use tokio::io::AsyncWrite;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::call_request::PlainCall;
 use super::closing::ConnectionClosed;
@@ -52,6 +64,8 @@ pub(crate) struct Dispatch<E: Executor, W> {
     peer: OnceLock<Peer<RoleServer>>,
     /// The calls in flight, by request id, each with its cancellation.
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// The calls' tasks, waited for before the output closes.
+    tasks: TaskTracker,
 }
 
 impl<E: Executor, W> Dispatch<E, W>
@@ -69,12 +83,17 @@ where
             connection,
             peer: OnceLock::new(),
             in_flight: Mutex::default(),
+            tasks: TaskTracker::new(),
         }
     }
 
-    /// The handshake is done: calls may run here from now on.
+    /// The handshake is done: calls may run here from now on, if it was
+    /// the classic one (`initialize`; a session set up another way keeps
+    /// rmcp's per-request checks).
     pub(crate) fn ready(&self, peer: Peer<RoleServer>) {
-        let _ = self.peer.set(peer);
+        if peer.peer_info().is_some() {
+            let _ = self.peer.set(peer);
+        }
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
@@ -102,7 +121,9 @@ where
             // The client cancelled it: it wants no answer.
             return;
         }
-        let answer = ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id);
+        let mut result = ServerResult::CallToolResult(result);
+        shape_for_version(&mut result, context.protocol_version().as_ref());
+        let answer = ServerJsonRpcMessage::response(result, id);
         if let Ok(line) = encode(&answer) {
             // A client gone mid-answer has nobody to tell.
             let _ = self.output.lock().await.write_line(&line).await;
@@ -118,11 +139,17 @@ where
         let Some(peer) = self.peer.get().cloned() else {
             return Err(Box::new(call));
         };
+        let only_progress =
+            |meta: &rmcp::model::JsonObject| meta.keys().all(|key| key == "progressToken");
+        if !call.meta.as_ref().is_none_or(only_progress) {
+            return Err(Box::new(call));
+        }
         let cancel = CancellationToken::new();
         {
             let mut in_flight = self.in_flight();
             if in_flight.contains_key(&call.id) {
-                return Err(Box::new(call));
+                // Taken and dropped: its id is already answered for.
+                return Ok(());
             }
             in_flight.insert(call.id.clone(), cancel.clone());
         }
@@ -134,8 +161,15 @@ where
         context
             .extensions
             .insert(ConnectionClosed(self.connection.clone()));
-        drop(tokio::spawn(self.run(call, context)));
+        let tasks = self.tasks.clone();
+        drop(tasks.spawn(self.run(call, context)));
         Ok(())
+    }
+
+    fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        self.tasks.close();
+        let tasks = self.tasks.clone();
+        Box::pin(async move { tasks.wait().await })
     }
 
     fn cancel(&self, id: &RequestId) -> bool {
@@ -146,5 +180,21 @@ where
             }
             None => false,
         }
+    }
+}
+
+/// Shapes `result` for a client of `version`, as rmcp shapes a handler's:
+/// from 2026-07-28 on, cache hints filled in; before, no `resultType` and
+/// no tool output that is not an object.
+fn shape_for_version(result: &mut ServerResult, version: Option<&ProtocolVersion>) {
+    let current = version.is_some_and(|version| {
+        // ISO dates compare as text the way they compare as dates.
+        version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
+    });
+    if current {
+        result.fill_missing_cache_hints();
+    } else {
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
     }
 }

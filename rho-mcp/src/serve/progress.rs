@@ -14,9 +14,11 @@
 //! through a small queue to a task of their own, and when the client reads
 //! slower than the tool reports, the newest partial results are dropped
 //! (the tool's clock must not depend on how fast a client reads). Its
-//! answer waits for that task, so it never overtakes its own progress. The queue and its task are
-//! made at the first partial result: some clients (rmcp's) send a progress
-//! token with every call, and most tools never report one.
+//! answer waits for that task, so it never overtakes its own progress
+//! (unless the call was stopped: nobody waits for the answer then). The
+//! queue and its task are made at the first partial result: some clients
+//! (rmcp's) send a progress token with every call, and most tools never
+//! report one.
 
 use std::pin::Pin;
 use std::sync::Arc;

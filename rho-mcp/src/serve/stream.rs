@@ -15,12 +15,16 @@
 //!   notification, as with rmcp's transport);
 //! - the end of the stream, or a failed read, ends the session.
 //!
-//! It differs in one thing: a `tools/call` in the plain shape is read
+//! It differs in two things. A `tools/call` in the plain shape is read
 //! straight into its type ([`call_request`](super::call_request)), not
-//! tried against every request type first. That was the largest single
-//! cost of a call through the server.
+//! tried against every request type first: that was the largest single
+//! cost of a call through the server. And once the session is set up,
+//! such a call is run past rmcp's service ([`dispatch`](super::dispatch)),
+//! which also takes the client's cancellations of it.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -39,6 +43,9 @@ use crate::output::{Output, SharedOutput};
 pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
 const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+/// How long closing waits for the calls run past rmcp to answer.
+const SETTLE: Duration = Duration::from_secs(5);
 
 /// The server's side of a client that writes to `R` and reads from `W`.
 pub(crate) struct StreamTransport<R, W> {
@@ -119,6 +126,10 @@ pub(crate) trait CallDispatch: Send + Sync {
 
     /// Cancels call `id` when it is one it runs; `false` otherwise.
     fn cancel(&self, id: &RequestId) -> bool;
+
+    /// Takes no more calls, and resolves once those it runs have
+    /// answered.
+    fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
 /// What a line that is a message is.
@@ -291,7 +302,12 @@ where
         }
     }
 
+    /// Closes the output, once the calls run past rmcp have answered (at
+    /// most [`SETTLE`] later, as rmcp waits for its own handlers).
     async fn close(&mut self) -> Result<(), Self::Error> {
+        if let Some(dispatch) = &self.dispatch {
+            let _ = tokio::time::timeout(SETTLE, dispatch.settle()).await;
+        }
         self.output.lock().await.close();
         Ok(())
     }
