@@ -7,6 +7,7 @@
 //!   session serves on.
 //! - A call sent before the handshake is done is still answered.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -42,8 +43,21 @@ impl Tool for Steps {
     }
 }
 
-/// Never answers.
-struct Hang;
+/// Never answers; counts its runs started and dropped.
+#[derive(Default)]
+struct Hang {
+    started: AtomicUsize,
+    dropped: Arc<AtomicUsize>,
+}
+
+/// Counts a drop of the run it lives in.
+struct CountsDrop(Arc<AtomicUsize>);
+
+impl Drop for CountsDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 #[async_trait]
 impl Tool for Hang {
@@ -57,8 +71,22 @@ impl Tool for Hang {
         json!({ "type": "object" })
     }
     async fn run(&self, _args: Value, _cx: ToolContext) -> ToolOutput {
+        let _dropped = CountsDrop(Arc::clone(&self.dropped));
+        self.started.fetch_add(1, Ordering::SeqCst);
         std::future::pending::<()>().await;
         ToolOutput::text("never")
+    }
+}
+
+/// Waits (at most 5 s) until `done` says yes.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited 5 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 
@@ -66,6 +94,8 @@ impl Tool for Hang {
 struct Client {
     lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
     writer: WriteHalf<DuplexStream>,
+    /// The `hang` tool served, to count its runs.
+    hang: Arc<Hang>,
     /// The server's session, until it ends.
     serving: JoinHandle<Result<(), ServeError>>,
 }
@@ -151,7 +181,10 @@ fn serve_observed(observer: Option<Arc<Ends>>) -> Client {
         .add_source(Source::trusted("builtin"))
         .expect("a source");
     source.add(Arc::new(Steps)).expect("steps");
-    source.add(Arc::new(Hang)).expect("hang");
+    let hang = Arc::new(Hang::default());
+    source
+        .add(Arc::clone(&hang) as Arc<dyn Tool>)
+        .expect("hang");
     let runner = Runner::new(TokioExecutor::current().expect("tokio"));
     let mut server = McpServer::new(runner, registry);
     if let Some(observer) = observer {
@@ -164,6 +197,7 @@ fn serve_observed(observer: Option<Arc<Ends>>) -> Client {
     Client {
         lines: BufReader::new(reader).lines(),
         writer,
+        hang,
         serving,
     }
 }
@@ -200,11 +234,10 @@ async fn a_cancelled_call_is_aborted_and_answered_with_nothing() {
     client.initialize().await;
     client.initialized().await;
     client.call(1, "hang", json!({}), None).await;
-    // The call runs (a ping's answer comes after the call was read).
-    client
-        .send(json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }))
-        .await;
-    client.until_answer(2).await;
+    eventually("the tool to start", || {
+        client.hang.started.load(Ordering::SeqCst) == 1
+    })
+    .await;
     // The same id again while it is in flight: neither run nor answered.
     client.call(1, "hang", json!({}), None).await;
     client
@@ -213,15 +246,12 @@ async fn a_cancelled_call_is_aborted_and_answered_with_nothing() {
                        "params": { "requestId": 1, "reason": "changed my mind" } }),
         )
         .await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let ended = || ends.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    while ended().is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the call did not end"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually("the call to end", || !ended().is_empty()).await;
+    eventually("the tool's run to be dropped", || {
+        client.hang.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
     assert_eq!(
         ended(),
         [Outcome::Aborted],
@@ -236,6 +266,11 @@ async fn a_cancelled_call_is_aborted_and_answered_with_nothing() {
         "the cancelled call was answered: {read:?}"
     );
     assert_eq!(ended(), [Outcome::Aborted, Outcome::Succeeded]);
+    assert_eq!(
+        client.hang.started.load(Ordering::SeqCst),
+        1,
+        "the second call under the same id never ran"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
