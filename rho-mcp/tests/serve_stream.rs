@@ -176,6 +176,12 @@ fn serve() -> Client {
 /// Serves `steps` and `hang` over an in-process pipe, each call's end told
 /// to `observer`.
 fn serve_observed(observer: Option<Arc<Ends>>) -> Client {
+    serve_with(observer, 64 << 10)
+}
+
+/// Serves `steps` and `hang` over an in-process pipe that holds `room`
+/// bytes each way, each call's end told to `observer`.
+fn serve_with(observer: Option<Arc<Ends>>, room: usize) -> Client {
     let registry = ToolRegistry::new();
     let source = registry
         .add_source(Source::trusted("builtin"))
@@ -190,7 +196,7 @@ fn serve_observed(observer: Option<Arc<Ends>>) -> Client {
     if let Some(observer) = observer {
         server = server.with_call_observer(observer);
     }
-    let (client, server_end) = duplex(64 << 10);
+    let (client, server_end) = duplex(room);
     let (from_client, to_client) = split(server_end);
     let serving = tokio::spawn(async move { server.serve_io(from_client, to_client).await });
     let (reader, writer) = split(client);
@@ -341,4 +347,31 @@ async fn a_call_with_more_than_a_progress_token_in_its_meta_is_answered() {
     let read = client.until_answer(1).await;
     let answer = read.last().expect("the answer");
     assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_and_leaves_still_ends_its_session() {
+    let mut client = serve_with(None, 4096);
+    client.initialize().await;
+    client.initialized().await;
+    client.call(1, "hang", json!({}), None).await;
+    eventually("the tool to start", || {
+        client.hang.started.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // Answers nobody reads fill the pipe: the writers block on it.
+    for id in 2..400 {
+        client
+            .send(json!({ "jsonrpc": "2.0", "id": id, "method": "ping" }))
+            .await;
+    }
+    client.writer.shutdown().await.expect("closes");
+    let Client { serving, lines, .. } = client;
+    // Still not reading: the session must end all the same.
+    let ended = tokio::time::timeout(Duration::from_secs(30), serving).await;
+    drop(lines);
+    ended
+        .expect("the session ends within 30 s")
+        .expect("joins")
+        .expect("ends well");
 }

@@ -31,7 +31,8 @@ use super::server::Shared;
 /// `session` is the session's token, cancelled when the host closes it;
 /// the connection's own (cancelled when the client has gone) comes with
 /// the request. Partial results go to `progress` when the client asked
-/// for them; the result is given only once they are sent.
+/// for them; the result is given only once they are sent (or, when the
+/// call was stopped, once they are dropped).
 pub(crate) async fn run<E: Executor>(
     shared: &Shared<E>,
     session_number: u64,
@@ -74,7 +75,7 @@ pub(crate) async fn run<E: Executor>(
     if let Some(progress) = progress {
         // The answer waits for the progress before it, unless nobody
         // wants either any more (the client cancelled or left, the
-        // session closed): then the rest is sent, or not, on its own.
+        // session closed): then what is still queued is dropped.
         tokio::select! {
             biased;
             () = stop() => {}

@@ -17,8 +17,9 @@
 //!   transport, which takes it), and its answer is then not sent, as rmcp
 //!   drops the answer of a cancelled request;
 //! - the connection's end and the session's close abort it, and the
-//!   transport waits for its answer (as long as rmcp waits for its
-//!   handlers' answers, five seconds) before it closes;
+//!   transport waits for its answer before it closes (five seconds at
+//!   most, after rmcp's own wait for its handlers; then the call's task
+//!   is aborted);
 //! - its result is shaped for the protocol version the session
 //!   negotiated, as rmcp shapes a handler's result;
 //! - only a call whose `_meta` holds nothing but a progress token is run
@@ -29,11 +30,13 @@
 //!   rmcp answers only one of the two as well).
 //!
 //! Its progress notifications are written on the same output by the call's
-//! progress task, and its answer only after them.
+//! progress task, and its answer only after them (a stopped call's
+//! progress still queued is dropped).
 
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use rho_tool_core::Executor;
 use rmcp::model::{
@@ -42,6 +45,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use tokio::io::AsyncWrite;
+use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -53,6 +57,19 @@ use super::stream::CallDispatch;
 use crate::lines::encode;
 use crate::output::SharedOutput;
 
+/// How long closing waits for the calls in flight to answer before it
+/// aborts them: as long as rmcp waits for its own handlers' answers at the
+/// end of the input (after rmcp's own wait).
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// A call in flight.
+struct InFlight {
+    /// Cancelled by the client's `notifications/cancelled`.
+    cancel: CancellationToken,
+    /// Its task, aborted when it does not end in time at the close.
+    abort: AbortHandle,
+}
+
 /// Runs one session's plain calls, writing their answers to `W`.
 pub(crate) struct Dispatch<E: Executor, W> {
     calls: SessionCalls<E>,
@@ -62,8 +79,8 @@ pub(crate) struct Dispatch<E: Executor, W> {
     /// rmcp's peer of the client, once the handshake is done: the gate's
     /// questions go through it.
     peer: OnceLock<Peer<RoleServer>>,
-    /// The calls in flight, by request id, each with its cancellation.
-    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// The calls in flight, by request id.
+    in_flight: Mutex<HashMap<RequestId, InFlight>>,
     /// The calls' tasks, waited for before the output closes.
     tasks: TaskTracker,
 }
@@ -96,7 +113,7 @@ where
         }
     }
 
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, InFlight>> {
         self.in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -145,37 +162,48 @@ where
             return Err(Box::new(call));
         }
         let cancel = CancellationToken::new();
-        {
-            let mut in_flight = self.in_flight();
-            if in_flight.contains_key(&call.id) {
-                // Taken and dropped: its id is already answered for.
-                return Ok(());
-            }
-            in_flight.insert(call.id.clone(), cancel.clone());
-        }
         let mut context = RequestContext::new(call.id.clone(), peer);
-        context.ct = cancel;
+        context.ct = cancel.clone();
         if let Some(meta) = call.meta.take() {
             context.meta = RequestMetaObject::from(meta);
         }
         context
             .extensions
             .insert(ConnectionClosed(self.connection.clone()));
+        let id = call.id.clone();
         let tasks = self.tasks.clone();
-        drop(tasks.spawn(self.run(call, context)));
+        // Held while the task is spawned: its own removal comes after.
+        let mut in_flight = self.in_flight();
+        if in_flight.contains_key(&id) {
+            // Taken and dropped: its id is already answered for.
+            return Ok(());
+        }
+        let task = tasks.spawn(Arc::clone(&self).run(call, context));
+        let abort = task.abort_handle();
+        in_flight.insert(id, InFlight { cancel, abort });
         Ok(())
     }
 
-    fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    fn settle(self: Arc<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         self.tasks.close();
-        let tasks = self.tasks.clone();
-        Box::pin(async move { tasks.wait().await })
+        Box::pin(async move {
+            if tokio::time::timeout(SETTLE, self.tasks.wait())
+                .await
+                .is_err()
+            {
+                // Stuck (writing to a client that stopped reading, say):
+                // a write cut short is finished by the next writer, if any.
+                for call in self.in_flight().values() {
+                    call.abort.abort();
+                }
+            }
+        })
     }
 
     fn cancel(&self, id: &RequestId) -> bool {
         match self.in_flight().get(id) {
-            Some(cancel) => {
-                cancel.cancel();
+            Some(call) => {
+                call.cancel.cancel();
                 true
             }
             None => false,

@@ -15,7 +15,7 @@
 //! slower than the tool reports, the newest partial results are dropped
 //! (the tool's clock must not depend on how fast a client reads). Its
 //! answer waits for that task, so it never overtakes its own progress
-//! (unless the call was stopped: nobody waits for the answer then). The
+//! (unless the call was stopped: its progress then goes with it). The
 //! queue and its task are made at the first partial result: some clients
 //! (rmcp's) send a progress token with every call, and most tools never
 //! report one.
@@ -70,6 +70,19 @@ enum Queue {
         queue: mpsc::Sender<ProgressNotificationParam>,
         task: JoinHandle<()>,
     },
+    /// Finished or given up.
+    Done,
+}
+
+/// A call given up leaves no progress behind: what is still queued would
+/// reach the client after the call's end, or hold its stream for a
+/// client that stopped reading.
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Queue::Started { task, .. } = &self.queue {
+            task.abort();
+        }
+    }
 }
 
 impl Progress {
@@ -100,8 +113,8 @@ impl Progress {
 
     /// Waits until what was queued is sent (or the client is gone): the
     /// call's answer must not overtake its progress.
-    pub(crate) async fn finish(self) {
-        if let Queue::Started { queue, task } = self.queue {
+    pub(crate) async fn finish(mut self) {
+        if let Queue::Started { queue, task } = std::mem::replace(&mut self.queue, Queue::Done) {
             drop(queue);
             let _ = task.await;
         }

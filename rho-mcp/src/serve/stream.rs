@@ -19,8 +19,9 @@
 //! straight into its type ([`call_request`](super::call_request)), not
 //! tried against every request type first: that was the largest single
 //! cost of a call through the server. And once the session is set up,
-//! such a call is run past rmcp's service ([`dispatch`](super::dispatch)),
-//! which also takes the client's cancellations of it.
+//! such a call (its `_meta` at most a progress token) is run past rmcp's
+//! service ([`dispatch`](super::dispatch)), which also takes the client's
+//! cancellations of it.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -44,7 +45,7 @@ pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
 const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
-/// How long closing waits for the calls run past rmcp to answer.
+/// How long closing waits for a writer to let the output go.
 const SETTLE: Duration = Duration::from_secs(5);
 
 /// The server's side of a client that writes to `R` and reads from `W`.
@@ -120,16 +121,17 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamTransport<R, W> {
 /// Runs `tools/call` requests that the transport reads, past rmcp's
 /// service (see `dispatch`).
 pub(crate) trait CallDispatch: Send + Sync {
-    /// Starts `call`, or gives it back when it cannot run it (rmcp then
-    /// does).
+    /// Takes `call`: starts it (or drops it, when its id is already in
+    /// flight: an id is answered once), or gives it back when it cannot
+    /// take it (rmcp then runs it).
     fn call(self: Arc<Self>, call: PlainCall) -> Result<(), Box<PlainCall>>;
 
     /// Cancels call `id` when it is one it runs; `false` otherwise.
     fn cancel(&self, id: &RequestId) -> bool;
 
-    /// Takes no more calls, and resolves once those it runs have
-    /// answered.
-    fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+    /// Resolves once the calls it runs have answered, or were aborted for
+    /// taking too long. Called once reading has ended.
+    fn settle(self: Arc<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
 /// What a line that is a message is.
@@ -302,13 +304,17 @@ where
         }
     }
 
-    /// Closes the output, once the calls run past rmcp have answered (at
-    /// most [`SETTLE`] later, as rmcp waits for its own handlers).
+    /// Closes the output, once the calls run past rmcp have answered (or
+    /// were aborted, see `dispatch`). A writer stuck on a client that
+    /// stopped reading holds the output: after [`SETTLE`] it is left to
+    /// fail, and the output closes when the last writer lets it go.
     async fn close(&mut self) -> Result<(), Self::Error> {
         if let Some(dispatch) = &self.dispatch {
-            let _ = tokio::time::timeout(SETTLE, dispatch.settle()).await;
+            Arc::clone(dispatch).settle().await;
         }
-        self.output.lock().await.close();
+        if let Ok(mut output) = tokio::time::timeout(SETTLE, self.output.lock()).await {
+            output.close();
+        }
         Ok(())
     }
 }
