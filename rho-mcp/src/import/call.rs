@@ -148,10 +148,7 @@ impl Request {
             Err(why) => return self.unavailable(why),
         };
         match connection.direct() {
-            Some(direct) => {
-                let direct = Arc::clone(direct);
-                self.run_direct(&connection, &direct, progress).await
-            }
+            Some(direct) => self.run_direct(&connection, direct, progress).await,
             None => self.run_through_rmcp(&connection, progress).await,
         }
     }

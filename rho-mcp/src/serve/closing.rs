@@ -35,9 +35,7 @@ impl<T> Closing<T> {
             closed: CancellationToken::new(),
         }
     }
-}
 
-impl<T> Closing<T> {
     /// The token cancelled when the client has gone.
     pub(crate) fn closed(&self) -> &CancellationToken {
         &self.closed

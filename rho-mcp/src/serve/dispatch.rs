@@ -36,7 +36,6 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
 
 use rho_tool_core::Executor;
 use rmcp::model::{
@@ -53,14 +52,9 @@ use super::call_request::PlainCall;
 use super::closing::ConnectionClosed;
 use super::progress::{ProgressSink, SendLine};
 use super::session::SessionCalls;
-use super::stream::CallDispatch;
+use super::stream::{CallDispatch, SETTLE};
 use crate::lines::encode;
 use crate::output::SharedOutput;
-
-/// How long closing waits for the calls in flight to answer before it
-/// aborts them: as long as rmcp waits for its own handlers' answers at the
-/// end of the input (after rmcp's own wait).
-const SETTLE: Duration = Duration::from_secs(5);
 
 /// A call in flight.
 struct InFlight {
@@ -74,6 +68,8 @@ struct InFlight {
 pub(crate) struct Dispatch<E: Executor, W> {
     calls: SessionCalls<E>,
     output: SharedOutput<W>,
+    /// Writes a line on `output`, for the calls' progress.
+    send_line: SendLine,
     /// Cancelled when the client has gone.
     connection: CancellationToken,
     /// rmcp's peer of the client, once the handshake is done: the gate's
@@ -96,6 +92,7 @@ where
     ) -> Self {
         Self {
             calls,
+            send_line: send_line(&output),
             output,
             connection,
             peer: OnceLock::new(),
@@ -119,19 +116,10 @@ where
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Writes one line on the output; `false` when the client is gone.
-    fn send_line(&self) -> SendLine {
-        let output = Arc::clone(&self.output);
-        Arc::new(move |line: Vec<u8>| {
-            let output = Arc::clone(&output);
-            Box::pin(async move { output.lock().await.write_line(&line).await.is_ok() })
-        })
-    }
-
     async fn run(self: Arc<Self>, call: PlainCall, context: RequestContext<RoleServer>) {
         let cancelled = context.ct.clone();
         let id = call.id;
-        let progress = ProgressSink::Lines(self.send_line());
+        let progress = ProgressSink::Lines(Arc::clone(&self.send_line));
         let result = self.calls.call(call.params, &context, progress).await;
         self.in_flight().remove(&id);
         if cancelled.is_cancelled() {
@@ -171,14 +159,13 @@ where
             .extensions
             .insert(ConnectionClosed(self.connection.clone()));
         let id = call.id.clone();
-        let tasks = self.tasks.clone();
         // Held while the task is spawned: its own removal comes after.
         let mut in_flight = self.in_flight();
         if in_flight.contains_key(&id) {
             // Taken and dropped: its id is already answered for.
             return Ok(());
         }
-        let task = tasks.spawn(Arc::clone(&self).run(call, context));
+        let task = self.tasks.spawn(Arc::clone(&self).run(call, context));
         let abort = task.abort_handle();
         in_flight.insert(id, InFlight { cancel, abort });
         Ok(())
@@ -209,6 +196,18 @@ where
             None => false,
         }
     }
+}
+
+/// Writes one line on `output`; `false` when the client is gone.
+fn send_line<W>(output: &SharedOutput<W>) -> SendLine
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let output = Arc::clone(output);
+    Arc::new(move |line: Vec<u8>| {
+        let output = Arc::clone(&output);
+        Box::pin(async move { output.lock().await.write_line(&line).await.is_ok() })
+    })
 }
 
 /// Shapes `result` for a client of `version`, as rmcp shapes a handler's:

@@ -57,7 +57,6 @@ impl<E: Executor> McpServer<E> {
             Arc::clone(transport.inner_mut().output()),
             transport.closed().clone(),
         ));
-
         transport
             .inner_mut()
             .dispatch_to(Arc::clone(&dispatch) as Arc<dyn CallDispatch>);

@@ -45,8 +45,10 @@ pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
 const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
-/// How long closing waits for a writer to let the output go.
-const SETTLE: Duration = Duration::from_secs(5);
+/// How long closing waits for each thing it waits for: the calls run past
+/// rmcp to answer (see `dispatch`), then the last writer to let the output
+/// go. rmcp waits as long for its own handlers.
+pub(crate) const SETTLE: Duration = Duration::from_secs(5);
 
 /// The server's side of a client that writes to `R` and reads from `W`.
 pub(crate) struct StreamTransport<R, W> {
