@@ -64,6 +64,22 @@ struct InFlight {
     abort: AbortHandle,
 }
 
+/// Removes call `id` from `dispatch`'s calls in flight when dropped.
+struct InFlightUntilDropped<'a, E: Executor, W> {
+    dispatch: &'a Dispatch<E, W>,
+    id: RequestId,
+}
+
+impl<E: Executor, W> Drop for InFlightUntilDropped<'_, E, W> {
+    fn drop(&mut self) {
+        self.dispatch
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}
+
 /// Runs one session's plain calls, writing their answers to `W`.
 pub(crate) struct Dispatch<E: Executor, W> {
     calls: SessionCalls<E>,
@@ -119,9 +135,15 @@ where
     async fn run(self: Arc<Self>, call: PlainCall, context: RequestContext<RoleServer>) {
         let cancelled = context.ct.clone();
         let id = call.id;
+        // In flight until its answer is written (or its task aborted): a
+        // task stuck writing to a client that stopped reading can still be
+        // aborted at the close.
+        let _in_flight = InFlightUntilDropped {
+            dispatch: &self,
+            id: id.clone(),
+        };
         let progress = ProgressSink::Lines(Arc::clone(&self.send_line));
         let result = self.calls.call(call.params, &context, progress).await;
-        self.in_flight().remove(&id);
         if cancelled.is_cancelled() {
             // The client cancelled it: it wants no answer.
             return;
@@ -180,8 +202,13 @@ where
             {
                 // Stuck (writing to a client that stopped reading, say):
                 // a write cut short is finished by the next writer, if any.
-                for call in self.in_flight().values() {
-                    call.abort.abort();
+                let stuck: Vec<AbortHandle> = self
+                    .in_flight()
+                    .values()
+                    .map(|call| call.abort.clone())
+                    .collect();
+                for task in stuck {
+                    task.abort();
                 }
             }
         })
