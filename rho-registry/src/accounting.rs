@@ -38,7 +38,9 @@ use crate::quarantine::{Quarantine, QuarantineRule, Strikes};
 ///
 /// Crashes and timeouts count towards a quarantine ("strikes"); the tool's
 /// own error answers, gate denials, host aborts and a lost executor never
-/// do, and neither do calls refused before they ran (counted as `refused`).
+/// do, and neither do calls refused before they ran (counted as `refused`:
+/// arguments that do not fit, and every call of the tool while it is
+/// quarantined, so a model that keeps calling it shows).
 /// The quarantine happens at exactly the limit-th strike; calls already
 /// in flight then still end and are counted, but add no strikes. Re-enabling
 /// a tool starts its strikes afresh.
@@ -90,7 +92,9 @@ impl Accounting {
     }
 
     /// Every tool seen so far (started or ended at least once), sorted by
-    /// name.
+    /// name: typed rows ([`ToolHealth::counts`], [`ToolHealth::state`],
+    /// [`ToolHealth::to_json`]) for a host that shows or stores them; the
+    /// [`health_table`](Accounting::health_table) is the same rows as text.
     pub fn health(&self) -> Vec<ToolHealth> {
         let ledgers: Vec<(String, Arc<Ledger>)> = self
             .ledgers

@@ -31,8 +31,9 @@ pub struct ToolHealth {
     /// Calls whose executor went away (never counted against the tool).
     pub executor_gone: u64,
     /// Calls refused before they ran: arguments that do not fit the tool's
-    /// schema (never counted against the tool; a sign that the model
-    /// misreads it).
+    /// schema, or a call while the tool is quarantined (never counted
+    /// against the tool; a sign that the model misreads it, or keeps
+    /// calling a tool it was told is disabled).
     pub refused: u64,
     /// The counted failures (crashes and timeouts) that count towards a
     /// quarantine now.
@@ -44,16 +45,86 @@ pub struct ToolHealth {
 }
 
 impl ToolHealth {
+    /// Calls that ended as `outcome`.
+    pub fn count(&self, outcome: Outcome) -> u64 {
+        match outcome {
+            Outcome::Succeeded => self.succeeded,
+            Outcome::Failed => self.failed,
+            Outcome::Denied => self.denied,
+            Outcome::Crashed => self.crashed,
+            Outcome::TimedOut => self.timed_out,
+            Outcome::Aborted => self.aborted,
+            Outcome::ExecutorGone => self.executor_gone,
+            Outcome::Refused => self.refused,
+        }
+    }
+
+    /// The count of every outcome, in [`Outcome::ALL`]'s order: a host's
+    /// screen or log iterates this and never depends on which columns a
+    /// table has.
+    pub fn counts(&self) -> impl Iterator<Item = (Outcome, u64)> + '_ {
+        Outcome::ALL
+            .into_iter()
+            .map(|outcome| (outcome, self.count(outcome)))
+    }
+
     /// Calls that ended, of any class.
     pub fn ended(&self) -> u64 {
-        self.succeeded
-            + self.failed
-            + self.denied
-            + self.crashed
-            + self.timed_out
-            + self.aborted
-            + self.executor_gone
-            + self.refused
+        self.counts().map(|(_, count)| count).sum()
+    }
+
+    /// Where the tool stands: enabled (with the strikes it has towards a
+    /// quarantine) or quarantined.
+    pub fn state(&self) -> ToolState {
+        match &self.quarantine {
+            Some(quarantine) => ToolState::Quarantined(quarantine.clone()),
+            None => ToolState::Enabled {
+                strikes: self.strikes,
+            },
+        }
+    }
+
+    /// The record as JSON, for a host's log or API: `tool`, `calls`,
+    /// `in_flight`, `outcomes` (each [`Outcome`]'s
+    /// [`as_str`](Outcome::as_str) name to its count), `state`
+    /// (`"enabled"` or `"quarantined"`), `strikes`, `last_error` (or
+    /// `null`) and, while quarantined, `quarantine` (`failures`,
+    /// `crashes`, `timeouts`, `reason`).
+    ///
+    /// ```
+    /// use rho_registry::Accounting;
+    ///
+    /// // Every tool's health, as a JSON array.
+    /// let rows: Vec<serde_json::Value> =
+    ///     Accounting::default().health().iter().map(|row| row.to_json()).collect();
+    /// assert!(rows.is_empty());
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        let outcomes: serde_json::Map<String, serde_json::Value> = self
+            .counts()
+            .map(|(outcome, count)| (outcome.as_str().to_owned(), count.into()))
+            .collect();
+        let mut row = serde_json::json!({
+            "tool": self.tool,
+            "calls": self.calls,
+            "in_flight": self.in_flight(),
+            "outcomes": outcomes,
+            "state": match self.state() {
+                ToolState::Enabled { .. } => "enabled",
+                ToolState::Quarantined(_) => "quarantined",
+            },
+            "strikes": self.strikes,
+            "last_error": self.last_error,
+        });
+        if let Some(quarantine) = &self.quarantine {
+            row["quarantine"] = serde_json::json!({
+                "failures": quarantine.failures,
+                "crashes": quarantine.crashes,
+                "timeouts": quarantine.timeouts,
+                "reason": quarantine.reason(),
+            });
+        }
+        row
     }
 
     /// Calls started and not yet ended.
@@ -65,6 +136,22 @@ impl ToolHealth {
     pub fn is_quarantined(&self) -> bool {
         self.quarantine.is_some()
     }
+}
+
+/// Where a tool stands with its source's [`Accounting`](crate::Accounting).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolState {
+    /// In the model's list. `strikes` counted failures (crashes and
+    /// timeouts) count towards a quarantine now; 0 when none do.
+    Enabled {
+        /// The counted failures that count towards a quarantine now.
+        strikes: u32,
+    },
+    /// Out of the model's list until the host re-enables it
+    /// ([`Accounting::reenable`](crate::Accounting::reenable)); its calls
+    /// are refused, and counted as `refused`.
+    Quarantined(Quarantine),
 }
 
 /// The counters of one tool, each its own atomic: counting an end takes no

@@ -24,8 +24,11 @@
 //!   nothing to wire. [`Accounting`] is the ready-made policy: counts per
 //!   tool, the last error, and a quarantine that takes a tool which keeps
 //!   crashing or hanging out of the model's reach ([`QuarantineRule`])
-//!   until the host puts it back. Calls refused for their arguments reach
-//!   the source too, as refusals (never as strikes).
+//!   until the host puts it back. Calls refused for their arguments, and
+//!   calls of a tool while it is quarantined, reach the source too, as
+//!   refusals (never as strikes). Its [`health`](Accounting::health) is
+//!   data ([`ToolHealth`]: counts by [`Outcome`](rho_tool_core::Outcome),
+//!   a [`ToolState`], the last error), beside the text table.
 //!
 //! # Why it is built this way
 //!
@@ -125,8 +128,9 @@
 //!     }
 //! });
 //!
+//! // Its source heard of every call, the refused one too.
 //! let health = accounting.tool_health("count_words").expect("it was called");
-//! assert_eq!((health.calls, health.crashed), (2, 2));
+//! assert_eq!((health.calls, health.crashed, health.refused), (3, 2, 1));
 //! println!("{}", accounting.health_table());
 //!
 //! // The host puts it back.
@@ -154,10 +158,10 @@ pub use accounting::Accounting;
 pub use changes::{ChangeSubscription, ToolListNotifier};
 pub use entry::ToolInfo;
 pub use error::RegistryError;
-pub use health::{HealthTable, ToolHealth};
+pub use health::{HealthTable, ToolHealth, ToolState};
 pub use policy::{Disabled, SourcePolicy};
 pub use quarantine::{Quarantine, QuarantineRule};
 pub use queued::{Drain, Queued};
 pub use registry::ToolRegistry;
-pub use resolve::{Refusal, Resolved};
+pub use resolve::{DisabledTool, Refusal, Resolved};
 pub use source::{Source, SourceHandle};

@@ -30,8 +30,9 @@ use crate::changes::ToolListNotifier;
 ///   hook had returned. A panicking `disabled` counts as "not disabled".
 /// - Each task that was `started` is `ended` exactly once, even when the
 ///   tool was removed from the registry in between. A call refused before
-///   it ran (its arguments do not fit the tool's schema) is `started` and
-///   `ended` too, as [`Outcome::Refused`](rho_tool_core::Outcome::Refused).
+///   it ran (its arguments do not fit the tool's schema, or this policy
+///   disabled the tool) is `started` and `ended` too, as
+///   [`Outcome::Refused`](rho_tool_core::Outcome::Refused).
 pub trait SourcePolicy: Send + Sync {
     /// A call of `tool` is about to run in `task` (its gate has not run yet).
     fn started(&self, tool: &str, task: TaskId) {

@@ -8,7 +8,7 @@ use rho_tool_core::{CallHandle, Executor, Runner, ToolCall};
 use crate::changes::{ChangeSubscription, ToolListNotifier};
 use crate::entry::{Entry, ToolInfo};
 use crate::error::RegistryError;
-use crate::resolve::{Refusal, Resolved};
+use crate::resolve::{DisabledTool, Refusal, Resolved};
 use crate::snapshot::{Shared, Snapshot};
 use crate::source::{Source, SourceHandle};
 use crate::suggest;
@@ -109,11 +109,10 @@ impl ToolRegistry {
             });
         };
         match entry.source.disabled(name) {
-            Some(disabled) => Err(Refusal::Disabled {
-                name: name.to_owned(),
-                source_name: entry.source.name().to_owned(),
+            Some(disabled) => Err(Refusal::Disabled(DisabledTool::new(
+                entry.clone(),
                 disabled,
-            }),
+            ))),
             None => Ok(Resolved::new(entry.clone())),
         }
     }

@@ -23,9 +23,34 @@ impl Resolved {
         Self { entry }
     }
 
-    /// The tool.
-    pub fn tool(&self) -> &Arc<dyn Tool> {
-        &self.entry.tool
+    /// The tool, to read (its name, timeout, annotations...).
+    ///
+    /// A borrow, not the `Arc`: a call of a registered tool starts through
+    /// [`start`](Resolved::start) or [`refuse`](Resolved::refuse), which
+    /// tell its source. Starting it on a runner from here does not compile:
+    ///
+    /// ```compile_fail,E0308
+    /// # use rho_registry::Resolved;
+    /// # use rho_tool_core::{Executor, Runner, ToolCall};
+    /// fn sidestep<E: Executor>(resolved: &Resolved, runner: &Runner<E>, call: ToolCall) {
+    ///     runner.start(call, resolved.tool().clone()); // the source would never hear of it
+    /// }
+    /// ```
+    pub fn tool(&self) -> &dyn Tool {
+        self.entry.tool.as_ref()
+    }
+
+    /// The tool itself, for a call its source is **not** told of: no
+    /// counts, no quarantine, no refusals, whatever the source's policy.
+    ///
+    /// For a host that runs the tool outside a [`Runner`] (or starts it
+    /// with [`Runner::start_watched`] and [`watch`](Resolved::watch), which
+    /// does tell the source). A call started on a runner with this `Arc`
+    /// alone is invisible to the tool's source: a tool that keeps crashing
+    /// is never quarantined. Use [`start`](Resolved::start) unless that is
+    /// what you mean.
+    pub fn unaccounted_tool(&self) -> Arc<dyn Tool> {
+        self.entry.tool.clone()
     }
 
     /// What the model is told about it, and its source. Shared with the
@@ -83,21 +108,74 @@ pub enum Refusal {
         nearest: Vec<String>,
     },
     /// The tool's source disabled it (a quarantine, for example).
-    Disabled {
-        /// The tool's name.
-        name: String,
-        /// The source that disabled it.
-        source_name: String,
-        /// Why, and after how many failures.
-        disabled: Disabled,
-    },
+    Disabled(DisabledTool),
+}
+
+/// A registered tool its source disabled: which, by whom, and why.
+///
+/// It keeps the way to the tool's source, so a refused call of it is told
+/// to that source ([`Refusal::start`]): a host sees, in its
+/// [`Accounting`](crate::Accounting)'s `refused` count, a model that keeps
+/// calling a quarantined tool. Two are equal when they name the same tool,
+/// source and reason.
+#[derive(Clone)]
+pub struct DisabledTool {
+    entry: Arc<Entry>,
+    disabled: Disabled,
+}
+
+impl DisabledTool {
+    pub(crate) fn new(entry: Arc<Entry>, disabled: Disabled) -> Self {
+        Self { entry, disabled }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        self.entry.name()
+    }
+
+    /// The name of the source that disabled it.
+    pub fn source_name(&self) -> &str {
+        &self.entry.info.source
+    }
+
+    /// Why, and after how many failures.
+    pub fn disabled(&self) -> &Disabled {
+        &self.disabled
+    }
+
+    /// What the model was told about the tool while it was enabled.
+    pub fn info(&self) -> &Arc<ToolInfo> {
+        &self.entry.info
+    }
+}
+
+impl PartialEq for DisabledTool {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+            && self.source_name() == other.source_name()
+            && self.disabled == other.disabled
+    }
+}
+
+impl Eq for DisabledTool {}
+
+impl fmt::Debug for DisabledTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DisabledTool")
+            .field("name", &self.name())
+            .field("source_name", &self.source_name())
+            .field("disabled", &self.disabled)
+            .finish()
+    }
 }
 
 impl Refusal {
     /// The tool name the call asked for.
     pub fn name(&self) -> &str {
         match self {
-            Refusal::Unknown { name, .. } | Refusal::Disabled { name, .. } => name,
+            Refusal::Unknown { name, .. } => name,
+            Refusal::Disabled(tool) => tool.name(),
         }
     }
 
@@ -111,13 +189,19 @@ impl Refusal {
     /// host awaits it like any other call.
     ///
     /// It ends as [`Outcome::Refused`] with [`to_result`](Refusal::to_result),
-    /// through [`Runner::refuse`]: not checked by the runner's gate (there
-    /// is nothing to approve). The runner's watch is told; no source is
-    /// (there is no such tool, or its source itself refused it).
+    /// through [`Runner::refuse_watched`]: not checked by the runner's gate
+    /// (there is nothing to approve). The runner's watch is told, and so is
+    /// the source of a disabled tool, which counts the call as refused (a
+    /// model that keeps calling a quarantined tool shows in its health);
+    /// an unknown name has no source to tell.
     ///
     /// [`Outcome::Refused`]: rho_tool_core::Outcome::Refused
     pub fn start<E: Executor>(&self, runner: &Runner<E>, call: ToolCall) -> CallHandle<E> {
-        runner.refuse(call, self.to_result())
+        let watch = match self {
+            Refusal::Unknown { .. } => None,
+            Refusal::Disabled(tool) => tool.entry.call_watch(),
+        };
+        runner.refuse_watched(call, self.to_result(), watch)
     }
 
     fn details(&self) -> Plain {
@@ -127,16 +211,12 @@ impl Refusal {
                 "tool": name,
                 "nearest": nearest,
             }),
-            Refusal::Disabled {
-                name,
-                source_name,
-                disabled,
-            } => serde_json::json!({
+            Refusal::Disabled(tool) => serde_json::json!({
                 "refused": "disabled",
-                "tool": name,
-                "source": source_name,
-                "failures": disabled.failures,
-                "reason": disabled.reason,
+                "tool": tool.name(),
+                "source": tool.source_name(),
+                "failures": tool.disabled.failures,
+                "reason": tool.disabled.reason,
             }),
         };
         Plain::from(json)
@@ -160,9 +240,11 @@ impl fmt::Display for Refusal {
                     }
                 }
             }
-            Refusal::Disabled { name, disabled, .. } => write!(
+            Refusal::Disabled(tool) => write!(
                 f,
-                "tool `{name}` was {disabled}; it will not run until the host re-enables it"
+                "tool `{}` was {}; it will not run until the host re-enables it",
+                tool.name(),
+                tool.disabled
             ),
         }
     }

@@ -137,7 +137,7 @@ fn quarantine_happens_at_exactly_the_nth_counted_failure_on_smol() {
     );
     assert!(matches!(
         registry.resolve("flaky"),
-        Err(Refusal::Disabled { .. })
+        Err(Refusal::Disabled(_))
     ));
     assert_eq!(run(Class::Ok).outcome, Outcome::Refused);
 

@@ -6,7 +6,9 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rho_registry::{Accounting, QuarantineRule, Refusal, Source, SourceHandle, ToolRegistry};
+use rho_registry::{
+    Accounting, QuarantineRule, Refusal, Source, SourceHandle, ToolRegistry, ToolState,
+};
 use rho_tool_core::Outcome;
 use support::{Class, QuietPanics, launch, run, runner, scripted, scripted_with_timeout};
 
@@ -66,19 +68,16 @@ async fn quarantine_happens_at_exactly_the_nth_counted_failure() {
     );
     assert_eq!(listed(&registry), ["solid"]);
     match registry.resolve("flaky") {
-        Err(Refusal::Disabled {
-            name,
-            source_name,
-            disabled,
-        }) => {
-            assert_eq!((name.as_str(), source_name.as_str()), ("flaky", "agent"));
-            assert_eq!(disabled.failures, 3);
+        Err(Refusal::Disabled(tool)) => {
+            assert_eq!((tool.name(), tool.source_name()), ("flaky", "agent"));
+            assert_eq!(tool.disabled().failures, 3);
         }
         other => panic!("expected a disabled refusal, got {other:?}"),
     }
 
-    // Its calls now get an error result saying so, and do not run or count.
-    let calls_before = accounting.tool_health("flaky").expect("flaky ran").calls;
+    // Its calls now get an error result saying so, and do not run; its
+    // source hears of each as a refusal, never as a strike.
+    let before = accounting.tool_health("flaky").expect("flaky ran");
     let end = run(&registry, &runner, Class::Ok, "flaky").await;
     assert_eq!(end.outcome, Outcome::Refused);
     assert!(end.result.is_error);
@@ -93,10 +92,13 @@ async fn quarantine_happens_at_exactly_the_nth_counted_failure() {
         details.get("refused").and_then(|d| d.as_str()),
         Some("disabled")
     );
+    let after = accounting.tool_health("flaky").expect("flaky ran");
     assert_eq!(
-        accounting.tool_health("flaky").expect("flaky ran").calls,
-        calls_before
+        (after.calls, after.refused, after.strikes),
+        (before.calls + 1, before.refused + 1, before.strikes),
+        "{after:?}"
     );
+    assert_eq!(after.in_flight(), 0, "{after:?}");
     // The other tool of the source is unaffected.
     assert_eq!(
         run(&registry, &runner, Class::Ok, "solid").await.outcome,
@@ -126,9 +128,10 @@ async fn quarantine_happens_at_exactly_the_nth_counted_failure() {
             health.crashed,
             health.timed_out,
             health.aborted,
-            health.denied
+            health.denied,
+            health.refused
         ),
-        (13, 2, 1, 4, 2, 2, 2)
+        (14, 2, 1, 4, 2, 2, 2, 1)
     );
     assert_eq!(
         health.last_error.as_deref(),
@@ -255,4 +258,101 @@ async fn a_policy_can_serve_several_sources() {
     assert_eq!(rows, [("second".to_owned(), 1, true)]);
     let table = accounting.health_table().to_string();
     assert!(table.contains("quarantined after 1 failure\n"), "{table}");
+}
+
+/// A model that keeps calling a quarantined tool shows in its source's
+/// health: each call is refused, counted as `refused` (never as a strike),
+/// and the row is data a host reads without parsing the text table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_of_a_quarantined_tool_reach_its_source_as_refusals_and_health_is_data() {
+    let _quiet = QuietPanics::new();
+    let (registry, accounting, _agent) = setup(QuarantineRule::after(1));
+    let runner = runner();
+
+    assert_eq!(
+        run(&registry, &runner, Class::Panic, "flaky").await.outcome,
+        Outcome::Crashed
+    );
+    for _ in 0..5 {
+        let end = run(&registry, &runner, Class::Ok, "flaky").await;
+        assert_eq!(end.outcome, Outcome::Refused, "{end:?}");
+    }
+
+    let health = accounting.tool_health("flaky").expect("flaky was called");
+    assert_eq!((health.calls, health.refused), (6, 5), "{health:?}");
+    assert_eq!(health.count(Outcome::Refused), 5);
+    assert_eq!(health.count(Outcome::Crashed), 1);
+    assert_eq!(health.in_flight(), 0);
+    let counted: Vec<(Outcome, u64)> = health.counts().filter(|(_, n)| *n > 0).collect();
+    assert_eq!(counted, [(Outcome::Crashed, 1), (Outcome::Refused, 5)]);
+    match health.state() {
+        ToolState::Quarantined(quarantine) => {
+            assert_eq!((quarantine.failures, quarantine.crashes), (1, 1));
+        }
+        other => panic!("expected a quarantine, got {other:?}"),
+    }
+    assert_eq!(
+        accounting.tool_health("solid").map(|row| row.state()),
+        None,
+        "a tool never called has no row"
+    );
+
+    let json = health.to_json();
+    assert_eq!(json["tool"], "flaky");
+    assert_eq!(json["state"], "quarantined");
+    assert_eq!(json["outcomes"]["refused"], 5);
+    assert_eq!(json["outcomes"]["crashed"], 1);
+    assert_eq!(json["outcomes"].as_object().map(|o| o.len()), Some(8));
+    assert_eq!(json["quarantine"]["failures"], 1);
+    assert!(
+        json["last_error"]
+            .as_str()
+            .is_some_and(|text| text.contains("panicked")),
+        "{json}"
+    );
+
+    // The text table shows the same refusals.
+    let table = accounting.health_table().to_string();
+    let row = table
+        .lines()
+        .find(|line| line.starts_with("flaky"))
+        .expect("a row for flaky");
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        &columns[1..11],
+        ["6", "0", "0", "1", "0", "0", "0", "0", "5", "quarantined"]
+    );
+
+    // Put back, it is enabled with no strikes, and its refusals stay counted.
+    assert!(accounting.reenable("flaky"));
+    let health = accounting.tool_health("flaky").expect("flaky was called");
+    assert_eq!(health.state(), ToolState::Enabled { strikes: 0 });
+    assert_eq!(health.to_json()["state"], "enabled");
+    assert_eq!(health.refused, 5);
+}
+
+/// The one way to run a registered tool without its source hearing of it
+/// says so in its name: a call started with `unaccounted_tool` is not
+/// counted and cannot quarantine the tool, while `Resolved::start` is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_tool_named_unaccounted_skips_its_source() {
+    let _quiet = QuietPanics::new();
+    let (registry, accounting, _agent) = setup(QuarantineRule::after(1));
+    let runner = runner();
+
+    let resolved = registry.resolve("flaky").expect("registered");
+    let end = runner
+        .start(Class::Panic.call("1", "flaky"), resolved.unaccounted_tool())
+        .await;
+    assert_eq!(end.outcome, Outcome::Crashed);
+    assert!(accounting.tool_health("flaky").is_none(), "nobody was told");
+    assert!(registry.resolve("flaky").is_ok());
+
+    let end = resolved
+        .start(&runner, Class::Panic.call("2", "flaky"))
+        .await;
+    assert_eq!(end.outcome, Outcome::Crashed);
+    let health = accounting.tool_health("flaky").expect("told");
+    assert_eq!((health.calls, health.crashed), (1, 1));
+    assert!(health.is_quarantined());
 }

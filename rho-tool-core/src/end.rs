@@ -39,6 +39,19 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every class, in the order tables print them: a host that counts or
+    /// shows outcomes iterates this instead of naming columns.
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Succeeded,
+        Outcome::Failed,
+        Outcome::Denied,
+        Outcome::Crashed,
+        Outcome::TimedOut,
+        Outcome::Aborted,
+        Outcome::ExecutorGone,
+        Outcome::Refused,
+    ];
+
     /// A short snake_case name, as events and logs print it.
     pub fn as_str(self) -> &'static str {
         match self {
