@@ -1,6 +1,10 @@
-//! Standard base64 (RFC 4648, section 4: `A-Z a-z 0-9 + /`, `=` padding).
+//! Standard base64 (RFC 4648, section 4: `A-Z a-z 0-9 + /`, `=` padding),
+//! by the `base64` crate's standard engine, whose decoding is already as
+//! strict as rho needs (canonical padding, no trailing bits): these two
+//! functions only name that choice once for every crate of rho.
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 
 /// Encodes `bytes` as standard base64 with padding (RFC 4648, section 4).
 ///
@@ -9,24 +13,7 @@ const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 /// assert_eq!(base64_encode(b"foob"), "Zm9vYg==");
 /// ```
 pub fn base64_encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b0 = chunk.first().copied().unwrap_or(0);
-        let b1 = chunk.get(1).copied().unwrap_or(0);
-        let b2 = chunk.get(2).copied().unwrap_or(0);
-        let n = (u32::from(b0) << 16) | (u32::from(b1) << 8) | u32::from(b2);
-        out.push(sextet(n >> 18));
-        out.push(sextet(n >> 12));
-        out.push(if chunk.len() > 1 { sextet(n >> 6) } else { '=' });
-        out.push(if chunk.len() > 2 { sextet(n) } else { '=' });
-    }
-    out
-}
-
-/// The alphabet character for the low six bits of `n`.
-fn sextet(n: u32) -> char {
-    // The mask keeps the index below 64, the alphabet's length.
-    char::from(ALPHABET[(n & 63) as usize])
+    STANDARD.encode(bytes)
 }
 
 /// Decodes standard base64 with padding; `None` when `text` is not the
@@ -45,60 +32,7 @@ fn sextet(n: u32) -> char {
 /// assert_eq!(base64_decode("Zm9vYg"), None); // padding missing
 /// ```
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let input = text.as_bytes();
-    if input.len() % 4 != 0 {
-        return None;
-    }
-    let groups = input.len() / 4;
-    let mut out = Vec::with_capacity(groups * 3);
-    for (index, group) in input.chunks_exact(4).enumerate() {
-        let last = index + 1 == groups;
-        let padding = match (last, group) {
-            (true, [.., b'=', b'=']) => 2,
-            (true, [.., b'=']) => 1,
-            _ => 0,
-        };
-        let mut n: u32 = 0;
-        for (position, &c) in group.iter().enumerate() {
-            let value = if position >= 4 - padding {
-                0
-            } else {
-                value_of(c)?
-            };
-            n = (n << 6) | value;
-        }
-        // Bits that the padding leaves unused must be zero (canonical form).
-        let unused = match padding {
-            2 => n & 0xFFFF,
-            1 => n & 0xFF,
-            _ => 0,
-        };
-        if unused != 0 {
-            return None;
-        }
-        // The shifts keep each value within a byte; `as u8` takes those bits.
-        out.push((n >> 16) as u8);
-        if padding < 2 {
-            out.push((n >> 8) as u8);
-        }
-        if padding < 1 {
-            out.push(n as u8);
-        }
-    }
-    Some(out)
-}
-
-/// The six-bit value of an alphabet character.
-fn value_of(c: u8) -> Option<u32> {
-    let value = match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => return None,
-    };
-    Some(u32::from(value))
+    STANDARD.decode(text).ok()
 }
 
 #[cfg(test)]
