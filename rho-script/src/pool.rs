@@ -326,10 +326,15 @@ pub(crate) fn free(spent: Spent) {
 /// unsent and answers with its own crash text; the payload is dropped on
 /// this thread, never in the loop.
 fn run(job: Job, options: &PoolOptions, own: &mut ThreadState) -> Option<(Reply, Answer, Spent)> {
-    let Job { spec, stop, reply } = job;
+    let Job {
+        mut spec,
+        stop,
+        reply,
+    } = job;
     if stop.load(Ordering::Acquire) {
         return None;
     }
+    spec.taken();
     let slot = Arc::clone(reply.slot());
     let stack_limit = options.stack_limit;
     let (answer, spent) = catch_unwind(AssertUnwindSafe(|| match &options.isolation {
@@ -425,10 +430,37 @@ pub(crate) struct JobSpec {
     /// as `tools.<name>`; `None` without code mode (no `tools` at all).
     pub(crate) tools: Option<Arc<[Arc<str>]>>,
     /// When the sandbox stops the script on its own, in case the future is
-    /// never dropped (a host that polls it without rho's runner).
+    /// never dropped (a host that polls it without rho's runner); set again
+    /// when a thread takes the job if its [`Clock`] says so.
     pub(crate) deadline: Instant,
     /// The timeout the deadline came from, for the text.
     pub(crate) timeout: std::time::Duration,
+    /// From when the deadline counts.
+    pub(crate) clock: Clock,
+}
+
+/// From when a job's deadline counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Clock {
+    /// From when the job was submitted: a call's, like the runner's
+    /// timeout, which also counts the wait for a free thread.
+    Submitted,
+    /// From when a script thread takes it: a definition's check, whose
+    /// short deadline is for the script's top level alone, so a wait
+    /// behind busy threads must not eat it.
+    Taken,
+}
+
+impl JobSpec {
+    /// A thread takes the job now: a deadline that counts from here starts.
+    fn taken(&mut self) {
+        if self.clock == Clock::Taken {
+            let now = Instant::now();
+            self.deadline = now
+                .checked_add(self.timeout)
+                .unwrap_or(now + std::time::Duration::from_secs(365 * 24 * 3600));
+        }
+    }
 }
 
 struct Job {

@@ -11,13 +11,15 @@ use rho_tool_core::untrusted::call_contained;
 
 use crate::code::CodeMode;
 use crate::grant::{Grant, GrantSet};
-use crate::pool::{JobKind, JobSpec, ScriptPool};
+use crate::pool::{Clock, JobKind, JobSpec, ScriptPool};
 use crate::sandbox::CheckFailure;
 use crate::tool::{Origin, ScriptLimits, ScriptTool};
 
 /// How long a definition's top level may run at its check, by default:
 /// one second. A top level that declares functions and constants takes
-/// microseconds; one that loops for ever is refused at this deadline.
+/// microseconds; one that loops for ever is refused at this deadline. It
+/// counts from when a script thread takes the check, not from the call of
+/// [`ScriptSource::define`].
 pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The longest tool name: 64 characters.
@@ -428,9 +430,10 @@ impl ScriptSource {
     /// own tool of that name (calls in flight finish with the old code).
     /// See the type's docs for what is checked, in which order.
     ///
-    /// Awaits the check on a script thread (at most the check's deadline,
-    /// plus the wait for a free thread); dropping the future stops it and
-    /// registers nothing.
+    /// Awaits the check on a script thread: the wait for a free thread,
+    /// then at most the check's deadline, which counts from when a thread
+    /// takes the check (a definition queued behind busy threads still gets
+    /// all of it); dropping the future stops it and registers nothing.
     ///
     /// # Errors
     ///
@@ -467,8 +470,11 @@ impl ScriptSource {
                 limits: self.settings.limits.clone(),
                 grants: self.settings.grants.names(),
                 tools: self.settings.code.as_ref().map(CodeMode::names),
+                // Counted again from when a thread takes the check: see
+                // `Clock::Taken`.
                 deadline: now + self.settings.check_timeout,
                 timeout: self.settings.check_timeout,
+                clock: Clock::Taken,
             })
             .await;
         if let Err(failure) = verdict {
@@ -574,7 +580,8 @@ impl ScriptSourceBuilder {
         self
     }
 
-    /// Sets how long a definition's top level may run at its check.
+    /// Sets how long a definition's top level may run at its check (from
+    /// when a script thread takes it).
     pub fn with_check_timeout(mut self, timeout: Duration) -> Self {
         self.settings.check_timeout = timeout;
         self

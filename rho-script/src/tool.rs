@@ -9,7 +9,7 @@ use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait}
 
 use crate::code::CodeMode;
 use crate::grant::{Grant, GrantSet};
-use crate::pool::{JobKind, JobSpec, ScriptPool};
+use crate::pool::{Clock, JobKind, JobSpec, ScriptPool};
 
 /// The default memory cap of one call: 64 MiB.
 pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
@@ -264,6 +264,7 @@ impl Runs {
                     tools: self.code.as_ref().map(CodeMode::names),
                     deadline,
                     timeout: self.timeout,
+                    clock: Clock::Submitted,
                 },
                 context,
                 self.grants.clone(),

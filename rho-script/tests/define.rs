@@ -28,6 +28,7 @@ crate::on_both_executors!(
     a_syntax_error_is_refused_with_its_line_and_column_and_nothing_is_registered,
     a_script_without_run_is_refused_and_nothing_is_registered,
     a_top_level_that_loops_for_ever_is_refused_at_the_check_deadline,
+    a_definition_waiting_for_a_busy_thread_gets_its_whole_check_deadline,
     a_top_level_that_throws_is_refused_with_its_message,
     parameters_that_are_not_an_object_schema_are_refused_and_nothing_is_registered,
     a_bad_name_is_refused_and_nothing_is_registered,
@@ -261,6 +262,56 @@ async fn a_top_level_that_loops_for_ever_is_refused_at_the_check_deadline<E: Exe
     assert_eq!(
         call(&turns, "ok", json!({ "a": 1, "b": 2 })).await.text(),
         "ok"
+    );
+}
+
+/// The check's deadline counts from when a script thread takes the
+/// definition: one that waits behind busy threads for longer than the
+/// deadline is still checked, and a good one is accepted.
+async fn a_definition_waiting_for_a_busy_thread_gets_its_whole_check_deadline<E: Executor>(
+    runner: Runner<E>,
+    pool: ScriptPool,
+) {
+    let (turns, source) = setup(runner.clone(), &pool, None);
+    // Both of the pool's threads wait in a script for 1.5 s, longer than
+    // the check's deadline of 1 s.
+    let sleeper = support::script(
+        &pool,
+        "sleeper",
+        "async function run() { await rho.sleep(1500); return 'slept'; }",
+        support::NEVER,
+    );
+    let busy: Vec<_> = (0..2)
+        .map(|n| {
+            runner.start(
+                ToolCall::new(format!("busy-{n}"), "sleeper", json!({})),
+                sleeper.clone(),
+            )
+        })
+        .collect();
+    // Long enough for both calls to reach their threads.
+    runner.executor().sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let defined = source
+        .define(definition("fine", "function run() { return 'fine'; }"))
+        .await;
+    let waited = started.elapsed();
+    assert!(
+        defined.is_ok(),
+        "refused after {waited:?}: {}",
+        defined.expect_err("refused")
+    );
+    assert!(
+        waited > rho_script::DEFAULT_CHECK_TIMEOUT,
+        "the definition waited only {waited:?}: the threads were not busy"
+    );
+    for sleeping in busy {
+        let end = sleeping.await;
+        assert_eq!(end.result.text(), "slept", "{end:?}");
+    }
+    assert_eq!(
+        call(&turns, "fine", json!({ "a": 1, "b": 2 })).await.text(),
+        "fine"
     );
 }
 

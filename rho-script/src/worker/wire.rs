@@ -20,7 +20,7 @@ use rho_tool_core::untrusted::{Limits, Plain};
 use serde_json::{Map, Value, json};
 
 use crate::output::{ScriptOutput, plain_from_wire, plain_to_wire};
-use crate::pool::{Answer, JobKind, JobSpec};
+use crate::pool::{Answer, Clock, JobKind, JobSpec};
 use crate::sandbox::CheckFailure;
 use crate::slot::{Callee, HostAnswer};
 use crate::tool::{Origin, ScriptLimits};
@@ -209,6 +209,9 @@ impl ToWorker {
                         tools,
                         deadline,
                         timeout: Duration::from_millis(number("timeout_ms")?),
+                        // The parent took the job before it sent it: the
+                        // deadline above already counts from then.
+                        clock: Clock::Submitted,
                     },
                     stack_limit: usize::try_from(number("stack_limit")?).ok()?,
                 }))
