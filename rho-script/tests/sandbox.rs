@@ -537,3 +537,74 @@ async fn a_regex_that_backtracks_for_ever_is_stopped_at_the_deadline<E: Executor
     let fine = script(&pool, "fine", "function run() { return 'after'; }", NEVER);
     assert_eq!(call(&runner, &fine, json!({})).await.result.text(), "after");
 }
+
+/// Answers of 1 to 8 MiB, inside the tool's limits (one string of up to
+/// 8 MiB), one call after the other: each arrives whole, the same in both
+/// modes. In worker mode such an answer is one long line on the worker's
+/// stdout, read under the bound of the job it belongs to. On tokio only:
+/// the executor plays no part, and each run moves 450 MiB.
+mod answers_of_one_to_eight_mib_a_hundred_in_a_row_all_arrive_whole {
+    use super::*;
+    use rho_script::{ScriptLimits, ScriptTool};
+    use rho_tool_core::untrusted::Limits;
+    use std::sync::Arc;
+
+    #[test]
+    fn on_tokio() {
+        support::on_tokio(scenario);
+    }
+
+    #[test]
+    fn in_workers_on_tokio() {
+        support::on_tokio_in(support::Mode::Workers, scenario);
+    }
+
+    async fn scenario<E: Executor>(runner: Runner<E>, pool: ScriptPool) {
+        const MIB: usize = 1 << 20;
+        let tool = Arc::new(
+            ScriptTool::new(
+                "big",
+                "answers many bytes",
+                "function run({ bytes, seed }) {
+                   const parts = [];
+                   for (let i = 0; bytes > 0; i++) {
+                     const size = Math.min(bytes, 1 << 20);
+                     parts.push(String.fromCharCode(97 + ((seed + i) % 26)).repeat(size));
+                     bytes -= size;
+                   }
+                   return parts.join('');
+                 }",
+                &pool,
+            )
+            .with_timeout(NEVER)
+            .with_limits(
+                ScriptLimits::default().with_answer(Limits::default().with_max_string(8 * MIB)),
+            ),
+        );
+        for round in 0..100_usize {
+            // From 1 MiB to 8 MiB, and rarely a round number of bytes.
+            let bytes = (MIB + round * 7 * MIB / 99 + round % 7).min(8 * MIB);
+            let mut expected = String::with_capacity(bytes);
+            let mut index = 0;
+            while expected.len() < bytes {
+                let size = (bytes - expected.len()).min(MIB);
+                let letter = b'a' + u8::try_from((round + index) % 26).expect("a letter");
+                expected.extend(std::iter::repeat_n(char::from(letter), size));
+                index += 1;
+            }
+            let end = call(&runner, &tool, json!({ "bytes": bytes, "seed": round })).await;
+            let text = end.result.text();
+            assert_eq!(
+                end.outcome,
+                Outcome::Succeeded,
+                "round {round} ({bytes} bytes): {}",
+                &text[..text.len().min(300)]
+            );
+            assert!(
+                text == expected,
+                "round {round} ({bytes} bytes): a different answer of {} bytes",
+                text.len()
+            );
+        }
+    }
+}

@@ -34,15 +34,29 @@ const STOP_GRACE: Duration = Duration::from_millis(500);
 /// to be reaped, for the exit status in the text.
 const EXIT_WAIT: Duration = Duration::from_secs(2);
 
+/// The longest line a worker may write before its first job is sent.
+const FIRST_MAX_LINE: usize = 1 << 20;
+
 /// The job a worker's reader delivers to.
 struct Delivery {
     number: u64,
     slot: Arc<Slot>,
-    /// The longest line the job may write (its answer's bound).
+}
+
+/// What the pool's thread tells a worker's reader.
+struct Reading {
+    /// The running job, if one runs.
+    delivery: Option<Delivery>,
+    /// The longest line the worker may write: the bound of the last job
+    /// sent to it, set before the job is sent and kept after it ended.
+    /// Every line the worker writes belongs to that job (a job ends with
+    /// its answer, or the worker is killed), and the reader reads this
+    /// bound once the line's first bytes are in, never before: a bound
+    /// read while waiting could be the job before's, or none.
     max_line: usize,
 }
 
-type Current = Arc<Mutex<Option<Delivery>>>;
+type Current = Arc<Mutex<Reading>>;
 
 /// A worker process serving one pool thread, one job at a time.
 pub(crate) struct Worker {
@@ -64,7 +78,10 @@ impl Worker {
         let stdout = child
             .take_stdout()
             .ok_or_else(|| io::Error::other("the worker's stdout was not piped"))?;
-        let current: Current = Arc::new(Mutex::new(None));
+        let current: Current = Arc::new(Mutex::new(Reading {
+            delivery: None,
+            max_line: FIRST_MAX_LINE,
+        }));
         let broken = Arc::new(AtomicBool::new(false));
         let reader_current = Arc::clone(&current);
         let reader_broken = Arc::clone(&broken);
@@ -92,12 +109,13 @@ impl Worker {
 /// broken or not a worker).
 fn read(stdout: impl Read, current: &Current, broken: &AtomicBool, killer: &GroupKiller) {
     let mut stdout = BufReader::with_capacity(64 << 10, stdout);
-    let why = loop {
-        let max_line = current
+    let max_line = || {
+        current
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map_or(1 << 20, |delivery| delivery.max_line);
+            .max_line
+    };
+    let why = loop {
         let line = match read_line(&mut stdout, max_line) {
             Ok(Some(line)) => line,
             Ok(None) => break "its stdout ended".to_owned(),
@@ -110,6 +128,7 @@ fn read(stdout: impl Read, current: &Current, broken: &AtomicBool, killer: &Grou
         let current = current.lock().unwrap_or_else(PoisonError::into_inner);
         // A late message of a job that was stopped is dropped.
         if let Some(delivery) = current
+            .delivery
             .as_ref()
             .filter(|delivery| delivery.number == message.job())
         {
@@ -118,19 +137,24 @@ fn read(stdout: impl Read, current: &Current, broken: &AtomicBool, killer: &Grou
     };
     broken.store(true, Ordering::Release);
     killer.kill();
-    if let Some(delivery) = current
+    if let Some(delivery) = &current
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()
+        .delivery
     {
         delivery.slot.relay(Relayed::Broken(why));
     }
 }
 
-/// One line of at most `max` bytes, without its newline; `None` at the
-/// end of the stream.
-fn read_line(reader: &mut impl BufRead, max: usize) -> Result<Option<Vec<u8>>, String> {
+/// One line of at most `max_line()` bytes, without its newline; `None` at
+/// the end of the stream. The bound is asked for once the line's first
+/// bytes are in.
+fn read_line(
+    reader: &mut impl BufRead,
+    max_line: impl Fn() -> usize,
+) -> Result<Option<Vec<u8>>, String> {
     let mut line = Vec::new();
+    let mut max = None;
     loop {
         let buffer = match reader.fill_buf() {
             Ok(buffer) => buffer,
@@ -149,6 +173,7 @@ fn read_line(reader: &mut impl BufRead, max: usize) -> Result<Option<Vec<u8>>, S
             None => (buffer.len(), false),
         };
         let kept = if done { taken - 1 } else { taken };
+        let max = *max.get_or_insert_with(&max_line);
         if line.len() + kept > max {
             return Err(format!("it wrote a line longer than {max} bytes"));
         }
@@ -207,11 +232,14 @@ pub(crate) fn run(
     let deadline = spec.deadline;
     let number = held.next_job;
     held.next_job += 1;
-    *held.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(Delivery {
-        number,
-        slot: Arc::clone(slot),
-        max_line: max_line(&spec),
-    });
+    {
+        let mut reading = held.current.lock().unwrap_or_else(PoisonError::into_inner);
+        reading.delivery = Some(Delivery {
+            number,
+            slot: Arc::clone(slot),
+        });
+        reading.max_line = max_line(&spec);
+    }
     let sent = held.send(&ToWorker::Job(WorkerJob {
         number,
         spec,
@@ -221,7 +249,10 @@ pub(crate) fn run(
         Ok(()) => relay(held, number, stop, slot, deadline),
         Err(error) => Ended::Broken(format!("writing the job to it failed ({error})")),
     };
-    *held.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    held.current
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .delivery = None;
     match ended {
         Ended::Answered(answer) => answer,
         Ended::Broken(why) => {
