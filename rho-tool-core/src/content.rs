@@ -2,14 +2,20 @@
 //!
 //! The parts are MCP's content blocks (text, image, audio, a link to a
 //! resource, an embedded resource), so a result crosses an MCP boundary in
-//! either direction without losing anything. The enum is
+//! either direction without losing anything (what an MCP part carries
+//! beside its data, such as its annotations and `_meta`, is kept beside it
+//! in the result: [`ToolResult::extras`](crate::ToolResult::extras)). The enum is
 //! `#[non_exhaustive]`: MCP grows, and so may this list, without a breaking
 //! change. Text is held inline (it is nearly every part); the other parts
 //! are boxed, so that a part is the size of a text.
 
+use std::collections::BTreeMap;
+
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
 
+use rho_untrusted::Plain;
 use rho_untrusted::plain::{base64_decode, base64_encode};
 
 use crate::output::Image;
@@ -331,6 +337,80 @@ impl Serialize for Content {
             }
         };
         wire.serialize(serializer)
+    }
+}
+
+/// The fields of a part's JSON that [`Content`] holds, by its `type`
+/// (`type` itself included); for an embedded resource, those of the
+/// resource inside it too.
+fn held_fields(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "text" => &["type", "text"],
+        "image" | "audio" => &["type", "mimeType", "data"],
+        "resource_link" => &[
+            "type",
+            "uri",
+            "name",
+            "title",
+            "description",
+            "mimeType",
+            "size",
+        ],
+        "resource" => &["type", "resource"],
+        _ => &["type"],
+    }
+}
+
+/// The fields of an embedded resource's `resource` that
+/// [`EmbeddedResource`] holds.
+const HELD_RESOURCE_FIELDS: [&str; 4] = ["uri", "mimeType", "text", "blob"];
+
+/// Reads one part from its MCP JSON, with its extras: the fields the part
+/// carried that [`Content`] does not hold (see [`ToolResult::extras`](crate::ToolResult::extras)).
+pub(crate) fn read_part(json: &Value) -> Result<(Content, Option<Plain>), serde_json::Error> {
+    let part = Content::deserialize(json)?;
+    let Value::Object(fields) = json else {
+        return Ok((part, None));
+    };
+    let mut extras = BTreeMap::new();
+    for (key, value) in fields {
+        if !held_fields(part.kind()).contains(&key.as_str()) {
+            extras.insert(key.clone(), Plain::from(value.clone()));
+        }
+    }
+    if let (Content::Resource(_), Some(Value::Object(resource))) = (&part, fields.get("resource")) {
+        let inner: BTreeMap<String, Plain> = resource
+            .iter()
+            .filter(|(key, _)| !HELD_RESOURCE_FIELDS.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), Plain::from(value.clone())))
+            .collect();
+        if !inner.is_empty() {
+            extras.insert("resource".to_owned(), Plain::Map(inner));
+        }
+    }
+    Ok((part, (!extras.is_empty()).then_some(Plain::Map(extras))))
+}
+
+/// `part` as MCP's JSON with `extras` merged in: each extra field is added
+/// where the part has no field of that name (inside objects both have, one
+/// level at a time), so the part's own data always wins.
+pub(crate) fn write_part(part: &Content, extras: &Plain) -> Result<Value, serde_json::Error> {
+    let mut json = serde_json::to_value(part)?;
+    merge(&mut json, extras);
+    Ok(json)
+}
+
+fn merge(into: &mut Value, extras: &Plain) {
+    let (Value::Object(fields), Some(extras)) = (into, extras.as_map()) else {
+        return;
+    };
+    for (key, extra) in extras {
+        match fields.get_mut(key) {
+            None => {
+                fields.insert(key.clone(), extra.to_json());
+            }
+            Some(own) => merge(own, extra),
+        }
     }
 }
 

@@ -43,9 +43,13 @@ impl fmt::Debug for Image {
 /// text ([`image`](ToolOutput::image)); ok with several images and text
 /// ([`images`](ToolOutput::images)); error text
 /// ([`error`](ToolOutput::error)); a crash the tool observed
-/// ([`crashed`](ToolOutput::crashed)). Any of them can carry details for host
-/// screens ([`with_details`](ToolOutput::with_details)). rho turns it into a
-/// [`ToolResult`] inside the call's task ([`to_result`](ToolOutput::to_result)).
+/// ([`crashed`](ToolOutput::crashed)); and any answer MCP can hold, made
+/// as a [`ToolResult`] ([`from_result`](ToolOutput::from_result)): parts
+/// of every kind (text, images, sounds, resource links, embedded
+/// resources) in any order, ok or failed. Any of them can carry details
+/// for host screens ([`with_details`](ToolOutput::with_details)). rho
+/// turns it into a [`ToolResult`] inside the call's task
+/// ([`to_result`](ToolOutput::to_result)).
 ///
 /// ```
 /// use rho_tool_core::{Image, ToolOutput};
@@ -68,6 +72,7 @@ enum Answer {
     Images { images: Vec<Image>, text: String },
     Error(String),
     Crashed(String),
+    Result(ToolResult),
 }
 
 #[derive(Debug)]
@@ -98,6 +103,31 @@ impl ToolOutput {
     /// A failed call: the model reads `text` as the error.
     pub fn error(text: impl Into<String>) -> Self {
         Self::from_answer(Answer::Error(text.into()))
+    }
+
+    /// An answer already made as a [`ToolResult`]: its parts of any kind,
+    /// in order, each with its [`extras`](ToolResult::extras), its error
+    /// flag and its details are taken as they are (details added with
+    /// [`with_details`](ToolOutput::with_details) replace its own).
+    /// [`to_result`](ToolOutput::to_result) still checks its images, as
+    /// for [`images`](ToolOutput::images).
+    ///
+    /// ```
+    /// use rho_tool_core::{Audio, Content, Image, ToolOutput, ToolResult};
+    ///
+    /// let parts = [
+    ///     Content::text("the chart"),
+    ///     Content::image(Image::new("image/png", [0x89, b'P', b'N', b'G'])),
+    ///     Content::audio(Audio::new("audio/wav", [1, 2])),
+    ///     Content::text("and what it says"),
+    /// ];
+    /// let output = ToolOutput::from_result(ToolResult::from_content(parts.clone(), true));
+    /// let result = output.to_result(&Default::default()).unwrap();
+    /// assert!(result.is_error);
+    /// assert_eq!(result.content(), parts);
+    /// ```
+    pub fn from_result(result: ToolResult) -> Self {
+        Self::from_answer(Answer::Result(result))
     }
 
     fn from_answer(answer: Answer) -> Self {
@@ -138,7 +168,11 @@ impl ToolOutput {
 
     /// Whether this is an error answer (including a crash).
     pub fn is_error(&self) -> bool {
-        matches!(self.answer, Answer::Error(_) | Answer::Crashed(_))
+        match &self.answer {
+            Answer::Error(_) | Answer::Crashed(_) => true,
+            Answer::Result(result) => result.is_error,
+            Answer::Text(_) | Answer::Images { .. } => false,
+        }
     }
 
     /// Whether this answer reports a crash ([`ToolOutput::crashed`]).
@@ -152,7 +186,7 @@ impl ToolOutput {
     /// # Errors
     ///
     /// [`AnswerError::InvalidImage`] when an image has no bytes or a mime type
-    /// that is not `image/*`; [`AnswerError::Details`] when the details could
+    /// that is not `image/*` (in any form of answer); [`AnswerError::Details`] when the details could
     /// not be made plain data (a limit, an error or a panic of their
     /// `Serialize`, a panic of their `Drop`). The details are dropped either
     /// way, with their panics contained.
@@ -164,6 +198,18 @@ impl ToolOutput {
                 Some(foreign.into_plain(limits).map_err(AnswerError::Details)?)
             }
         };
+        if let Answer::Result(mut result) = self.answer {
+            for (index, part) in result.content().iter().enumerate() {
+                if let Some(image) = part.as_image() {
+                    check_image(image)
+                        .map_err(|reason| AnswerError::InvalidImage { index, reason })?;
+                }
+            }
+            if details.is_some() {
+                result.details = details;
+            }
+            return Ok(result);
+        }
         let mut result = match self.answer {
             Answer::Text(text) => ToolResult::success(text),
             Answer::Error(text) | Answer::Crashed(text) => ToolResult::error(text),
@@ -177,6 +223,8 @@ impl ToolOutput {
                 content.push(Content::text(text));
                 ToolResult::from_content(content, false)
             }
+            // Returned above.
+            Answer::Result(result) => result,
         };
         result.details = details;
         Ok(result)
@@ -201,7 +249,7 @@ pub enum AnswerError {
     /// An image that is not one.
     #[error("image {index} of the answer is invalid: {reason}")]
     InvalidImage {
-        /// The image's position in the answer, from 0.
+        /// The image's position among the answer's parts, from 0.
         index: usize,
         /// What is wrong with it.
         reason: String,
@@ -222,5 +270,44 @@ impl AnswerError {
             ) => Some(message.as_deref()),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::Audio;
+
+    #[test]
+    fn a_result_answer_keeps_its_parts_and_its_images_are_checked() {
+        let parts = vec![
+            Content::text("a"),
+            Content::audio(Audio::new("audio/wav", [1])),
+            Content::image(Image::new("image/png", [2])),
+        ];
+        let output = ToolOutput::from_result(ToolResult::from_content(parts.clone(), true));
+        assert!(output.is_error());
+        let result = output
+            .with_details(serde_json::json!({ "n": 1 }))
+            .to_result(&Limits::default())
+            .expect("an answer rho can hold");
+        assert!(result.is_error);
+        assert_eq!(result.content(), parts);
+        assert_eq!(
+            result.details.map(|details| details.to_json()),
+            Some(serde_json::json!({ "n": 1 }))
+        );
+
+        let bad = ToolOutput::from_result(ToolResult::from_content(
+            [
+                Content::text("a"),
+                Content::image(Image::new("text/plain", [1])),
+            ],
+            false,
+        ));
+        assert!(matches!(
+            bad.to_result(&Limits::default()),
+            Err(AnswerError::InvalidImage { index: 1, .. })
+        ));
     }
 }

@@ -3,7 +3,7 @@
 use rho_untrusted::Plain;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::content::Content;
+use crate::content::{Content, read_part, write_part};
 use crate::output::Image;
 
 /// The result of one call, as plain data.
@@ -29,6 +29,20 @@ use crate::output::Image;
 /// assert_eq!(serde_json::from_value::<ToolResult>(json).unwrap(), result);
 /// ```
 ///
+/// # What a result holds
+///
+/// - **Parts, in order**, of MCP's five kinds ([`Content`]): text, images
+///   and sounds (their bytes), links to resources, and embedded resources
+///   (their text or bytes). Any mix, in any order, failed or not: an error
+///   result may hold images too.
+/// - **Each part's extras** ([`extras`](ToolResult::extras)): what an MCP
+///   part carries beside its data (its `annotations`, its `_meta`, a
+///   link's `icons`), kept as plain data so that a part read from MCP is
+///   written back the same.
+/// - **Details** for host screens, which the model does not read; over MCP
+///   they are the result's `structuredContent`.
+/// - **Whether the call failed** (`isError`).
+///
 /// # Why the content is behind methods
 ///
 /// Nearly every result is one text part. Such a result holds its part
@@ -38,6 +52,11 @@ use crate::output::Image;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
     content: Parts,
+    /// The parts' extras, by index; `None` unless a part has some. The
+    /// list is boxed so that the common result, which has none, pays one
+    /// word for it (a `Vec` is three, in every call's result).
+    #[allow(clippy::box_collection)] // on purpose: see above
+    extras: Option<Box<Vec<Option<Plain>>>>,
     /// Data for host screens; the model does not read it.
     pub details: Option<Plain>,
     /// Whether the call failed.
@@ -98,6 +117,7 @@ impl ToolResult {
     fn of_text(text: String, is_error: bool) -> Self {
         Self {
             content: Parts::One(Content::Text(text)),
+            extras: None,
             details: None,
             is_error,
         }
@@ -107,6 +127,7 @@ impl ToolResult {
     pub fn from_content(content: impl IntoIterator<Item = Content>, is_error: bool) -> Self {
         Self {
             content: Parts::from_vec(content.into_iter().collect()),
+            extras: None,
             details: None,
             is_error,
         }
@@ -136,9 +157,55 @@ impl ToolResult {
         self.content = Parts::Many(parts);
     }
 
-    /// The parts, taken out.
+    /// The parts, taken out (without their [`extras`](ToolResult::extras)).
     pub fn into_content(self) -> Vec<Content> {
         self.content.into_vec()
+    }
+
+    /// The extras of part `index`: the fields the part carried in MCP's
+    /// JSON that its [`Content`] does not hold, as a map of plain data
+    /// (its `annotations`, its `_meta`, a link's `icons`, an embedded
+    /// resource's own `_meta` under `resource`, and whatever MCP adds
+    /// later). `None` when it has none, as most parts.
+    ///
+    /// A result read from JSON ([`Deserialize`]) keeps them, and writes
+    /// them back ([`Serialize`]) beside each part's own fields, so that a
+    /// part crosses MCP whole: an imported server's answer served on is
+    /// the answer the server gave.
+    ///
+    /// ```
+    /// use rho_tool_core::ToolResult;
+    /// use serde_json::json;
+    ///
+    /// let sent = json!({
+    ///     "content": [{ "type": "text", "text": "hi", "annotations": { "priority": 0.5 } }],
+    ///     "isError": false,
+    /// });
+    /// let result: ToolResult = serde_json::from_value(sent.clone()).unwrap();
+    /// assert_eq!(result.text(), "hi");
+    /// let extras = result.extras(0).expect("the annotations").to_json();
+    /// assert_eq!(extras, json!({ "annotations": { "priority": 0.5 } }));
+    /// assert_eq!(serde_json::to_value(&result).unwrap(), sent);
+    /// ```
+    pub fn extras(&self, index: usize) -> Option<&Plain> {
+        self.extras.as_ref()?.get(index)?.as_ref()
+    }
+
+    /// Sets the extras of part `index` (see [`extras`](ToolResult::extras));
+    /// `None` removes them. Extras that are not a map are kept but never
+    /// written. Nothing happens when there is no part `index`.
+    pub fn set_extras(&mut self, index: usize, extras: Option<Plain>) {
+        if index >= self.content().len() {
+            return;
+        }
+        let all = self.extras.get_or_insert_with(Default::default);
+        if all.len() <= index {
+            all.resize(index + 1, None);
+        }
+        all[index] = extras;
+        if all.iter().all(Option::is_none) {
+            self.extras = None;
+        }
     }
 
     /// All the text parts, joined by newlines.
@@ -167,17 +234,42 @@ impl ToolResult {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct WireOut<'a> {
-    content: &'a [Content],
+    content: ContentOut<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     details: Option<&'a Plain>,
     is_error: bool,
 }
 
-/// `CallToolResult`'s field names, owned for reading.
+/// The parts, each with its extras merged in.
+struct ContentOut<'a>(&'a ToolResult);
+
+impl Serialize for ContentOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeSeq};
+        let result = self.0;
+        let parts = result.content();
+        if result.extras.is_none() {
+            return parts.serialize(serializer);
+        }
+        let mut seq = serializer.serialize_seq(Some(parts.len()))?;
+        for (index, part) in parts.iter().enumerate() {
+            match result.extras(index) {
+                None => seq.serialize_element(part)?,
+                Some(extras) => {
+                    seq.serialize_element(&write_part(part, extras).map_err(S::Error::custom)?)?
+                }
+            }
+        }
+        seq.end()
+    }
+}
+
+/// `CallToolResult`'s field names, owned for reading. The parts are read
+/// as JSON first, to keep their extras and to say which part is wrong.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireIn {
-    content: Vec<Content>,
+    content: Vec<serde_json::Value>,
     #[serde(default)]
     details: Option<Plain>,
     #[serde(default)]
@@ -187,7 +279,7 @@ struct WireIn {
 impl Serialize for ToolResult {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         WireOut {
-            content: self.content(),
+            content: ContentOut(self),
             details: self.details.as_ref(),
             is_error: self.is_error,
         }
@@ -197,9 +289,22 @@ impl Serialize for ToolResult {
 
 impl<'de> Deserialize<'de> for ToolResult {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
         let wire = WireIn::deserialize(deserializer)?;
+        let mut content = Vec::with_capacity(wire.content.len());
+        let mut extras = Vec::new();
+        for (index, json) in wire.content.iter().enumerate() {
+            let (part, extra) = read_part(json)
+                .map_err(|error| D::Error::custom(format!("content part {index}: {error}")))?;
+            content.push(part);
+            if extra.is_some() {
+                extras.resize(index, None);
+                extras.push(extra);
+            }
+        }
         Ok(Self {
-            content: Parts::from_vec(wire.content),
+            content: Parts::from_vec(content),
+            extras: (!extras.is_empty()).then(|| Box::new(extras)),
             details: wire.details,
             is_error: wire.is_error,
         })
@@ -247,6 +352,52 @@ mod tests {
         result.push(Content::text("second"));
         assert_eq!(result.text(), "first\nsecond");
         assert_eq!(result.into_content().len(), 2);
+    }
+
+    #[test]
+    fn extras_are_read_kept_in_place_and_written_back() {
+        use serde_json::json;
+        let sent = json!({
+            "content": [
+                { "type": "text", "text": "a" },
+                { "type": "image", "mimeType": "image/png", "data": "AQID",
+                  "annotations": { "audience": ["user"] } },
+                { "type": "resource", "resource": { "uri": "x", "text": "t", "_meta": { "n": 1 } },
+                  "_meta": { "m": true } },
+            ],
+            "isError": true,
+        });
+        let mut result: ToolResult = serde_json::from_value(sent.clone()).expect("read");
+        assert_eq!(result.extras(0), None);
+        assert_eq!(
+            result.extras(1).map(Plain::to_json),
+            Some(json!({ "annotations": { "audience": ["user"] } }))
+        );
+        assert_eq!(
+            result.extras(2).map(Plain::to_json),
+            Some(json!({ "_meta": { "m": true }, "resource": { "_meta": { "n": 1 } } }))
+        );
+        assert_eq!(serde_json::to_value(&result).expect("written"), sent);
+
+        // A part changed in place keeps its extras; one added has none.
+        result.content_mut()[1] = Content::image(Image::new("image/gif", [9]));
+        result.push(Content::text("more"));
+        assert!(result.extras(1).is_some());
+        assert_eq!(result.extras(3), None);
+        result.set_extras(1, None);
+        result.set_extras(2, None);
+        assert_eq!(result.extras, None, "no extras left, none kept");
+        result.set_extras(9, Some(Plain::Null));
+        assert_eq!(result.extras, None, "no part 9");
+    }
+
+    #[test]
+    fn a_part_that_cannot_be_read_is_named() {
+        let error = serde_json::from_str::<ToolResult>(
+            r#"{"content": [{"type": "text", "text": "a"}, {"type": "hologram"}]}"#,
+        )
+        .expect_err("no such kind");
+        assert!(error.to_string().contains("content part 1"), "{error}");
     }
 
     #[test]
