@@ -23,7 +23,9 @@
 //!   deadline the call is killed without waiting for the tool.
 //! - **One result, however it ended.** A panic, a timeout, a crash or a
 //!   denial is an `isError` result naming the tool, never a dropped
-//!   request. Images become image content; details become
+//!   request. Every part of a result becomes MCP content, in order (text,
+//!   images, audio, resource links, embedded resources, with the
+//!   annotations and `_meta` a part carries); details become
 //!   `structuredContent`, checked against the tool's output schema when it
 //!   has one.
 //! - **Approval at the client.** With an [`ElicitationApprover`] in the

@@ -1,100 +1,74 @@
-//! A server's `CallToolResult` as a rho [`ToolOutput`].
+//! A server's `CallToolResult` as a rho [`ToolOutput`], whole.
 //!
 //! | MCP | rho |
 //! |---|---|
-//! | text content | the answer's text (parts joined by newlines) |
-//! | image content | [`ToolOutput::images`], in order |
-//! | audio, resource links, embedded resources | a line of text each that says what it was (rho's answers hold text and images) |
-//! | `isError: true` | [`ToolOutput::error`] with the text |
-//! | `structuredContent` | details; also the text when there is no text |
+//! | `content` | the result's parts ([`Content`]), one for one, in order: text, images and audio (their bytes), resource links, embedded resources (their text or bytes) |
+//! | a part's `annotations`, `_meta` and other fields | that part's [`extras`](ToolResult::extras) |
+//! | `isError` | the result's `is_error`, whatever its parts (an error may hold images) |
+//! | `structuredContent` | the details, as sent |
 //!
-//! Content that cannot be read (an image that is not base64, a part of a
-//! kind MCP does not have) makes the whole answer an error that says so:
-//! the model never gets half an answer without knowing.
+//! So a proxy that serves the import on gives its client the answer the
+//! server sent. Nothing is made up either: a result with structured
+//! content and no text stays without text (MCP asks such a server to send
+//! its JSON as text too).
+//!
+//! Sizes are bounded before this: a whole answer is one message, under
+//! the source's [`max_message`](super::McpSourceBuilder::max_message)
+//! (past it the call ends with an error naming the limit), and the
+//! details are made plain data under the runner's limits. Content that
+//! cannot be read (an image that is not base64, a part of a kind MCP does
+//! not have) makes the whole answer an error that names the part: the
+//! model never gets half an answer without knowing.
 
-use rho_tool_core::{Content, Image, ResourceContents, ToolOutput};
-use rmcp::model::CallToolResult;
+use rho_tool_core::{Content, ToolOutput, ToolResult};
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 /// The answer of `result`, from tool `tool` of server `server`.
-pub(crate) fn to_output(server: &str, tool: &str, result: CallToolResult) -> ToolOutput {
-    let mut texts = Vec::new();
-    let mut images = Vec::new();
-    for (index, block) in result.content.into_iter().enumerate() {
-        let part = serde_json::to_value(&block)
-            .and_then(serde_json::from_value::<Content>)
-            .map_err(|error| error.to_string())
-            .and_then(|part| usable(part).map_err(str::to_owned));
-        match part {
-            Ok(Part::Text(text)) => texts.push(text),
-            Ok(Part::Image(image)) => images.push(image),
+pub(crate) fn to_output(server: &str, tool: &str, mut result: CallToolResult) -> ToolOutput {
+    let is_error = result.is_error == Some(true);
+    let structured = result.structured_content.take();
+    let answer = match plain_texts(&mut result.content) {
+        Some(texts) => ToolResult::from_content(texts, is_error),
+        None => match read(&result) {
+            Ok(answer) => answer,
             Err(why) => {
                 return ToolOutput::error(format!(
-                    "tool `{tool}` of MCP server `{server}` answered with content part {index} \
-                     that cannot be read: {why}"
+                    "tool `{tool}` of MCP server `{server}` answered with content that cannot \
+                     be read: {why}"
                 ));
             }
-        }
-    }
-    let structured = result.structured_content;
-    let mut text = texts.join("\n");
-    if text.is_empty()
-        && let Some(value) = &structured
-    {
-        text = value.to_string();
-    }
-    let output = if result.is_error == Some(true) {
-        ToolOutput::error(text)
-    } else if images.is_empty() {
-        ToolOutput::text(text)
-    } else {
-        ToolOutput::images(images, text)
+        },
     };
+    let output = ToolOutput::from_result(answer);
     match structured {
         Some(details) if !details.is_null() => output.with_details(details),
         _ => output,
     }
 }
 
-enum Part {
-    Text(String),
-    Image(Image),
+/// The parts, when every one is a text with nothing beside it (nearly
+/// every answer): taken as they are, with no JSON in between.
+fn plain_texts(content: &mut [ContentBlock]) -> Option<Vec<Content>> {
+    let plain = |block: &ContentBlock| matches!(block, ContentBlock::Text(text) if text.meta.is_none() && text.annotations.is_none());
+    if !content.iter().all(plain) {
+        return None;
+    }
+    let texts = content.iter_mut().filter_map(|block| match block {
+        ContentBlock::Text(text) => Some(Content::Text(std::mem::take(&mut text.text))),
+        _ => None,
+    });
+    Some(texts.collect())
 }
 
-/// A part as text or an image; parts rho's answers do not hold become a
-/// line that says what they were.
-fn usable(part: Content) -> Result<Part, &'static str> {
-    Ok(match part {
-        Content::Text(text) => Part::Text(text),
-        Content::Image(image) => {
-            let image = Image::clone(&image);
-            if image.data.is_empty() {
-                return Err("an image with no bytes");
-            }
-            if !image.mime_type.starts_with("image/") {
-                return Err("an image whose mime type is not `image/*`");
-            }
-            Part::Image(image)
-        }
-        Content::Audio(audio) => Part::Text(format!(
-            "[audio: {}, {} bytes]",
-            audio.mime_type,
-            audio.data.len()
-        )),
-        Content::ResourceLink(link) => {
-            Part::Text(format!("[resource link: {} ({})]", link.uri, link.name))
-        }
-        Content::Resource(resource) => Part::Text(match &resource.contents {
-            ResourceContents::Text(text) => format!("[resource {}]\n{text}", resource.uri),
-            ResourceContents::Blob(bytes) => format!(
-                "[resource {}: {}, {} bytes]",
-                resource.uri,
-                resource.mime_type.as_deref().unwrap_or("binary"),
-                bytes.len()
-            ),
-        }),
-        _ => return Err("a kind of content rho does not know"),
-    })
+/// Every part through rho's reading of MCP's JSON, which keeps what rho's
+/// content types do not hold as each part's extras. Written as text and
+/// read back, not as a `serde_json::Value`: rmcp holds an annotation's
+/// `priority` as an `f32`, which text writes as it came (`0.7`) and a
+/// `Value` would widen (`0.699999988079071`).
+fn read(result: &CallToolResult) -> Result<ToolResult, String> {
+    let json = serde_json::to_vec(result).map_err(|error| error.to_string())?;
+    serde_json::from_slice(&json).map_err(|error| error.to_string())
 }
 
 /// The text of a JSON-RPC error the server answered a call with.
@@ -136,6 +110,8 @@ mod tests {
         assert!(!ok.is_error);
         assert_eq!(ok.text(), "a\nb");
         assert_eq!(ok.image_count(), 1);
+        let kinds: Vec<&str> = ok.content().iter().map(Content::kind).collect();
+        assert_eq!(kinds, ["text", "image", "text"], "in the order sent");
 
         let failed = answer(CallToolResult::error(vec![ContentBlock::text("nope")]));
         assert!(failed.is_error);
@@ -144,10 +120,57 @@ mod tests {
         let mut structured = CallToolResult::success(vec![]);
         structured.structured_content = Some(json!({ "n": 1 }));
         let structured = answer(structured);
-        assert_eq!(structured.text(), r#"{"n":1}"#);
+        // As sent: no text is made up from the structured content.
+        assert!(structured.content().is_empty());
         assert_eq!(
             structured.details.expect("details").to_json(),
             json!({ "n": 1 })
+        );
+    }
+
+    #[test]
+    fn every_kind_of_part_arrives_whole_in_order() {
+        let content = json!([
+            { "type": "text", "text": "a", "annotations": { "priority": 0.5, "audience": ["user"] } },
+            { "type": "image", "mimeType": "image/png", "data": "AQID", "_meta": { "k": 1 } },
+            { "type": "text", "text": "b" },
+            { "type": "audio", "mimeType": "audio/wav", "data": "UklGRg==" },
+            { "type": "resource_link", "uri": "file:///a.rs", "name": "a.rs", "title": "A",
+              "size": 3, "icons": [{ "src": "https://example.com/a.png" }] },
+            { "type": "resource", "resource": { "uri": "file:///b.bin", "mimeType": "application/gzip",
+              "blob": "H4sI", "_meta": { "inner": true } } },
+            { "type": "resource", "resource": { "uri": "file:///c.txt", "text": "see" } },
+        ]);
+        let sent: CallToolResult = serde_json::from_value(json!({
+            "content": content,
+            "isError": true,
+            "structuredContent": { "why": "partly" },
+        }))
+        .expect("rmcp reads it");
+        let got = answer(sent);
+        assert!(got.is_error, "an error, with its images kept");
+        let kinds: Vec<&str> = got.content().iter().map(Content::kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "text",
+                "image",
+                "text",
+                "audio",
+                "resource_link",
+                "resource",
+                "resource"
+            ]
+        );
+        let Content::Audio(audio) = &got.content()[3] else {
+            panic!("an audio part: {:?}", got.content());
+        };
+        assert_eq!(audio.data, b"RIFF", "the bytes, not their size");
+        let written = serde_json::to_value(&got).expect("a result is JSON");
+        assert_eq!(written["content"], content, "every part and its extras");
+        assert_eq!(
+            got.details.expect("details").to_json(),
+            json!({ "why": "partly" })
         );
     }
 

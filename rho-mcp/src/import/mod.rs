@@ -17,8 +17,17 @@
 //!   abort the call ends at once and the server is sent
 //!   `notifications/cancelled` for it; the server keeps serving the
 //!   others.
-//! - **Answers mapped.** Text, images, `isError` and `structuredContent`
-//!   (as details); progress notifications become partial results
+//! - **Answers whole.** A `tools/call` result becomes a
+//!   [`ToolResult`](rho_tool_core::ToolResult) part for part, in the order
+//!   sent: text, images and audio with their bytes, resource links,
+//!   embedded resources with their text or bytes, each part's
+//!   `annotations` and `_meta` as its
+//!   [`extras`](rho_tool_core::ToolResult::extras); `isError` as sent
+//!   (an error keeps its images); `structuredContent` as the details.
+//!   Served on (the proxy), it is the answer the server gave. Bytes are
+//!   kept up to the message limit ([`DEFAULT_MAX_MESSAGE`] unless set),
+//!   past which the call ends with an error naming the limit. Progress
+//!   notifications become partial results
 //!   ([`ToolContext::update`](rho_tool_core::ToolContext::update)).
 //! - **A death is a crash of every call on it.** A stdio server runs as a
 //!   [`ChildGroup`](rho_process::ChildGroup): a process group of its own,

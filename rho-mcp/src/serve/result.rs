@@ -1,8 +1,11 @@
 //! A rho call's end as MCP's `CallToolResult`.
 //!
 //! rho's [`ToolResult`] already holds MCP's content parts, so the content
-//! maps one to one: text, images (base64 on the wire), audio, resource
-//! links and embedded resources. The `isError` flag is the result's own: a
+//! maps one to one, in order: text, images (base64 on the wire), audio,
+//! resource links and embedded resources, each with the extras it came
+//! with (its `annotations`, `_meta` and any other field; see
+//! [`ToolResult::extras`]), so an imported server's answer served on is
+//! the answer the server gave. The `isError` flag is the result's own: a
 //! tool's error answer, a panic, a timeout, a gate's denial, an unknown tool
 //! or invalid arguments are all results the model reads, never a dropped
 //! request or a JSON-RPC error.
@@ -76,7 +79,33 @@ fn with_structured(
 
 /// MCP's content blocks of `result`, in order.
 pub(crate) fn content(result: &ToolResult) -> Vec<ContentBlock> {
-    result.content().iter().filter_map(block).collect()
+    let parts = result.content();
+    if (0..parts.len()).all(|index| result.extras(index).is_none()) {
+        return parts.iter().filter_map(block).collect();
+    }
+    // rho's own JSON of the result merges each part's extras in; written
+    // once for all the parts.
+    let merged = match serde_json::to_value(result) {
+        Ok(Value::Object(mut json)) => match json.remove("content") {
+            Some(Value::Array(merged)) => merged,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    let mut merged = merged.into_iter();
+    parts
+        .iter()
+        .enumerate()
+        .filter_map(|(index, part)| {
+            let json = merged.next();
+            match (result.extras(index), json) {
+                // Extras rmcp cannot read (a host's own, say) are left out
+                // rather than the part.
+                (Some(_), Some(json)) => serde_json::from_value(json).ok().or_else(|| block(part)),
+                _ => block(part),
+            }
+        })
+        .collect()
 }
 
 fn block(part: &Content) -> Option<ContentBlock> {
@@ -133,5 +162,42 @@ fn misfit_text(tool: &str, error: &ArgumentError) -> String {
              ({reason}), so its answer cannot be checked; the tool must be fixed by its author"
         ),
         other => format!("tool `{tool}`'s answer cannot be checked: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_part_is_served_in_order_with_its_extras() {
+        let content = json!([
+            { "type": "text", "text": "a", "annotations": { "priority": 0.25 } },
+            { "type": "image", "mimeType": "image/png", "data": "AQID" },
+            { "type": "audio", "mimeType": "audio/wav", "data": "UklGRg==", "_meta": { "k": [1] } },
+            { "type": "resource_link", "uri": "file:///a.rs", "name": "a.rs",
+              "icons": [{ "src": "https://example.com/a.png" }] },
+            { "type": "resource", "resource": { "uri": "file:///b", "blob": "/w==", "_meta": { "x": 1 } } },
+            { "type": "text", "text": "b" },
+        ]);
+        let result: ToolResult =
+            serde_json::from_value(json!({ "content": content, "isError": true }))
+                .expect("rho reads it");
+        let served = serde_json::to_value(self::content(&result)).expect("rmcp writes it");
+        assert_eq!(served, content);
+    }
+
+    #[test]
+    fn extras_rmcp_cannot_read_are_left_out_not_the_part() {
+        let mut result = ToolResult::from_content([Content::text("kept")], false);
+        result.set_extras(
+            0,
+            Some(rho_tool_core::untrusted::Plain::from(
+                json!({ "annotations": { "priority": "high" } }),
+            )),
+        );
+        let served = serde_json::to_value(content(&result)).expect("rmcp writes it");
+        assert_eq!(served, json!([{ "type": "text", "text": "kept" }]));
     }
 }
