@@ -45,6 +45,8 @@ const tools = () => [
     { name: "picture", description: "An image and structured content.", inputSchema: object(),
       outputSchema: object({ width: { type: "number" } }) },
     { name: "fails", description: "Answers with isError.", inputSchema: object() },
+    { name: "answer", description: "Answers with `result` as given, with an audio part of `audioBytes` bytes after its content if asked.",
+      inputSchema: object({ result: { type: "object" }, audioBytes: { type: "number" } }) },
     { name: "add_tool", description: "Adds the tool `added` and says the list changed.", inputSchema: object() },
     ...(extraTool ? [{ name: "added", description: "Added at run time.", inputSchema: object() }] : []),
 ];
@@ -98,6 +100,15 @@ async function call(id, name, args, meta) {
                                           { type: "text", text: "a picture" }],
                                 structuredContent: { width: 1 } });
         case "fails": return answer(id, { content: [{ type: "text", text: "it went wrong" }], isError: true });
+        case "answer": {
+            const result = { content: [], ...(args.result ?? {}) };
+            if (args.audioBytes) {
+                const bytes = Buffer.alloc(args.audioBytes);
+                for (let i = 0; i < bytes.length; i++) bytes[i] = i % 251;
+                result.content = [...result.content, { type: "audio", mimeType: "audio/wav", data: bytes.toString("base64") }];
+            }
+            return answer(id, result);
+        }
         case "add_tool":
             extraTool = true;
             send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
