@@ -2,8 +2,11 @@
 //! pinned, installed from npm on demand) imported as a rho source: its
 //! tools listed with their schemas and hints, text, image and structured
 //! answers, progress as partial results, rho's deadline on a long call
-//! (the server keeps serving), and a tool list that changes after the
-//! handshake. Each runs in a tokio host and in a smol host.
+//! (the server keeps serving), a tool list that changes after the
+//! handshake, and every tool's answer arriving whole: the same parts, in
+//! the same order, with the same bytes and annotations, and the same
+//! structured content, as the server wrote them. Each runs in a tokio
+//! host and in a smol host.
 
 #[macro_use]
 mod import_support;
@@ -11,12 +14,12 @@ mod import_support;
 use std::time::{Duration, Instant};
 
 use import_support::{
-    Host, Smol, Tokio, call, check_reference_answers, check_reference_progress,
-    check_reference_tools_added_after_the_handshake, everything_source,
+    Host, RawEverything, Smol, Tokio, call, check_reference_answers, check_reference_progress,
+    check_reference_tools_added_after_the_handshake, everything_calls, everything_source,
 };
 use rho_registry::ToolRegistry;
-use rho_tool_core::Outcome;
-use serde_json::json;
+use rho_tool_core::{Outcome, ToolResult};
+use serde_json::{Value, json};
 
 fn lists_its_tools_with_schemas_and_hints(host: impl Host) {
     let registry = ToolRegistry::new();
@@ -115,10 +118,102 @@ fn the_tools_it_adds_after_the_handshake_are_listed(host: impl Host) {
     check_reference_tools_added_after_the_handshake(&source);
 }
 
+/// What a client compares of an answer: its parts, its structured content
+/// (`null` when there is none) and whether it is an error.
+fn compared(content: &Value, structured: Option<&Value>, is_error: Option<&Value>) -> Value {
+    numbers_as_floats(json!({
+        "content": content,
+        "structuredContent": structured.cloned().unwrap_or(Value::Null),
+        "isError": is_error.and_then(Value::as_bool).unwrap_or(false),
+    }))
+}
+
+/// `value` with every number a float. JSON does not tell `1` from `1.0`
+/// (every SDK reads them as the same number), but `serde_json` does, and
+/// the server writes an annotation's priority of 1 as `1` where rmcp,
+/// which holds it as an `f32`, writes `1.0`.
+fn numbers_as_floats(value: Value) -> Value {
+    match value {
+        Value::Number(number) => number
+            .as_f64()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Value::Number(number), Value::Number),
+        Value::Array(items) => Value::Array(items.into_iter().map(numbers_as_floats).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(key, value)| (key, numbers_as_floats(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// `result` as MCP's JSON: rho writes its parts (with their extras) in
+/// MCP's shape, and its details are the structured content.
+fn as_mcp(result: &ToolResult) -> Value {
+    let json = serde_json::to_value(result).expect("a result is JSON");
+    compared(&json["content"], json.get("details"), json.get("isError"))
+}
+
+fn every_answer_arrives_whole(host: impl Host) {
+    let registry = ToolRegistry::new();
+    let source = host
+        .block_on(everything_source("everything").connect(&registry))
+        .expect("the reference server imports");
+    check_reference_tools_added_after_the_handshake(&source);
+    let calls = everything_calls();
+    let listed = source.tools();
+    for tool in &listed {
+        assert!(
+            calls.iter().any(|call| call.tool == tool),
+            "the reference server lists `{tool}`, which no call here compares"
+        );
+    }
+    // The same server, as it answers a client that reads it by hand.
+    let mut raw = RawEverything::start();
+    let runner = host.runner();
+    for call_of in &calls {
+        assert!(
+            listed.iter().any(|tool| tool == call_of.tool),
+            "`{}` is not listed: {listed:?}",
+            call_of.tool
+        );
+        let mut tries = Vec::new();
+        for _ in 0..call_of.tries {
+            let sent = raw.call(call_of.tool, &call_of.arguments);
+            let sent = compared(
+                &sent["content"],
+                sent.get("structuredContent"),
+                sent.get("isError"),
+            );
+            let end = host.block_on(call(
+                &registry,
+                &runner,
+                call_of.tool,
+                call_of.arguments.clone(),
+            ));
+            let got = as_mcp(&end.result);
+            let same = got == sent;
+            tries.push((sent, got));
+            if same {
+                break;
+            }
+        }
+        let (sent, got) = tries.last().expect("one try at least");
+        assert_eq!(
+            got, sent,
+            "`{}` with {}: what rho got (left) is not what the server sent (right), in {} tries",
+            call_of.tool, call_of.arguments, call_of.tries
+        );
+    }
+}
+
 on_both_hosts!(
     lists_its_tools_with_schemas_and_hints,
     answers_text_images_and_structured_content,
     progress_becomes_partial_results,
     a_long_call_ends_at_rhos_timeout_and_the_server_keeps_serving,
     the_tools_it_adds_after_the_handshake_are_listed,
+    every_answer_arrives_whole,
 );

@@ -101,6 +101,17 @@ pub fn node() -> &'static str {
 ///
 /// When node or the pinned SDK is missing, with the installer's words.
 pub fn run_node_client(args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
+    run_node_peer("client.mjs", args, env)
+}
+
+/// Runs `tests/peers/node/<script>` with `args` and the extra environment
+/// `env`, beside the pinned node peers so that it finds the TypeScript
+/// SDK; what it printed.
+///
+/// # Panics
+///
+/// When node or the pinned SDK is missing, with the installer's words.
+pub fn run_node_peer(script: &str, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
     // Installs the pinned node peers, the TypeScript SDK among them.
     let installed = everything()
         .ancestors()
@@ -110,12 +121,19 @@ pub fn run_node_client(args: &[&str], env: &[(&str, &Path)]) -> std::process::Ou
         .to_path_buf();
     // Node finds the SDK from where the script is: beside the installed
     // packages, under a name of this test run's own.
+    let source = peers_dir().join("node").join(script);
     let script = installed.join(format!(
-        "client-{}-{}.mjs",
+        "{}-{}-{}.mjs",
+        script.trim_end_matches(".mjs"),
         std::process::id(),
-        args.first().copied().unwrap_or_default()
+        args.first()
+            .copied()
+            .unwrap_or_default()
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(16)
+            .collect::<String>()
     ));
-    let source = peers_dir().join("node").join("client.mjs");
     std::fs::copy(&source, &script).expect("the client script copied beside the SDK");
     let mut command = Command::new(node());
     command.arg(&script).args(args);
@@ -505,4 +523,181 @@ pub fn processes_with(marker: &str) -> Vec<u32> {
             String::from_utf8_lossy(&cmdline).contains(marker) && alive(pid)
         })
         .collect()
+}
+
+/// One call of a reference server's tool, made to compare its answers.
+pub struct EverythingCall {
+    pub tool: &'static str,
+    pub arguments: Value,
+    /// How many times to make it, when its answer holds the time of day:
+    /// two answers a moment apart are then equal on one try at least.
+    pub tries: u32,
+}
+
+/// A call of every tool the reference server lists to a client that
+/// offers it nothing (no sampling, elicitation or roots: neither the
+/// import nor the test clients do), with arguments it accepts; several for
+/// a tool whose answers differ in kind.
+///
+/// The tools it lists only to a client that offers it more
+/// (`get-roots-list`, `trigger-elicitation-request`,
+/// `trigger-url-elicitation`, `trigger-sampling-request` and their
+/// `-async` forms) are listed by neither side, so there is nothing to
+/// compare; a test that finds a listed tool missing here fails, so that
+/// a new tool is never skipped without a word.
+pub fn everything_calls() -> Vec<EverythingCall> {
+    use serde_json::json;
+    let once = |tool, arguments| EverythingCall {
+        tool,
+        arguments,
+        tries: 1,
+    };
+    // A small file given inline, so that the tool reads no network.
+    let file = "data:text/plain;base64,aGVsbG8gcmhvLCBoZWxsbyByaG8sIGhlbGxvIHJobw==";
+    vec![
+        once("echo", json!({ "message": "hello, whole" })),
+        // [text, image, text]: the order the old import lost.
+        once("get-tiny-image", json!({})),
+        // Annotations on a text and on an image.
+        once(
+            "get-annotated-message",
+            json!({ "messageType": "error", "includeImage": true }),
+        ),
+        once(
+            "get-annotated-message",
+            json!({ "messageType": "success", "includeImage": false }),
+        ),
+        once(
+            "get-annotated-message",
+            json!({ "messageType": "debug", "includeImage": true }),
+        ),
+        // The server's environment, the same on both sides when both
+        // servers were started with the same.
+        once("get-env", json!({})),
+        // A text, then resource links.
+        once("get-resource-links", json!({ "count": 4 })),
+        // [text, embedded resource, text], a blob then a text; each
+        // resource says when it was made, to the second.
+        EverythingCall {
+            tool: "get-resource-reference",
+            arguments: json!({ "resourceType": "Blob", "resourceId": 3 }),
+            tries: 3,
+        },
+        EverythingCall {
+            tool: "get-resource-reference",
+            arguments: json!({ "resourceType": "Text", "resourceId": 2 }),
+            tries: 3,
+        },
+        // Structured content beside its JSON as text.
+        once(
+            "get-structured-content",
+            json!({ "location": "Los Angeles" }),
+        ),
+        once("get-sum", json!({ "a": 1.5, "b": 2 })),
+        // An embedded binary resource (gzip bytes), then a link to one.
+        once(
+            "gzip-file-as-resource",
+            json!({ "name": "whole.gz", "data": file, "outputType": "resource" }),
+        ),
+        once(
+            "gzip-file-as-resource",
+            json!({ "name": "link.gz", "data": file, "outputType": "resourceLink" }),
+        ),
+        // Each starts something on its server and says so; the first
+        // call of a fresh server says the same on both sides.
+        once("toggle-simulated-logging", json!({})),
+        once("toggle-subscriber-updates", json!({})),
+        once(
+            "trigger-long-running-operation",
+            json!({ "duration": 0.2, "steps": 2 }),
+        ),
+        // It asks for a task-augmented call, which neither side makes:
+        // its answer is an error result, the same both ways.
+        once("simulate-research-query", json!({ "topic": "rho" })),
+    ]
+}
+
+/// The reference server driven by hand over stdio: its answers as it
+/// wrote them, with no SDK in between. Killed when dropped.
+pub struct RawEverything {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl RawEverything {
+    /// Starts the server and makes the handshake (offering it nothing).
+    pub fn start() -> Self {
+        let mut child = Command::new(node())
+            .arg(everything())
+            .arg("stdio")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node starts the reference server");
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut raw = Self {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        raw.request(
+            "initialize",
+            serde_json::json!({ "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": { "name": "rho-raw", "version": "1" } }),
+        );
+        raw.send(&serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        raw
+    }
+
+    /// The result the server answered `tools/call` of `tool` with.
+    ///
+    /// # Panics
+    ///
+    /// When it answered with a JSON-RPC error.
+    pub fn call(&mut self, tool: &str, arguments: &Value) -> Value {
+        self.request(
+            "tools/call",
+            serde_json::json!({ "name": tool, "arguments": arguments }),
+        )
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").expect("the server reads");
+    }
+
+    /// The result of the request, past the notifications before it.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        use std::io::BufRead;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(
+            &serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
+        );
+        loop {
+            let mut line = String::new();
+            let read = self.stdout.read_line(&mut line).expect("the server writes");
+            assert!(read > 0, "the reference server closed its stdout");
+            let message: Value = serde_json::from_str(&line).expect("a JSON line");
+            if message["id"] != id || message.get("method").is_some() {
+                continue;
+            }
+            match message.get("result") {
+                Some(result) => return result.clone(),
+                None => panic!("`{method}` failed: {message}"),
+            }
+        }
+    }
+}
+
+impl Drop for RawEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
