@@ -83,7 +83,10 @@ mod tool;
 mod watch;
 
 pub use annotations::ToolAnnotations;
-pub use approval::{AnnotationGate, ApprovalRequest, Approver, Decision, Match, Rule};
+pub use approval::{
+    AnnotationGate, ApprovalRequest, Approver, DecidedBy, Decision, GateConfig, GlobError, Match,
+    Rule, Ruling, ToolGlob,
+};
 pub use call::{TaskId, ToolCall};
 pub use content::{Audio, Content, EmbeddedResource, ResourceContents, ResourceLink};
 pub use end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Running, Update};

@@ -1,5 +1,12 @@
 //! A ready gate that decides by a tool's annotations, and asks an
 //! [`Approver`] (a person, usually) when its rules say so.
+//!
+//! One concept a module: `rules` what a rule decides and which calls it
+//! applies to, `config` the gate written as data; here the gate itself,
+//! what it decided about a call ([`Ruling`]), and the approver it asks.
+
+mod config;
+mod rules;
 
 use std::fmt;
 use std::future::Future;
@@ -7,187 +14,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use config::GateConfig;
+use rules::Facts;
+pub use rules::{Decision, GlobError, Match, Rule, ToolGlob};
+
 use crate::annotations::ToolAnnotations;
 use crate::call::ToolCall;
 use crate::gate::{Gate, Verdict};
 use crate::tool::Tool;
-
-/// What a [`Rule`] of an [`AnnotationGate`] decides about a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Decision {
-    /// Run the tool without asking.
-    Allow,
-    /// Ask the gate's [`Approver`]; deny when the gate has none.
-    Ask,
-    /// Do not run the tool.
-    Deny,
-}
-
-/// Which calls a [`Rule`] applies to: a test of the tool's name, its trust
-/// and its [`ToolAnnotations`] (read with MCP's defaults).
-///
-/// The four hint tests read an untrusted tool's hints as absent, unless the
-/// gate believes such hints
-/// ([`AnnotationGate::believe_untrusted_hints`]): an untrusted tool then
-/// counts as not read-only, destructive, not idempotent and open world,
-/// whatever it claims.
-///
-/// `!m` negates a test; [`Match::all`] needs every test to hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Match {
-    /// Every call.
-    Always,
-    /// Tools that leave their environment unchanged.
-    ReadOnly,
-    /// Tools that may destroy or overwrite what is there.
-    Destructive,
-    /// Tools whose repeated calls have no further effect.
-    Idempotent,
-    /// Tools that reach an open world of outside entities.
-    OpenWorld,
-    /// The tool of this name (exactly).
-    Tool(String),
-    /// Tools whose code the host did not write ([`Tool::is_untrusted`]).
-    Untrusted,
-    /// Calls the inner test does not match.
-    Not(Box<Match>),
-    /// Calls that every inner test matches (every call, when there are
-    /// none).
-    All(Vec<Match>),
-}
-
-impl Match {
-    /// The tool named `name`.
-    pub fn tool(name: impl Into<String>) -> Self {
-        Self::Tool(name.into())
-    }
-
-    /// Calls that every one of `tests` matches.
-    pub fn all(tests: impl IntoIterator<Item = Match>) -> Self {
-        Self::All(tests.into_iter().collect())
-    }
-
-    /// Whether a call of `tool` matches; its hints are as the gate reads
-    /// them (already cleared for an untrusted tool that is not believed).
-    fn matches(&self, tool: &Facts<'_>) -> bool {
-        match self {
-            Match::Always => true,
-            Match::ReadOnly => tool.hints.is_read_only(),
-            Match::Destructive => tool.hints.is_destructive(),
-            Match::Idempotent => tool.hints.is_idempotent(),
-            Match::OpenWorld => tool.hints.is_open_world(),
-            Match::Tool(name) => name == tool.name,
-            Match::Untrusted => tool.untrusted,
-            Match::Not(inner) => !inner.matches(tool),
-            Match::All(tests) => tests.iter().all(|test| test.matches(tool)),
-        }
-    }
-}
-
-impl std::ops::Not for Match {
-    type Output = Match;
-
-    /// The calls this test does not match.
-    fn not(self) -> Match {
-        Match::Not(Box::new(self))
-    }
-}
-
-/// In words, as denial texts and approval requests name it: "destructive
-/// tools", "tool `rm`", "anything but read-only tools".
-impl fmt::Display for Match {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Match::Always => f.write_str("every tool"),
-            Match::ReadOnly => f.write_str("read-only tools"),
-            Match::Destructive => f.write_str("destructive tools"),
-            Match::Idempotent => f.write_str("idempotent tools"),
-            Match::OpenWorld => f.write_str("open-world tools"),
-            Match::Tool(name) => write!(f, "tool `{name}`"),
-            Match::Untrusted => f.write_str("untrusted tools"),
-            Match::Not(inner) => write!(f, "anything but {inner}"),
-            Match::All(tests) if tests.is_empty() => f.write_str("every tool"),
-            Match::All(tests) => {
-                f.write_str("(")?;
-                for (i, test) in tests.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(" that are also ")?;
-                    }
-                    write!(f, "{test}")?;
-                }
-                f.write_str(")")
-            }
-        }
-    }
-}
-
-/// One rule of an [`AnnotationGate`]: calls that `when` matches get
-/// `decision`.
-///
-/// ```
-/// use rho_tool_core::{Decision, Match, Rule};
-///
-/// let rule = Rule::deny(Match::tool("drop_table")).because("the database is read-only today");
-/// assert_eq!(rule.decision(), Decision::Deny);
-/// assert_eq!(rule.reason(), Some("the database is read-only today"));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    when: Match,
-    decision: Decision,
-    reason: Option<String>,
-}
-
-impl Rule {
-    /// Calls that `when` matches get `decision`.
-    pub fn new(when: Match, decision: Decision) -> Self {
-        Self {
-            when,
-            decision,
-            reason: None,
-        }
-    }
-
-    /// Calls that `when` matches run without asking.
-    pub fn allow(when: Match) -> Self {
-        Self::new(when, Decision::Allow)
-    }
-
-    /// Calls that `when` matches are asked about.
-    pub fn ask(when: Match) -> Self {
-        Self::new(when, Decision::Ask)
-    }
-
-    /// Calls that `when` matches are denied.
-    pub fn deny(when: Match) -> Self {
-        Self::new(when, Decision::Deny)
-    }
-
-    /// Says why, in words for the model and the approver: a denial's text,
-    /// or the reason an approval request gives. Without it, the rule's test
-    /// is named ("destructive tools").
-    #[must_use]
-    pub fn because(mut self, reason: impl Into<String>) -> Self {
-        self.reason = Some(reason.into());
-        self
-    }
-
-    /// Which calls the rule applies to.
-    pub fn when(&self) -> &Match {
-        &self.when
-    }
-
-    /// What it decides about them.
-    pub fn decision(&self) -> Decision {
-        self.decision
-    }
-
-    /// Why, when the rule says so itself.
-    pub fn reason(&self) -> Option<&str> {
-        self.reason.as_deref()
-    }
-}
 
 /// What a person (or a program) needs to decide about one call: the
 /// [`AnnotationGate`] hands it to its [`Approver`].
@@ -287,7 +121,11 @@ where
 /// [`Decision::Ask`] waits for the approver; without one the call is
 /// denied, with a text that says so. So `AnnotationGate::new()` lets
 /// read-only tools run, asks about the rest, and denies them until an
-/// approver is set.
+/// approver is set. [`ruling`](AnnotationGate::ruling) tells which step
+/// decides a call.
+///
+/// A gate can also be written in a file a person edits: read a
+/// [`GateConfig`] with serde, and make the gate `From` it.
 ///
 /// # Untrusted tools
 ///
@@ -472,6 +310,18 @@ impl AnnotationGate {
         self
     }
 
+    /// The rules, in the order they were added: the first that matches a
+    /// call decides it.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Whether the hints of untrusted tools are read as they are stated
+    /// (see [`believe_untrusted_hints`](AnnotationGate::believe_untrusted_hints)).
+    pub fn believes_untrusted_hints(&self) -> bool {
+        self.believe_untrusted_hints
+    }
+
     /// What the gate decides about a tool named `tool` with `annotations`,
     /// untrusted or not, before anyone is asked: for a host that shows which
     /// tools will need approval.
@@ -481,11 +331,29 @@ impl AnnotationGate {
         annotations: &ToolAnnotations,
         untrusted: bool,
     ) -> Decision {
-        self.rule_for(tool, annotations, untrusted).decision
+        self.ruling(tool, annotations, untrusted).decision()
     }
 
-    /// The decision and why, in words.
-    fn rule_for(&self, tool: &str, annotations: &ToolAnnotations, untrusted: bool) -> Ruling {
+    /// What the gate decides about a tool named `tool` with `annotations`,
+    /// untrusted or not, before anyone is asked, and which of its steps
+    /// decided it: for a host that records which rule let a call through
+    /// or stopped it (an audit log), or words its own texts.
+    ///
+    /// ```
+    /// use rho_tool_core::{AnnotationGate, DecidedBy, Decision, Match, ToolAnnotations};
+    ///
+    /// let gate = AnnotationGate::new()
+    ///     .deny(Match::tool("format_disk"))
+    ///     .ask(Match::Destructive);
+    /// let ruling = gate.ruling("rm", &ToolAnnotations::new(), false);
+    /// assert_eq!(ruling.decision(), Decision::Ask);
+    /// let DecidedBy::Rule { number, rule } = ruling.decided_by() else { unreachable!() };
+    /// assert_eq!((number, rule.when()), (2, &Match::Destructive));
+    ///
+    /// let ls = gate.ruling("ls", &ToolAnnotations::new().read_only(), false);
+    /// assert_eq!((ls.decision(), ls.decided_by()), (Decision::Allow, DecidedBy::ReadOnlyTools));
+    /// ```
+    pub fn ruling(&self, tool: &str, annotations: &ToolAnnotations, untrusted: bool) -> Ruling<'_> {
         let disbelieved = untrusted && !self.believe_untrusted_hints;
         let unknown = ToolAnnotations::default();
         let facts = Facts {
@@ -493,36 +361,90 @@ impl AnnotationGate {
             hints: if disbelieved { &unknown } else { annotations },
             untrusted,
         };
-        let (decision, mut why) =
-            if let Some(rule) = self.rules.iter().find(|rule| rule.when.matches(&facts)) {
-                let why = match &rule.reason {
-                    Some(reason) => reason.clone(),
-                    None => rule.when.to_string(),
-                };
-                (rule.decision, why)
-            } else if facts.hints.is_read_only() {
-                (self.read_only_tools, Match::ReadOnly.to_string())
-            } else {
-                (self.otherwise, "no rule allows it".to_owned())
-            };
-        if disbelieved && annotations.has_hints() {
-            why.push_str("; its own hints are not believed: its code is untrusted");
+        let found = self
+            .rules
+            .iter()
+            .enumerate()
+            .find(|(_, rule)| rule.when().matches(&facts));
+        let (decision, by) = if let Some((index, rule)) = found {
+            let number = index + 1;
+            (rule.decision(), DecidedBy::Rule { number, rule })
+        } else if facts.hints.is_read_only() {
+            (self.read_only_tools, DecidedBy::ReadOnlyTools)
+        } else {
+            (self.otherwise, DecidedBy::Otherwise)
+        };
+        Ruling {
+            decision,
+            by,
+            claims_set_aside: disbelieved && annotations.has_hints(),
         }
-        Ruling { decision, why }
     }
 }
 
-/// What the gate decided before asking anyone, and why.
-struct Ruling {
+/// What an [`AnnotationGate`] decides about one call before anyone is
+/// asked, and which of its steps decided it
+/// ([`AnnotationGate::ruling`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ruling<'a> {
     decision: Decision,
-    why: String,
+    by: DecidedBy<'a>,
+    /// Whether the tool stated hints that the gate read as absent (it is
+    /// untrusted, and the gate does not believe such hints): the texts say
+    /// so, since the approver and the model see the claims.
+    claims_set_aside: bool,
 }
 
-/// What the rules test of one call's tool.
-struct Facts<'a> {
-    name: &'a str,
-    hints: &'a ToolAnnotations,
-    untrusted: bool,
+impl<'a> Ruling<'a> {
+    /// What the call gets: run, ask, or deny.
+    pub fn decision(&self) -> Decision {
+        self.decision
+    }
+
+    /// Which step decided: a rule (and its number), or one of the two
+    /// steps after the rules.
+    pub fn decided_by(&self) -> DecidedBy<'a> {
+        self.by
+    }
+
+    /// Why, in the words the gate's texts use: the rule's reason or its
+    /// test, "read-only tools", or "no rule allows it".
+    fn why(&self) -> String {
+        let mut why = match self.by {
+            DecidedBy::Rule { rule, .. } => match rule.reason() {
+                Some(reason) => reason.to_owned(),
+                None => rule.when().to_string(),
+            },
+            DecidedBy::ReadOnlyTools => Match::ReadOnly.to_string(),
+            DecidedBy::Otherwise => "no rule allows it".to_owned(),
+        };
+        if self.claims_set_aside {
+            why.push_str("; its own hints are not believed: its code is untrusted");
+        }
+        why
+    }
+}
+
+/// Which step of an [`AnnotationGate`] decided a call (see the gate's
+/// docs for the order of the steps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecidedBy<'a> {
+    /// The first rule that matched.
+    Rule {
+        /// Its place among the gate's rules, from 1, in the order they were
+        /// added: a [`GateConfig`]'s rules keep the file's order, so this is
+        /// the rule's place in the file.
+        number: usize,
+        /// The rule itself.
+        rule: &'a Rule,
+    },
+    /// No rule matched and the tool is read-only: the gate's
+    /// [`read_only_tools`](AnnotationGate::read_only_tools) decided.
+    ReadOnlyTools,
+    /// No rule matched and the tool is not read-only: the gate's
+    /// [`otherwise`](AnnotationGate::otherwise) decided.
+    Otherwise,
 }
 
 #[async_trait]
@@ -531,11 +453,14 @@ impl Gate for AnnotationGate {
         let name = tool.name();
         let annotations = tool.annotations();
         let untrusted = tool.is_untrusted();
-        let Ruling { decision, why } = self.rule_for(name, &annotations, untrusted);
-        match decision {
+        let ruling = self.ruling(name, &annotations, untrusted);
+        match ruling.decision() {
             Decision::Allow => Verdict::Allow,
-            Decision::Deny => Verdict::deny(format!("the approval policy denies it: {why}")),
+            Decision::Deny => {
+                Verdict::deny(format!("the approval policy denies it: {}", ruling.why()))
+            }
             Decision::Ask => {
+                let why = ruling.why();
                 let Some(approver) = &self.approver else {
                     return Verdict::deny(format!(
                         "it needs approval ({why}) and no approver is set"
@@ -585,9 +510,9 @@ mod tests {
     fn an_untrusted_tools_read_only_claim_is_not_believed_unless_asked_to() {
         let gate = AnnotationGate::new();
         assert_eq!(gate.decision_for("ls", &read_only(), true), Decision::Ask);
-        let ruling = gate.rule_for("ls", &read_only(), true);
+        let ruling = gate.ruling("ls", &read_only(), true);
         assert_eq!(
-            ruling.why,
+            ruling.why(),
             "no rule allows it; its own hints are not believed: its code is untrusted"
         );
         // Not believed means read as absent: destructive, open world.
@@ -675,41 +600,61 @@ mod tests {
             .deny(Match::Destructive)
             .rule(Rule::ask(Match::OpenWorld).because("it talks to the internet"));
         assert_eq!(
-            gate.rule_for("rm", &ToolAnnotations::new(), false).why,
+            gate.ruling("rm", &ToolAnnotations::new(), false).why(),
             "destructive tools"
         );
         let fetch = ToolAnnotations::new().destructive(false);
         assert_eq!(
-            gate.rule_for("fetch", &fetch, false).why,
+            gate.ruling("fetch", &fetch, false).why(),
             "it talks to the internet"
         );
         assert_eq!(
-            gate.rule_for("ls", &read_only().open_world(false), false)
-                .why,
+            gate.ruling("ls", &read_only().open_world(false), false)
+                .why(),
             "read-only tools"
         );
     }
 
     #[test]
-    fn tests_name_themselves_in_words() {
-        assert_eq!(Match::Always.to_string(), "every tool");
-        assert_eq!(Match::tool("rm").to_string(), "tool `rm`");
+    fn the_ruling_names_the_step_that_decided() {
+        let gate = AnnotationGate::new()
+            .deny(Match::glob("rm*").expect("a glob"))
+            .ask(Match::Destructive);
+        let ruling = gate.ruling("rmdir", &read_only(), false);
+        assert_eq!(ruling.decision(), Decision::Deny);
         assert_eq!(
-            (!Match::ReadOnly).to_string(),
-            "anything but read-only tools"
+            ruling.decided_by(),
+            DecidedBy::Rule {
+                number: 1,
+                rule: &gate.rules()[0]
+            }
+        );
+        assert_eq!(ruling.why(), "tool `rm*`");
+        let ruling = gate.ruling("touch", &ToolAnnotations::new().destructive(false), false);
+        assert_eq!(
+            (ruling.decision(), ruling.decided_by()),
+            (Decision::Ask, DecidedBy::Otherwise)
+        );
+        // An untrusted tool's read-only claim is set aside: the destructive
+        // rule matches it, and the reason says why.
+        let ruling = gate.ruling("ls", &read_only(), true);
+        assert!(matches!(
+            ruling.decided_by(),
+            DecidedBy::Rule { number: 2, .. }
+        ));
+        assert_eq!(
+            ruling.why(),
+            "destructive tools; its own hints are not believed: its code is untrusted"
         );
         assert_eq!(
-            Match::all([Match::Idempotent, Match::Untrusted]).to_string(),
-            "(idempotent tools that are also untrusted tools)"
+            gate.ruling("ls", &read_only(), false).decided_by(),
+            DecidedBy::ReadOnlyTools
         );
-        assert_eq!(Match::all([]).to_string(), "every tool");
-        assert!(Match::all([]).matches(&Facts {
-            name: "x",
-            hints: &ToolAnnotations::new(),
-            untrusted: false,
-        }));
-        assert_eq!(Match::OpenWorld.to_string(), "open-world tools");
-        assert_eq!(Match::Destructive.to_string(), "destructive tools");
+        assert!(!gate.believes_untrusted_hints());
+        assert!(
+            gate.believe_untrusted_hints(true)
+                .believes_untrusted_hints()
+        );
     }
 
     #[test]
