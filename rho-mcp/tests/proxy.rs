@@ -409,8 +409,14 @@ fn a_bad_policy_file_is_a_clear_error_and_exit_code_2() {
         .expect("the proxy runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
+    // Where the mistake is, that line quoted, and what is wrong with it.
     assert!(
-        stderr.contains("rule 1: `action` must be \"allow\", \"deny\" or \"ask\", not \"perhaps\""),
+        stderr.contains("TOML parse error at line 3, column 10\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("3 | action = \"perhaps\"\n"), "{stderr}");
+    assert!(
+        stderr.contains("unknown variant `perhaps`, expected one of `allow`, `ask`, `deny`"),
         "{stderr}"
     );
     assert!(

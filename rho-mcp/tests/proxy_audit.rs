@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rho_exec_tokio::TokioExecutor;
 use rho_mcp::McpServer;
-use rho_mcp::proxy::{AuditLog, Policy, PolicyGate};
+use rho_mcp::proxy::{AuditLog, PolicyGate, policy_from_toml};
 use rho_registry::{Source, ToolRegistry};
 use rho_tool_core::{Runner, Tool, ToolContext, ToolOutput, async_trait};
 use rho_turn::OutputCap;
@@ -65,7 +65,7 @@ async fn run(
         .add_source(Source::trusted("builtin"))
         .and_then(|source| source.add(Arc::new(Repeat)))
         .expect("one tool");
-    let gate = PolicyGate::new(Policy::from_toml(policy).expect("a valid policy"));
+    let gate = PolicyGate::new(policy_from_toml(policy).expect("a valid policy"));
     let log = Shared::default();
     let audit = AuditLog::to_writer(log.clone())
         .with_arguments(with_arguments)

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use rho_tool_core::Content;
+use rho_tool_core::{Content, Decision};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::decisions::{Decision, Decisions};
+use super::decisions::{CallDecision, Decisions};
 use super::time::rfc3339;
 use crate::serve::{CallObserver, ServedCall};
 
@@ -66,7 +66,7 @@ impl AuditLog {
     }
 
     /// The line of one call's end.
-    fn line<'a>(&self, served: &'a ServedCall<'a>, decision: Option<&'a Decision>) -> Line<'a> {
+    fn line<'a>(&self, served: &'a ServedCall<'a>, decision: Option<&'a CallDecision>) -> Line<'a> {
         let end = served.end;
         let total: usize = end.result.content().iter().map(content_bytes).sum();
         Line {
@@ -78,7 +78,7 @@ impl AuditLog {
             waited_ms: millis(end.waited),
             ran_ms: end.ran.map(millis),
             rule: decision.and_then(|decision| decision.rule),
-            action: decision.map(|decision| decision.action.as_str()),
+            action: decision.map(|decision| decision.action),
             asked: decision.is_some_and(|decision| decision.asked),
             approved: decision.and_then(|decision| decision.approved),
             denial: decision.and_then(|decision| decision.denial.as_deref()),
@@ -130,7 +130,8 @@ struct Line<'a> {
     waited_ms: f64,
     ran_ms: Option<f64>,
     rule: Option<usize>,
-    action: Option<&'static str>,
+    /// Written as the policy file writes it: `allow`, `deny`, `ask`.
+    action: Option<Decision>,
     asked: bool,
     approved: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]

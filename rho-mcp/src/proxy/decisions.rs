@@ -7,14 +7,15 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::policy::Action;
+use rho_tool_core::Decision;
 
 /// What the policy decided about one call, and what the person said.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Decision {
+pub(crate) struct CallDecision {
     /// The number of the rule that decided; `None` for the default.
     pub(crate) rule: Option<usize>,
-    pub(crate) action: Action,
+    /// What the policy said to do.
+    pub(crate) action: Decision,
     /// Whether a person was asked (an `ask` the client could put to one).
     pub(crate) asked: bool,
     /// Whether the call may run; `None` while a person is being asked.
@@ -32,7 +33,7 @@ pub(crate) struct Decision {
 /// [`follow`]: Decisions::follow
 #[derive(Clone, Default)]
 pub(crate) struct Decisions {
-    calls: Arc<Mutex<HashMap<String, Decision>>>,
+    calls: Arc<Mutex<HashMap<String, CallDecision>>>,
     followed: Arc<AtomicBool>,
 }
 
@@ -42,26 +43,26 @@ impl Decisions {
         self.followed.store(true, Ordering::Release);
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Decision>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, CallDecision>> {
         // Only map operations run under the lock.
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn record(&self, call_id: &str, decision: Decision) {
+    pub(crate) fn record(&self, call_id: &str, decision: CallDecision) {
         if !self.followed.load(Ordering::Acquire) {
             return;
         }
         self.lock().insert(call_id.to_owned(), decision);
     }
 
-    pub(crate) fn update(&self, call_id: &str, change: impl FnOnce(&mut Decision)) {
+    pub(crate) fn update(&self, call_id: &str, change: impl FnOnce(&mut CallDecision)) {
         if let Some(decision) = self.lock().get_mut(call_id) {
             change(decision);
         }
     }
 
     /// The call's decision, forgotten here: the call has ended.
-    pub(crate) fn take(&self, call_id: &str) -> Option<Decision> {
+    pub(crate) fn take(&self, call_id: &str) -> Option<CallDecision> {
         self.lock().remove(call_id)
     }
 }

@@ -19,10 +19,10 @@
 //!   stays connected ([`Proxy::reenable`]);
 //! - **an output cap**: each text part of a tool's answer cut to its head
 //!   and tail;
-//! - **a policy** ([`Policy`], a TOML file): allow, deny or ask, by tool
-//!   name (exact or glob) or annotation, first match wins; `ask` is put to
-//!   the person at the client through MCP elicitation, and denied, saying
-//!   why, when the client cannot ask ([`PolicyGate`]);
+//! - **a policy** (a TOML file, [`load_policy`]): allow, deny or ask, by
+//!   tool name (exact or glob) or annotation, first match wins; `ask` is
+//!   put to the person at the client through MCP elicitation, and denied,
+//!   saying why, when the client cannot ask ([`PolicyGate`]);
 //! - **an audit log** ([`AuditLog`]): a JSON line per call end, without
 //!   the arguments unless asked.
 //!
@@ -38,7 +38,10 @@
 //!
 //! # The policy file
 //!
-//! What the proxy does with each call, written by hand in TOML:
+//! What the proxy does with each call, written by hand in TOML: the
+//! configuration of an [`AnnotationGate`](rho_tool_core::AnnotationGate)
+//! ([`GateConfig`](rho_tool_core::GateConfig)), rho's ready gate, which
+//! decides each call.
 //!
 //! ```toml
 //! # The first rule that matches a call decides it; `default` decides the rest.
@@ -46,7 +49,7 @@
 //! believe_hints = true     # read the server's annotations as it states them
 //!
 //! [[rule]]
-//! tool = ["read_*", "list_*", "search_files"]   # exact names or globs (* and ?)
+//! tool = ["read_*", "list_*", "search_files"]   # exact names or globs
 //! action = "allow"
 //!
 //! [[rule]]
@@ -62,6 +65,18 @@
 //! A rule has a `tool` test, an `annotation` test or both (then both must
 //! hold), an `action`, and optionally a `reason` in words. Rules are
 //! numbered from 1 in file order, and every denial names its rule.
+//!
+//! A `tool` glob matches a whole name: `*` stands for any run of
+//! characters, `?` for any one (of the ASCII that tool names are made
+//! of), `[abc]` for one of a set, `{read,list}_*` for any of the
+//! alternatives, and `\` makes the next character plain
+//! ([`ToolGlob`](rho_tool_core::ToolGlob)); a name with none of these
+//! matches only itself.
+//!
+//! A mistake in the file (an unknown key, a misspelt action or
+//! annotation, a pattern that is not a glob, a rule without `action` or
+//! that tests nothing) stops the proxy before it starts, with the line and
+//! column of the mistake and that line quoted.
 //!
 //! ## Whose hints
 //!
@@ -122,20 +137,20 @@
 //! cannot be written (the disk is full, say), the proxy says so on stderr
 //! and keeps serving: the calls matter more than their record.
 //!
-//! One concept a module: `policy` the file and its rules, `glob` tool-name
-//! patterns, `gate` the policy as a rho gate, `decisions` what the gate
-//! decided about each call in flight, `audit` the log, `time` its
-//! timestamps, `run` the proxy put together.
+//! One concept a module: `policy` the file read into an
+//! [`AnnotationGate`](rho_tool_core::AnnotationGate), `gate` that gate
+//! asking through elicitation and naming rules in the file's words,
+//! `decisions` what it decided about each call in flight, `audit` the
+//! log, `time` its timestamps, `run` the proxy put together.
 
 mod audit;
 mod decisions;
 mod gate;
-mod glob;
 mod policy;
 mod run;
 mod time;
 
 pub use audit::AuditLog;
 pub use gate::PolicyGate;
-pub use policy::{Action, Hint, Policy, PolicyError, PolicyRule, Ruling};
+pub use policy::{PolicyError, load_policy, policy_from_toml};
 pub use run::{Proxy, ProxyError, ProxyOptions};

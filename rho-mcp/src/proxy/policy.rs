@@ -1,387 +1,41 @@
-//! The proxy's policy: which calls run, which are refused, and which a
-//! person is asked about; the file's format is in the proxy module's docs.
+//! The proxy's policy file: an [`AnnotationGate`] configuration
+//! ([`GateConfig`]) read from TOML; the format is in the proxy module's
+//! docs.
 
-use std::fmt;
 use std::path::Path;
 
-use rho_tool_core::ToolAnnotations;
+use rho_tool_core::{AnnotationGate, GateConfig};
 
-use super::glob::Glob;
-
-/// What the policy does with a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// Run it.
-    Allow,
-    /// Refuse it; the model gets an error result naming the rule.
-    Deny,
-    /// Ask the person at the client (MCP elicitation); refuse it when the
-    /// client cannot be asked.
-    Ask,
-}
-
-impl Action {
-    /// `"allow"`, `"deny"` or `"ask"`, as the file and the audit log say.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Allow => "allow",
-            Action::Deny => "deny",
-            Action::Ask => "ask",
-        }
-    }
-
-    fn parse(text: &str) -> Option<Self> {
-        match text {
-            "allow" => Some(Action::Allow),
-            "deny" => Some(Action::Deny),
-            "ask" => Some(Action::Ask),
-            _ => None,
-        }
-    }
-}
-
-/// A behaviour hint a rule can test (MCP's tool annotations).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Hint {
-    /// `readOnlyHint`: the tool leaves its environment unchanged.
-    ReadOnly,
-    /// `destructiveHint`: it may destroy or overwrite what is there.
-    Destructive,
-    /// `idempotentHint`: calling it again has no further effect.
-    Idempotent,
-    /// `openWorldHint`: it reaches outside entities (the web, say).
-    OpenWorld,
-}
-
-impl Hint {
-    /// The name the file uses: `read_only`, `destructive`, `idempotent`,
-    /// `open_world`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Hint::ReadOnly => "read_only",
-            Hint::Destructive => "destructive",
-            Hint::Idempotent => "idempotent",
-            Hint::OpenWorld => "open_world",
-        }
-    }
-
-    fn parse(text: &str) -> Option<Self> {
-        [
-            Hint::ReadOnly,
-            Hint::Destructive,
-            Hint::Idempotent,
-            Hint::OpenWorld,
-        ]
-        .into_iter()
-        .find(|hint| hint.as_str() == text)
-    }
-
-    /// Whether a tool with `annotations` has this trait, read with MCP's
-    /// defaults.
-    fn holds(self, annotations: &ToolAnnotations) -> bool {
-        match self {
-            Hint::ReadOnly => annotations.is_read_only(),
-            Hint::Destructive => annotations.is_destructive(),
-            Hint::Idempotent => annotations.is_idempotent(),
-            Hint::OpenWorld => annotations.is_open_world(),
-        }
-    }
-}
-
-/// One rule of a [`Policy`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyRule {
-    number: usize,
-    tools: Vec<Glob>,
-    annotation: Option<Hint>,
-    action: Action,
-    reason: Option<String>,
-}
-
-impl PolicyRule {
-    /// Its number: its place in the file, from 1.
-    pub fn number(&self) -> usize {
-        self.number
-    }
-
-    /// What it does with the calls it matches.
-    pub fn action(&self) -> Action {
-        self.action
-    }
-
-    /// Why, in the file's words, if it says.
-    pub fn reason(&self) -> Option<&str> {
-        self.reason.as_deref()
-    }
-
-    fn matches(&self, tool: &str, hints: &ToolAnnotations) -> bool {
-        (self.tools.is_empty() || self.tools.iter().any(|glob| glob.matches(tool)))
-            && self.annotation.is_none_or(|hint| hint.holds(hints))
-    }
-}
-
-/// `rule 2 (tool "delete_*")`, `rule 3 (annotation destructive)`.
-impl fmt::Display for PolicyRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "rule {} (", self.number)?;
-        if !self.tools.is_empty() {
-            f.write_str("tool ")?;
-            for (i, glob) in self.tools.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(" or ")?;
-                }
-                write!(f, "{glob}")?;
-            }
-            if self.annotation.is_some() {
-                f.write_str(" and ")?;
-            }
-        }
-        if let Some(hint) = self.annotation {
-            write!(f, "annotation {}", hint.as_str())?;
-        }
-        f.write_str(")")
-    }
-}
-
-/// The proxy's policy: rules in order, first match wins, then a default.
+/// The policy in the TOML file at `path`, as the gate it configures.
 ///
-/// Made from a file ([`Policy::load`]) or its text ([`Policy::from_toml`];
-/// the format is in the [proxy module docs](super)), or [`Policy::allow_all`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policy {
-    rules: Vec<PolicyRule>,
-    default: Action,
-    believe_hints: bool,
-}
-
-/// What the policy decided about a call, and which rule said so.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ruling<'a> {
-    /// What to do.
-    pub action: Action,
-    /// The rule that matched; `None` for the default.
-    pub rule: Option<&'a PolicyRule>,
-}
-
-impl Ruling<'_> {
-    /// Which rule decided, in words: `rule 2 (tool "delete_*")`, or `the
-    /// default`.
-    pub fn because(&self) -> String {
-        match self.rule {
-            Some(rule) => rule.to_string(),
-            None => "the default".to_owned(),
-        }
-    }
-}
-
-impl Policy {
-    /// No rules; every call runs.
-    pub fn allow_all() -> Self {
-        Self {
-            rules: Vec::new(),
-            default: Action::Allow,
-            believe_hints: false,
-        }
-    }
-
-    /// The policy in the TOML file at `path`.
-    ///
-    /// # Errors
-    ///
-    /// [`PolicyError`] naming the file, and the line and column or the
-    /// rule that is wrong.
-    pub fn load(path: &Path) -> Result<Self, PolicyError> {
-        let text = std::fs::read_to_string(path).map_err(|error| PolicyError {
-            message: format!("cannot read the policy file {}: {error}", path.display()),
-        })?;
-        Self::from_toml(&text).map_err(|error| PolicyError {
-            message: format!("the policy file {}: {}", path.display(), error.message),
-        })
-    }
-
-    /// The policy written in `text` (TOML).
-    ///
-    /// # Errors
-    ///
-    /// [`PolicyError`] saying where and what is wrong: a TOML syntax error
-    /// with its line and column, an unknown key, an unknown action or
-    /// annotation, a rule that tests nothing.
-    pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
-        let table: toml::Table = text.parse().map_err(|error: toml::de::Error| PolicyError {
-            message: error.to_string().trim_end().to_owned(),
-        })?;
-        let mut policy = Self {
-            rules: Vec::new(),
-            default: Action::Ask,
-            believe_hints: false,
-        };
-        for (key, value) in &table {
-            match key.as_str() {
-                "default" => policy.default = action(value, "`default`")?,
-                "believe_hints" => {
-                    policy.believe_hints = value
-                        .as_bool()
-                        .ok_or_else(|| PolicyError::new("`believe_hints` must be true or false"))?;
-                }
-                "rule" => {
-                    let rules = value.as_array().ok_or_else(|| {
-                        PolicyError::new("`rule` must be a list of tables: write each as [[rule]]")
-                    })?;
-                    for (index, rule) in rules.iter().enumerate() {
-                        policy.rules.push(parse_rule(index + 1, rule)?);
-                    }
-                }
-                other => {
-                    return Err(PolicyError::new(format!(
-                        "unknown key `{other}` (a policy has `default`, `believe_hints` and \
-                         [[rule]] tables)"
-                    )));
-                }
-            }
-        }
-        Ok(policy)
-    }
-
-    /// The rules, in order.
-    pub fn rules(&self) -> &[PolicyRule] {
-        &self.rules
-    }
-
-    /// What calls no rule matches get.
-    pub fn default_action(&self) -> Action {
-        self.default
-    }
-
-    /// Whether the server's annotations are read as stated (else as
-    /// absent: MCP's cautious defaults).
-    pub fn believes_hints(&self) -> bool {
-        self.believe_hints
-    }
-
-    /// What the policy does with a call of `tool`, which the server
-    /// describes with `annotations`.
-    pub fn decide(&self, tool: &str, annotations: &ToolAnnotations) -> Ruling<'_> {
-        let unknown = ToolAnnotations::default();
-        let hints = if self.believe_hints {
-            annotations
-        } else {
-            &unknown
-        };
-        match self.rules.iter().find(|rule| rule.matches(tool, hints)) {
-            Some(rule) => Ruling {
-                action: rule.action,
-                rule: Some(rule),
-            },
-            None => Ruling {
-                action: self.default,
-                rule: None,
-            },
-        }
-    }
-}
-
-/// A value as the error texts quote it.
-fn shown(value: &toml::Value) -> String {
-    match value {
-        toml::Value::String(text) => format!("{text:?}"),
-        toml::Value::Integer(n) => n.to_string(),
-        toml::Value::Float(x) => x.to_string(),
-        toml::Value::Boolean(b) => b.to_string(),
-        toml::Value::Datetime(_) => "a date".to_owned(),
-        toml::Value::Array(_) => "a list".to_owned(),
-        toml::Value::Table(_) => "a table".to_owned(),
-    }
-}
-
-fn action(value: &toml::Value, what: &str) -> Result<Action, PolicyError> {
-    value.as_str().and_then(Action::parse).ok_or_else(|| {
-        PolicyError::new(format!(
-            "{what} must be \"allow\", \"deny\" or \"ask\", not {}",
-            shown(value)
-        ))
+/// # Errors
+///
+/// [`PolicyError`] naming the file, and the line and column of what is
+/// wrong with the line quoted.
+pub fn load_policy(path: &Path) -> Result<AnnotationGate, PolicyError> {
+    let text = std::fs::read_to_string(path).map_err(|error| PolicyError {
+        message: format!("cannot read the policy file {}: {error}", path.display()),
+    })?;
+    policy_from_toml(&text).map_err(|error| PolicyError {
+        message: format!("the policy file {}: {}", path.display(), error.message),
     })
 }
 
-fn parse_rule(number: usize, value: &toml::Value) -> Result<PolicyRule, PolicyError> {
-    let at = |message: String| PolicyError::new(format!("rule {number}: {message}"));
-    let table = value
-        .as_table()
-        .ok_or_else(|| at("must be a table ([[rule]])".to_owned()))?;
-    let mut rule = PolicyRule {
-        number,
-        tools: Vec::new(),
-        annotation: None,
-        action: Action::Ask,
-        reason: None,
-    };
-    let mut has_action = false;
-    for (key, value) in table {
-        match key.as_str() {
-            "tool" => {
-                let names: Vec<&toml::Value> = match value {
-                    toml::Value::Array(names) => names.iter().collect(),
-                    one => vec![one],
-                };
-                for name in names {
-                    match name.as_str() {
-                        Some(name) if !name.is_empty() => rule.tools.push(Glob::new(name)),
-                        _ => {
-                            return Err(at(format!(
-                                "`tool` must be a name or a list of names (globs with * and ? \
-                                 allowed), not {}",
-                                shown(value)
-                            )));
-                        }
-                    }
-                }
-                if rule.tools.is_empty() {
-                    return Err(at("`tool` is an empty list".to_owned()));
-                }
-            }
-            "annotation" => {
-                rule.annotation = Some(value.as_str().and_then(Hint::parse).ok_or_else(|| {
-                    at(format!(
-                        "`annotation` must be \"read_only\", \"destructive\", \"idempotent\" \
-                         or \"open_world\", not {}",
-                        shown(value)
-                    ))
-                })?);
-            }
-            "action" => {
-                rule.action = action(value, "`action`").map_err(|error| at(error.message))?;
-                has_action = true;
-            }
-            "reason" => {
-                rule.reason = Some(
-                    value
-                        .as_str()
-                        .ok_or_else(|| {
-                            at(format!("`reason` must be a string, not {}", shown(value)))
-                        })?
-                        .to_owned(),
-                );
-            }
-            other => {
-                return Err(at(format!(
-                    "unknown key `{other}` (a rule has `tool`, `annotation`, `action` and \
-                     `reason`)"
-                )));
-            }
-        }
-    }
-    if !has_action {
-        return Err(at(
-            "no `action`: say \"allow\", \"deny\" or \"ask\"".to_owned()
-        ));
-    }
-    if rule.tools.is_empty() && rule.annotation.is_none() {
-        return Err(at(
-            "tests nothing: give it a `tool`, an `annotation` or both (what every \
-                       other call gets is `default`)"
-                .to_owned(),
-        ));
-    }
-    Ok(rule)
+/// The policy written in `text` (TOML), as the gate it configures.
+///
+/// # Errors
+///
+/// [`PolicyError`] saying where (line and column, the line quoted) and
+/// what is wrong: a TOML syntax error, an unknown key, an unknown action
+/// or annotation, a tool pattern that is not a glob, a rule without an
+/// action or that tests nothing.
+pub fn policy_from_toml(text: &str) -> Result<AnnotationGate, PolicyError> {
+    let config: GateConfig = toml::from_str(text).map_err(|error| PolicyError {
+        // toml's text ends with a line break, which a message to stderr
+        // adds itself.
+        message: error.to_string().trim_end().to_owned(),
+    })?;
+    Ok(AnnotationGate::from(config))
 }
 
 /// A policy that cannot be used, and why: where in the file, and what.
@@ -391,17 +45,12 @@ pub struct PolicyError {
     message: String,
 }
 
-impl PolicyError {
-    fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use rho_tool_core::{DecidedBy, Decision, ToolAnnotations};
+
     use super::*;
+    use crate::proxy::gate::because;
 
     const EXAMPLE: &str = r#"
         default = "deny"
@@ -421,116 +70,216 @@ mod tests {
         action = "ask"
     "#;
 
+    /// The rule that decided, by number, and its reason.
+    fn rule(decided_by: DecidedBy<'_>) -> Option<(usize, Option<&str>)> {
+        match decided_by {
+            DecidedBy::Rule { number, rule } => Some((number, rule.reason())),
+            _ => None,
+        }
+    }
+
+    // The proxy's tools are an imported server's: untrusted, hence the
+    // `true` of each ruling below.
+
     #[test]
     fn the_first_matching_rule_decides_then_the_default() {
-        let policy = Policy::from_toml(EXAMPLE).expect("valid");
+        let policy = policy_from_toml(EXAMPLE).expect("valid");
         let plain = ToolAnnotations::new().destructive(false);
-        let ruling = policy.decide("read_file", &plain);
+        let ruling = policy.ruling("read_file", &plain, true);
         assert_eq!(
-            (ruling.action, ruling.rule.map(PolicyRule::number)),
-            (Action::Allow, Some(1))
+            (ruling.decision(), rule(ruling.decided_by())),
+            (Decision::Allow, Some((1, None)))
         );
-        let ruling = policy.decide("delete_file", &ToolAnnotations::new());
-        assert_eq!(ruling.action, Action::Deny);
-        assert_eq!(ruling.because(), r#"rule 2 (tool "delete_*")"#);
+        let ruling = policy.ruling("delete_file", &ToolAnnotations::new(), true);
+        assert_eq!(ruling.decision(), Decision::Deny);
+        assert_eq!(because(&ruling), r#"rule 2 (tool "delete_*")"#);
         assert_eq!(
-            ruling.rule.and_then(PolicyRule::reason),
-            Some("nothing is deleted here")
+            rule(ruling.decided_by()),
+            Some((2, Some("nothing is deleted here")))
         );
-        let ruling = policy.decide("write_file", &ToolAnnotations::new());
-        assert_eq!(ruling.action, Action::Ask);
-        assert_eq!(ruling.because(), "rule 3 (annotation destructive)");
-        let ruling = policy.decide("touch", &plain);
+        let ruling = policy.ruling("write_file", &ToolAnnotations::new(), true);
+        assert_eq!(ruling.decision(), Decision::Ask);
+        assert_eq!(because(&ruling), "rule 3 (annotation destructive)");
+        let ruling = policy.ruling("touch", &plain, true);
         assert_eq!(
-            (ruling.action, ruling.because()),
-            (Action::Deny, "the default".to_owned())
+            (ruling.decision(), because(&ruling)),
+            (Decision::Deny, "the default".to_owned())
         );
     }
 
     #[test]
     fn hints_are_not_believed_unless_the_file_says_so() {
-        let policy = Policy::from_toml(
+        let policy = policy_from_toml(
             "default = \"deny\"\n[[rule]]\nannotation = \"read_only\"\naction = \"allow\"\n",
         )
         .expect("valid");
-        assert!(!policy.believes_hints());
+        assert!(!policy.believes_untrusted_hints());
         let claims = ToolAnnotations::new().read_only();
-        assert_eq!(policy.decide("ls", &claims).action, Action::Deny);
-        let believing = Policy::from_toml(
+        assert_eq!(policy.decision_for("ls", &claims, true), Decision::Deny);
+        let believing = policy_from_toml(
             "default = \"deny\"\nbelieve_hints = true\n[[rule]]\nannotation = \"read_only\"\naction = \"allow\"\n",
         )
         .expect("valid");
-        assert_eq!(believing.decide("ls", &claims).action, Action::Allow);
+        assert_eq!(believing.decision_for("ls", &claims, true), Decision::Allow);
     }
 
     #[test]
     fn a_rule_with_both_tests_needs_both() {
-        let policy = Policy::from_toml(
+        let policy = policy_from_toml(
             "default = \"allow\"\nbelieve_hints = true\n[[rule]]\ntool = \"fs_*\"\nannotation = \"destructive\"\naction = \"deny\"\n",
         )
         .expect("valid");
         let destructive = ToolAnnotations::new().destructive(true);
-        assert_eq!(policy.decide("fs_rm", &destructive).action, Action::Deny);
-        assert_eq!(policy.decide("net_rm", &destructive).action, Action::Allow);
         assert_eq!(
-            policy
-                .decide("fs_ls", &ToolAnnotations::new().read_only())
-                .action,
-            Action::Allow
+            policy.decision_for("fs_rm", &destructive, true),
+            Decision::Deny
         );
         assert_eq!(
-            policy.rules()[0].to_string(),
+            policy.decision_for("net_rm", &destructive, true),
+            Decision::Allow
+        );
+        assert_eq!(
+            policy.decision_for("fs_ls", &ToolAnnotations::new().read_only(), true),
+            Decision::Allow
+        );
+        assert_eq!(
+            because(&policy.ruling("fs_rm", &destructive, true)),
             r#"rule 1 (tool "fs_*" and annotation destructive)"#
         );
     }
 
     #[test]
     fn mistakes_are_named_with_where_they_are() {
+        // The text, the line and column toml names, and what it says.
         let cases = [
             (
                 "default = \"maybe\"",
-                "`default` must be \"allow\", \"deny\" or \"ask\"",
+                "line 1, column 11",
+                "unknown variant `maybe`, expected one of `allow`, `ask`, `deny`",
             ),
-            ("defualt = \"allow\"", "unknown key `defualt`"),
-            ("[[rule]]\ntool = \"x\"", "rule 1: no `action`"),
-            ("[[rule]]\naction = \"deny\"", "rule 1: tests nothing"),
+            (
+                "defualt = \"allow\"",
+                "line 1, column 1",
+                "unknown field `defualt`, expected one of `default`, `believe_hints`, `rule`",
+            ),
+            (
+                "[[rule]]\ntool = \"x\"",
+                "line 1, column 1",
+                "missing field `action`",
+            ),
+            (
+                "[[rule]]\naction = \"deny\"",
+                "line 1, column 1",
+                "this rule tests nothing: give it a `tool`, an `annotation` or both",
+            ),
             (
                 "[[rule]]\ntool = \"x\"\naction = \"allow\"\n[[rule]]\ntool = \"y\"\naction = \"nope\"",
-                "rule 2: `action` must be",
+                "line 6, column 10",
+                "unknown variant `nope`, expected one of `allow`, `ask`, `deny`",
             ),
             (
                 "[[rule]]\nannotation = \"readonly\"\naction = \"allow\"",
-                "`annotation` must be",
+                "line 2, column 14",
+                "unknown variant `readonly`, expected one of `read_only`, `destructive`, \
+                 `idempotent`, `open_world`",
             ),
             (
                 "[[rule]]\ntool = 3\naction = \"allow\"",
-                "`tool` must be a name",
+                "line 2, column 8",
+                "invalid type: integer `3`, expected a tool name or a list of tool names",
             ),
             (
                 "[[rule]]\ntool = []\naction = \"allow\"",
-                "`tool` is an empty list",
+                "line 2, column 8",
+                "an empty list of tools: name at least one tool or glob",
             ),
             (
                 "[[rule]]\ntool = \"x\"\naction = \"allow\"\nwhen = 1",
-                "unknown key `when`",
+                "line 4, column 1",
+                "unknown field `when`, expected one of `tool`, `annotation`, `action`, `reason`",
             ),
-            ("rule = 1", "`rule` must be a list of tables"),
+            (
+                "rule = 1",
+                "line 1, column 8",
+                "invalid type: integer `1`, expected a list of rules (in TOML, each a [[rule]] table)",
+            ),
             (
                 "believe_hints = \"yes\"",
-                "`believe_hints` must be true or false",
+                "line 1, column 17",
+                "invalid type: string \"yes\", expected a boolean",
             ),
-            ("default = \"allow\"\n[[rule]\n", "line 2"),
+            (
+                "default = \"allow\"\n[[rule]\n",
+                "line 2, column 8",
+                "unclosed array table",
+            ),
+            // What the hand-written reader let through or could not say.
+            (
+                "[[rule]]\ntool = \"read_[\"\naction = \"allow\"",
+                "line 2, column 8",
+                "`read_[` is not a tool-name glob: unclosed character class",
+            ),
+            (
+                "[[rule]]\ntool = [\"echo\", \"\"]\naction = \"allow\"",
+                "line 2, column 17",
+                "an empty tool name matches no tool",
+            ),
+            (
+                "[[rule]]\ntool = \"x\"\naction = \"allow\"\n\n[[rule]]\nreason = \"y\"\naction = \"deny\"",
+                "line 5, column 1",
+                "this rule tests nothing",
+            ),
         ];
-        for (text, expected) in cases {
-            let error = Policy::from_toml(text).expect_err(text).to_string();
+        for (text, place, expected) in cases {
+            let error = policy_from_toml(text).expect_err(text).to_string();
+            assert!(
+                error.starts_with(&format!("TOML parse error at {place}\n")),
+                "{text:?}: {error}"
+            );
             assert!(error.contains(expected), "{text:?}: {error}");
         }
     }
 
     #[test]
     fn an_empty_file_asks_about_everything() {
-        let policy = Policy::from_toml("").expect("valid");
-        assert_eq!(policy.default_action(), Action::Ask);
+        let policy = policy_from_toml("").expect("valid");
         assert!(policy.rules().is_empty());
+        let read_only = ToolAnnotations::new().read_only();
+        for believed in [false, true] {
+            let policy = policy.clone().believe_untrusted_hints(believed);
+            assert_eq!(policy.decision_for("ls", &read_only, true), Decision::Ask);
+            assert_eq!(
+                policy.decision_for("rm", &ToolAnnotations::new(), true),
+                Decision::Ask
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_or_is_wrong_is_named() {
+        let missing = Path::new("/nonexistent/rho-policy.toml");
+        let error = load_policy(missing).expect_err("no such file").to_string();
+        assert!(
+            error.starts_with("cannot read the policy file /nonexistent/rho-policy.toml: "),
+            "{error}"
+        );
+
+        let path = std::env::temp_dir().join(format!("rho-policy-{}.toml", std::process::id()));
+        std::fs::write(&path, "default = \"allow\"\nbelieve = true\n").expect("written");
+        let error = load_policy(&path).expect_err("an unknown key").to_string();
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            error.starts_with(&format!(
+                "the policy file {}: TOML parse error at line 2, column 1\n",
+                path.display()
+            )),
+            "{error}"
+        );
+        assert!(
+            error.ends_with(
+                "unknown field `believe`, expected one of `default`, `believe_hints`, `rule`"
+            ),
+            "{error}"
+        );
     }
 }

@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use rho_exec_tokio::TokioExecutor;
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
-use rho_tool_core::{DEFAULT_TIMEOUT, Runner};
+use rho_tool_core::{AnnotationGate, DEFAULT_TIMEOUT, Decision, Runner};
 use rho_turn::OutputCap;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::audit::AuditLog;
 use super::gate::PolicyGate;
-use super::policy::{Policy, PolicyError};
+use super::policy::PolicyError;
 use crate::McpServer;
 use crate::error::ServeError;
 use crate::import::{HttpSpec, ImportError, McpSource, McpSourceBuilder};
@@ -47,7 +47,7 @@ pub struct ProxyOptions {
     upstream: Upstream,
     /// What was set that the upstream's kind does not take.
     misfit: Option<&'static str>,
-    policy: Policy,
+    policy: AnnotationGate,
     audit: Option<PathBuf>,
     audit_arguments: bool,
     timeout: Duration,
@@ -100,7 +100,7 @@ impl ProxyOptions {
             name,
             upstream,
             misfit: None,
-            policy: Policy::allow_all(),
+            policy: allow_all(),
             audit: None,
             audit_arguments: false,
             timeout: DEFAULT_TIMEOUT,
@@ -151,9 +151,12 @@ impl ProxyOptions {
         self
     }
 
-    /// The policy every call goes through (default:
-    /// [`Policy::allow_all`]).
-    pub fn policy(mut self, policy: Policy) -> Self {
+    /// The policy every call goes through: a gate's rules and steps, read
+    /// from a file ([`load_policy`](super::load_policy)) or built in code
+    /// (default: every call allowed). Its approver, if it has one, is not
+    /// asked: an `ask` goes to the person at the client
+    /// ([`PolicyGate`](super::PolicyGate)).
+    pub fn policy(mut self, policy: AnnotationGate) -> Self {
         self.policy = policy;
         self
     }
@@ -222,7 +225,7 @@ impl ProxyOptions {
         }
         let executor =
             TokioExecutor::current().map_err(|error| ProxyError::Runtime(error.to_string()))?;
-        let believe_hints = self.policy.believes_hints();
+        let believe_hints = self.policy.believes_untrusted_hints();
         let gate = PolicyGate::new(self.policy);
         let audit = match &self.audit {
             Some(path) => Some(
@@ -284,6 +287,13 @@ impl ProxyOptions {
         }
         Ok(Proxy { server, source })
     }
+}
+
+/// The policy of a proxy given none: every call runs, read-only or not.
+fn allow_all() -> AnnotationGate {
+    AnnotationGate::new()
+        .read_only_tools(Decision::Allow)
+        .otherwise(Decision::Allow)
 }
 
 /// `builder` with what the proxy sets on the imported source, whichever

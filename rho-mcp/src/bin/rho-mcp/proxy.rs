@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rho_mcp::proxy::{Policy, ProxyOptions};
+use rho_mcp::proxy::{ProxyOptions, load_policy};
+use rho_tool_core::AnnotationGate;
 
 pub(crate) const USAGE: &str =
     "usage: rho-mcp proxy [--policy FILE] [--audit FILE] [--audit-arguments]
@@ -121,11 +122,11 @@ fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
         .map_err(|_| format!("{flag} needs a whole number, not `{value}`"))
 }
 
-/// Reads the policy file, if one was given.
-pub(crate) fn policy(args: &ProxyArgs) -> Result<Option<Policy>, String> {
+/// Reads the policy file, if one was given, into the gate it configures.
+pub(crate) fn policy(args: &ProxyArgs) -> Result<Option<AnnotationGate>, String> {
     args.policy
         .as_deref()
-        .map(Policy::load)
+        .map(load_policy)
         .transpose()
         .map_err(|error| error.to_string())
 }
