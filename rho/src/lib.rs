@@ -1,0 +1,242 @@
+//! rho runs the tool calls of LLM agents safely, on tokio or smol.
+//!
+//! An agent host lets a model call tools: read files, run commands, call
+//! APIs, tools served by MCP servers, tools the agent wrote itself. rho runs
+//! each call in a task of its own, apart from the host's loop:
+//!
+//! - the **gate** (approval) runs inside the call's task, so a person
+//!   approving on a phone blocks no other call;
+//! - the tool's **clock** starts only once the gate allows, so the time a
+//!   person took is never counted against the tool;
+//! - at its deadline a call is **killed** without waiting for the tool to
+//!   agree, and a host can abort any call or a whole turn;
+//! - a **panic** of any payload type, a hang or a lost executor becomes an
+//!   error result that names the tool; the loop never unwinds;
+//! - an untrusted tool's answer is made **plain data** inside its task, so
+//!   nothing it hands back can run its code in the loop;
+//! - each tool's **source** hears how its calls ended, counts them, and
+//!   quarantines a tool that keeps crashing or hanging.
+//!
+//! This crate is the one a host depends on. It holds no logic of its own:
+//! it gathers rho's crates under one vocabulary, with a feature for each
+//! runtime and each capability.
+//!
+//! # The words
+//!
+//! | concept | name | what it is |
+//! |---|---|---|
+//! | tool | [`Tool`] | something the model can call: name, description, schema, `run` |
+//! | typed tool | [`TypedTool`] | a tool whose arguments are a Rust type (schema derived) |
+//! | call | [`ToolCall`] | one call the model asked for: id, tool name, arguments |
+//! | answer | [`ToolOutput`] | what a tool's `run` returns |
+//! | result | [`ToolResult`] | what the model reads: [`Content`] parts, an error flag, details |
+//! | gate | [`Gate`] | the check before a tool runs; it answers a [`Verdict`] |
+//! | annotation gate | [`AnnotationGate`] | a ready gate: rules on names and annotations, an [`Approver`] for the rest |
+//! | runner | [`Runner`] | starts one call on an executor |
+//! | call handle | [`CallHandle`] | a call in flight: events, abort, and its end |
+//! | end | [`CallEnd`] | how a call ended: [`Outcome`], result, time waited and run |
+//! | registry | [`ToolRegistry`] | the tools of all sources, by name |
+//! | source | [`Source`] | where tools come from; told of each call of its tools |
+//! | accounting | [`Accounting`] | a source's counts and quarantine ([`QuarantineRule`]) |
+//! | refusal | [`Refusal`] | why a call got no tool: an unknown name, a disabled tool |
+//! | turn | [`Turn`] | the calls of one model message, side by side |
+//! | turn runner | [`TurnRunner`] | makes turns: registry, gate, runner, event bus, policies |
+//! | event | [`TurnEvent`] | what a turn tells its subscribers as it happens |
+//! | subscriber | [`Subscriber`] | a host's screen or log: gets every event, never blocks a turn |
+//! | session entry | [`SessionEntry`] | what the session keeps of one call |
+//! | plain data | [`Plain`] | values made only of library-owned types |
+//! | executor | [`Executor`] | spawn, kill and sleep on a runtime ([`tokio`], [`smol`]) |
+//!
+//! The rest sits one module down, by concept: [`tool`], [`call`],
+//! [`gate`], [`registry`], [`turn`], [`untrusted`], [`executor`]; and one
+//! module per runtime and capability, behind its feature.
+//!
+//! # Features
+//!
+//! | feature | gives |
+//! |---|---|
+//! | `tokio` (default) | [`tokio`]: the executor on tokio, and the types a tokio host names |
+//! | `smol` | [`smol`]: the executor on smol (both runtimes may be on at once) |
+//! | `script` | `script`: tools the model writes in JavaScript, and code mode |
+//! | `mcp` | `mcp`: serve a registry over MCP, import MCP servers, the proxy |
+//! | `mcp-https` | `mcp`, with imports from `https://` endpoints |
+//! | `process` | `process`: a tool that is a child process, killed whole |
+//! | `full` | all of the above |
+//!
+//! # A host in a few lines
+//!
+//! One tool, a registry whose source counts its calls, a gate that lets
+//! read-only tools run and asks for the rest, and a subscriber that prints
+//! every event:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use rho::tokio::{TokioExecutor, TurnRunner};
+//! use rho::{Accounting, AnnotationGate, ApprovalRequest, Outcome, Source, Tool, ToolAnnotations};
+//! use rho::{ToolCall, ToolContext, ToolOutput, ToolRegistry, TurnEvent, Verdict, async_trait};
+//!
+//! struct Clock;
+//!
+//! #[async_trait]
+//! impl Tool for Clock {
+//!     fn name(&self) -> &str { "clock" }
+//!     fn description(&self) -> &str { "Says what time it is." }
+//!     fn annotations(&self) -> ToolAnnotations { ToolAnnotations::new().read_only() }
+//!     async fn run(&self, _args: serde_json::Value, _cx: ToolContext) -> ToolOutput {
+//!         ToolOutput::text("noon")
+//!     }
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let registry = ToolRegistry::new();
+//!     let accounting = Arc::new(Accounting::default()); // quarantine after 3 crashes
+//!     registry.add_source(Source::trusted("builtin").with_policy(accounting.clone()))?
+//!         .add(Arc::new(Clock))?;
+//!     // Read-only tools run at once; a person is asked about the rest.
+//!     let gate = AnnotationGate::new()
+//!         .with_approver(|_request: ApprovalRequest| async { Verdict::deny("nobody is here") });
+//!     let turns = TurnRunner::new(TokioExecutor::current()?, registry).with_gate(Arc::new(gate));
+//!     let _screen = turns.events().subscribe(|event: &TurnEvent| println!("{}", event.name()))?;
+//!
+//!     let session = turns.turn([ToolCall::new("1", "clock", serde_json::json!({}))]).await;
+//!     assert_eq!((session[0].outcome, session[0].text().as_str()), (Outcome::Succeeded, "noon"));
+//!     println!("{}", accounting.health_table());
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Which boundary each kind of tool gets
+//!
+//! An async task can only be stopped at an `.await`: rho ends the *call* at
+//! its deadline whatever the tool does, and the task is dropped the next
+//! time it yields. Code that must really stop needs a stronger boundary:
+//! a JavaScript tool (`script`) is stopped by the engine's interrupt, and a
+//! child process (`process`, MCP servers over stdio) is killed with its
+//! whole process group.
+
+pub use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
+pub use rho_tool_core::{
+    AnnotationGate, ApprovalRequest, Approver, CallEnd, CallHandle, Content, Executor, Gate, Image,
+    Outcome, Runner, Tool, ToolAnnotations, ToolCall, ToolContext, ToolOutput, ToolResult, Verdict,
+    async_trait,
+};
+pub use rho_turn::{
+    KeepDetails, OutputCap, SessionEntry, Subscriber, Turn, TurnEvent, TurnRunner, Typed, TypedTool,
+};
+pub use rho_untrusted::Plain;
+
+/// Tools and their answers: the trait, its context, what it returns and
+/// what the model reads.
+pub mod tool {
+    pub use rho_tool_core::{
+        AnswerError, Audio, ClockPause, Content, DEFAULT_TIMEOUT, EmbeddedResource, Image,
+        ResourceContents, ResourceLink, Tool, ToolAnnotations, ToolContext, ToolOutput, ToolResult,
+        async_trait,
+    };
+    pub use rho_turn::{Typed, TypedTool, schemars};
+}
+
+/// One call: what the model asked, starting it, following it, and how it
+/// ended.
+pub mod call {
+    pub use rho_tool_core::{
+        AbortHandle, AwaitingApproval, CallEnd, CallEvent, CallHandle, DEFAULT_MAX_CLOCK_PAUSE,
+        Outcome, Runner, Running, TaskId, ToolCall, Update, Watch,
+    };
+}
+
+/// Gates: the check before a tool runs, and the ready gate that decides by
+/// tool annotations.
+pub mod gate {
+    pub use rho_tool_core::{
+        AllowAll, AnnotationGate, ApprovalRequest, Approver, DecidedBy, Decision, Gate, GateConfig,
+        GlobError, Match, Rule, Ruling, ToolGlob, Verdict,
+    };
+}
+
+/// The registry: tools from sources, look-up by name, what each source is
+/// told, accounting and quarantine.
+pub mod registry {
+    pub use rho_registry::{
+        Accounting, ChangeSubscription, Disabled, DisabledTool, Drain, HealthTable, Quarantine,
+        QuarantineRule, Queued, Refusal, RegistryError, Resolved, Source, SourceHandle,
+        SourcePolicy, ToolHealth, ToolInfo, ToolListNotifier, ToolRegistry, ToolState,
+    };
+}
+
+/// Turns: the calls of one model message side by side, their events and
+/// subscribers, and what the session keeps.
+pub mod turn {
+    pub use rho_turn::{
+        ArgumentError, CallRef, DEFAULT_BUFFER, EventBus, EventStream, ExecutionAwaitingApproval,
+        ExecutionEnd, ExecutionRunning, ExecutionStart, ExecutionUpdate, Failure, KeepDetails,
+        KeepFn, MAX_ARGUMENT_DEPTH, MAX_ECHO, MAX_LISTED, OutputCap, SchemaCache, SessionEntry,
+        Subscriber, SubscriberId, Subscription, Turn, TurnAbort, TurnEvent, TurnId, TurnRunner,
+        WeakTurnRunner, json_size,
+    };
+}
+
+/// Plain data, panic and exit texts, contained disposal of foreign values.
+pub mod untrusted {
+    pub use rho_untrusted::*;
+}
+
+/// The seam a runtime plugs into: for executor authors.
+pub mod executor {
+    pub use rho_tool_core::{Executor, Joined, TaskHandle};
+}
+
+/// rho on tokio: the executor, and the types a tokio host names without a
+/// generic parameter (`rho::tokio::TurnRunner` is
+/// [`TurnRunner`]`<TokioExecutor>`).
+#[cfg(feature = "tokio")]
+pub mod tokio {
+    pub use rho_exec_tokio::{TokioExecutor, TokioExecutorError, TokioSleep, TokioTask};
+
+    /// Starts single calls on tokio.
+    pub type Runner = rho_tool_core::Runner<TokioExecutor>;
+    /// A call in flight on tokio.
+    pub type CallHandle = rho_tool_core::CallHandle<TokioExecutor>;
+    /// Runs the turns of a session on tokio.
+    pub type TurnRunner = rho_turn::TurnRunner<TokioExecutor>;
+    /// The calls of one model message on tokio.
+    pub type Turn = rho_turn::Turn<TokioExecutor>;
+}
+
+/// rho on smol: the executor, a pool with threads of its own, and the types
+/// a smol host names without a generic parameter.
+#[cfg(feature = "smol")]
+pub mod smol {
+    pub use rho_exec_smol::{SmolExecutor, SmolPool, SmolSleep, SmolTask};
+
+    /// Starts single calls on smol.
+    pub type Runner = rho_tool_core::Runner<SmolExecutor>;
+    /// A call in flight on smol.
+    pub type CallHandle = rho_tool_core::CallHandle<SmolExecutor>;
+    /// Runs the turns of a session on smol.
+    pub type TurnRunner = rho_turn::TurnRunner<SmolExecutor>;
+    /// The calls of one model message on smol.
+    pub type Turn = rho_turn::Turn<SmolExecutor>;
+}
+
+/// Tools the model writes in JavaScript (a fresh QuickJS sandbox per call,
+/// stopped by the engine's interrupt), and code mode.
+#[cfg(feature = "script")]
+pub mod script {
+    pub use rho_script::*;
+}
+
+/// MCP: a registry served over MCP, MCP servers imported as sources, and
+/// the proxy.
+#[cfg(feature = "mcp")]
+pub mod mcp {
+    pub use rho_mcp::*;
+}
+
+/// A tool that is a child process: JSON in, JSON out, its whole process
+/// group killed at the deadline or an abort.
+#[cfg(feature = "process")]
+pub mod process {
+    pub use rho_process::*;
+}
