@@ -487,13 +487,13 @@ mod tests {
     }
 
     #[test]
-    fn many_stars_stay_fast() {
+    fn many_stars_end() {
+        // A backtracking matcher would take years here (the test would
+        // never end); an automaton answers at once. No clock is read: the
+        // test ending at all is the property.
         let pattern = Match::glob("*a*a*a*a*a*a*a*a*a*a*b").expect("a glob");
         let name = "a".repeat(10_000);
-        let started = std::time::Instant::now();
         assert!(!matches(&pattern, &name));
-        // A backtracking matcher takes years here; an automaton, microseconds.
-        assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]
