@@ -171,7 +171,7 @@
 //! | answers `rho.error(text)` or `rho.answer({ error })` | `Failed`, with that text; no strike |
 //! | throws (or rejects with) `rho.error(text)` or another built answer | that answer, as if returned: a way to stop early, no crash |
 //! | builds an answer of the wrong shape, or an invalid image | `Failed`, saying what is wrong |
-//! | runs (or sleeps) past the tool's timeout (`while (true) {}`) | `TimedOut`: rho drops the call's future, which sets the call's stop flag; the engine's interrupt sees it (a script waiting for a sleep is woken by it) and the thread is free for the next call |
+//! | runs (or sleeps) past the tool's timeout (`while (true) {}`) | `TimedOut`: rho drops the call's future, which sets the call's stop flag; the engine's interrupt sees it (a script waiting for a sleep is woken by it) and the thread is free for the next call (one stuck in a native operation is replaced: see below) |
 //! | is aborted by the host | `Aborted`, stopped the same way |
 //! | allocates past its memory cap (default 64 MiB) | `Crashed`, "exceeded its memory limit of 64 MiB" (when the engine had no memory left even to make that error it throws `null`, and the text says so) |
 //! | recurses past the stack limit | `Crashed`, "exceeded its stack limit" |
@@ -202,9 +202,20 @@
 //!   and inside the regular expression engine); it stops the script when
 //!   the call's future was dropped or, as a backstop when nothing drops it,
 //!   250 ms past the tool's timeout. A script cannot catch it.
-//! - **Not stopped mid-operation.** One native operation (a huge
-//!   `Array.prototype.fill`, a `JSON.parse`) runs to its end before the next
-//!   check; the memory cap bounds how big it can be.
+//! - **Not stopped mid-operation, and no capacity lost to it.** One native
+//!   operation (a huge `Array.prototype.join` or `fill`, `'x'.repeat(n)`, a
+//!   `JSON.parse`) runs to its end before the next check, for seconds at
+//!   worst; the memory cap bounds how big it can be. The call still ends at
+//!   its deadline, and its thread costs the pool nothing past it: 20 ms past
+//!   the stop the pool gives up on a thread that has not come back, answers
+//!   the call as stopped at its deadline, and starts a fresh thread in its
+//!   place; the stuck thread ends itself when the operation returns. At
+//!   most [`PoolOptions::max_abandoned`] stuck threads (default: the pool's
+//!   size) run at once, each holding its runtime (under the call's memory
+//!   cap); past that a stuck thread keeps its place and calls wait for it
+//!   in the queue. In worker mode the stuck worker is killed at that point
+//!   instead, and the next call starts a fresh one. [`ScriptPool::state`]
+//!   tells a host how often either happened.
 //! - **Own threads.** Scripts run on a [`ScriptPool`]'s std threads (a fixed
 //!   number, with a bounded queue; a call past the queue ends at once with
 //!   an error), never on the executor's workers, so a script never holds up
@@ -442,7 +453,7 @@ pub mod worker;
 pub use code::{CodeLimits, CodeMode};
 pub use define_tool::DefineTool;
 pub use grant::{Grant, GrantError, HostFunction, HostFuture};
-pub use pool::{DEFAULT_STACK_LIMIT, Isolation, PoolOptions, ScriptPool};
+pub use pool::{DEFAULT_STACK_LIMIT, Isolation, PoolOptions, PoolState, ScriptPool};
 pub use run_script::RunScript;
 pub use source::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_SOURCE, DEFAULT_MAX_TOOLS, DefineError, Defined,

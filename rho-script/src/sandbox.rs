@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rho_tool_core::Image;
 use rho_tool_core::untrusted::plain::{Limits, Plain};
@@ -203,10 +203,74 @@ fn call(sandbox: Sandbox<'_>, arguments: &serde_json::Value) -> (ScriptOutput, S
     let output = match sandboxed {
         Sandboxed::Done(answer) => answer,
         Sandboxed::NoEngine { doing, error } => engine_failure(spec, doing, &error),
-        Sandboxed::Dropped => ScriptOutput::error(format!("tool `{name}` was stopped")),
-        Sandboxed::PastDeadline => ScriptOutput::crashed(timeout_text(name, spec.timeout)),
+        Sandboxed::Dropped => halted_call(name, spec.timeout, Halt::Dropped),
+        Sandboxed::PastDeadline => halted_call(name, spec.timeout, Halt::PastDeadline),
     };
     (output, spent)
+}
+
+/// What stopped a job from outside its script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Halt {
+    /// The call's future was dropped (a timeout or an abort in the loop).
+    Dropped,
+    /// The sandbox's own deadline passed.
+    PastDeadline,
+}
+
+/// What a job stopped by `halt` answers: one text whether the engine's
+/// interrupt stopped the script, or the pool gave up on a thread that did
+/// not come back or killed a worker that did not answer, so that the two
+/// modes answer alike.
+#[derive(Debug, Clone)]
+pub(crate) struct Halted {
+    name: Arc<str>,
+    timeout: Duration,
+    asked: Asked,
+}
+
+/// What a job asked for, for the text of its halt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    Call,
+    Check,
+}
+
+impl Halted {
+    pub(crate) fn of(spec: &JobSpec) -> Self {
+        Self {
+            name: Arc::clone(&spec.name),
+            timeout: spec.timeout,
+            asked: match spec.kind {
+                JobKind::Call(_) => Asked::Call,
+                JobKind::Check => Asked::Check,
+            },
+        }
+    }
+
+    /// The job's answer when `halt` stopped it.
+    pub(crate) fn answer(&self, halt: Halt) -> Answer {
+        match self.asked {
+            Asked::Call => Answer::Output(halted_call(&self.name, self.timeout, halt)),
+            Asked::Check => Answer::Checked(Err(halted_check(halt))),
+        }
+    }
+}
+
+/// A call's answer when `halt` stopped it.
+fn halted_call(name: &str, timeout: Duration, halt: Halt) -> ScriptOutput {
+    match halt {
+        Halt::Dropped => ScriptOutput::error(format!("tool `{name}` was stopped")),
+        Halt::PastDeadline => ScriptOutput::crashed(timeout_text(name, timeout)),
+    }
+}
+
+/// A check's verdict when `halt` stopped it.
+fn halted_check(halt: Halt) -> CheckFailure {
+    match halt {
+        Halt::Dropped => CheckFailure::Unavailable("the check was stopped".to_owned()),
+        Halt::PastDeadline => CheckFailure::TimedOut,
+    }
 }
 
 /// Why a definition's script was refused by its check.
@@ -240,10 +304,8 @@ fn check(sandbox: Sandbox<'_>) -> (Result<(), CheckFailure>, Spent) {
         Sandboxed::NoEngine { doing, error } => Err(CheckFailure::Unavailable(format!(
             "the engine could not {doing}: {error}"
         ))),
-        Sandboxed::Dropped => Err(CheckFailure::Unavailable(
-            "the check was stopped".to_owned(),
-        )),
-        Sandboxed::PastDeadline => Err(CheckFailure::TimedOut),
+        Sandboxed::Dropped => Err(halted_check(Halt::Dropped)),
+        Sandboxed::PastDeadline => Err(halted_check(Halt::PastDeadline)),
     };
     (verdict, spent)
 }

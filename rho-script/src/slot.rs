@@ -24,7 +24,7 @@ use rho_tool_core::untrusted::Plain;
 
 use crate::code::{self, CodeMode, EntryFuture};
 use crate::grant::{GrantSet, HostFuture};
-use crate::pool::Answer;
+use crate::pool::{Answer, PoolLink};
 use crate::worker::wire::FromWorker;
 
 /// How many partial results wait between the script's thread and the
@@ -73,6 +73,9 @@ pub(crate) struct Slot {
 #[derive(Default)]
 struct SlotState {
     answer: Option<Answer>,
+    /// An answer was put in: the script thread's, or the pool's for a
+    /// thread it gave up on. The first one stands; a later one is dropped.
+    settled: bool,
     waker: Option<Waker>,
     updates: VecDeque<Plain>,
     /// Host calls asked for, not yet started by the future.
@@ -337,12 +340,22 @@ impl Reply {
 
     fn put(&mut self, answer: Answer) {
         self.sent = true;
-        let waker = {
-            let mut state = self.slot.lock();
-            state.answer = Some(answer);
-            state.waker.take()
-        };
-        wake(waker);
+        wake(self.slot.settle(answer));
+    }
+}
+
+impl Slot {
+    /// Puts the job's answer in, unless one is there already (the pool
+    /// answered for a thread it gave up on); gives the waker of the
+    /// call's future, to wake once no lock is held.
+    pub(crate) fn settle(&self, answer: Answer) -> Option<Waker> {
+        let mut state = self.lock();
+        if state.settled {
+            return None;
+        }
+        state.settled = true;
+        state.answer = Some(answer);
+        state.waker.take()
     }
 }
 
@@ -360,8 +373,10 @@ impl Drop for Reply {
 ///
 /// Dropping it before the answer came (rho does so at the call's timeout
 /// and on a host abort) stops the script: the engine's interrupt sees the
-/// flag at its next check and the thread is free for the next call. Host
-/// calls it runs for the script are dropped with it.
+/// flag at its next check and the thread is free for the next call; a
+/// thread inside a native operation that does not come back is replaced
+/// by the pool (see [`STUCK_AFTER`](crate::pool::STUCK_AFTER)). Host calls
+/// it runs for the script are dropped with it.
 ///
 /// While it waits it forwards the script's partial results to the call's
 /// [`ToolContext::update`], in order, runs the host functions the script
@@ -379,6 +394,9 @@ pub(crate) struct ScriptCall<T> {
     host_calls: Vec<(u64, HostFuture)>,
     /// Code mode: the tools the script may call, and its calls of them.
     code: Option<CodeCalls>,
+    /// The pool to tell when the call is dropped unanswered, so that it
+    /// can give up on a thread that does not come back from the script.
+    pool: Option<PoolLink>,
     /// The answer was taken: the job is over, nothing is left to stop.
     answered: bool,
 }
@@ -400,6 +418,7 @@ impl<T> ScriptCall<T> {
         context: Option<ToolContext>,
         grants: GrantSet,
         code: Option<CodeMode>,
+        pool: Option<PoolLink>,
     ) -> Self {
         Self {
             slot,
@@ -415,6 +434,7 @@ impl<T> ScriptCall<T> {
                 bytes_back: 0,
                 in_flight: Vec::new(),
             }),
+            pool,
             answered: false,
         }
     }
@@ -589,6 +609,9 @@ impl<T> Drop for ScriptCall<T> {
         // the lock and the wake-up would only cost the call's thread.
         if !self.answered {
             self.slot.stop(&self.stop);
+            if let Some(pool) = &self.pool {
+                pool.stopped(&self.stop);
+            }
         }
     }
 }

@@ -20,8 +20,13 @@
 //!
 //! **Stopping.** At the call's timeout or a host abort the worker is told
 //! to stop, and the engine's interrupt stops the script as in the
-//! in-process mode; a worker that does not answer within half a second is
-//! killed (its whole group) and replaced.
+//! in-process mode; a worker that does not answer within 20 ms (its script
+//! is inside one long native operation, or the worker is broken) is killed
+//! at once, its whole group, and the call answers as a stuck thread's does
+//! in the in-process mode. The pool's thread is free then, and its next
+//! call starts a fresh worker
+//! ([`PoolState::worker_restarts`](crate::PoolState::worker_restarts)
+//! counts them).
 //!
 //! **Its life.** A worker is started on its pool thread's first call and
 //! kept; it is killed when the pool is dropped, and it exits by itself

@@ -12,7 +12,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::ChildStdin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -20,15 +20,11 @@ use std::time::{Duration, Instant};
 use rho_process::{ChildGroup, GroupKiller};
 
 use crate::output::ScriptOutput;
-use crate::pool::{Answer, JobSpec};
+use crate::pool::{Answer, JobSpec, STUCK_AFTER};
+use crate::sandbox::{Halt, Halted};
 use crate::slot::{HostAsk, Relayed, Slot, Woken};
 use crate::worker::WorkerCommand;
 use crate::worker::wire::{FromWorker, ToWorker, WorkerJob};
-
-/// How long a worker may take to answer once told to stop, before it is
-/// killed: it stops at the engine's next interrupt check, so this is only
-/// reached by a worker that is stuck or broken.
-const STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// How long the pool's thread waits for a worker that closed its stdout
 /// to be reaped, for the exit status in the text.
@@ -198,37 +194,67 @@ fn max_line(spec: &JobSpec) -> usize {
         .saturating_add(1 << 20)
 }
 
+/// A pool thread's worker process.
+#[derive(Default)]
+pub(crate) enum WorkerSlot {
+    /// None was started yet: the thread's first job starts one.
+    #[default]
+    Unstarted,
+    /// It serves the thread's jobs.
+    Serving(Worker),
+    /// It was killed (it did not stop in time), died or broke, or its
+    /// replacement could not start: the thread's next job starts another,
+    /// which counts as a restart. (Not started before that job: a worker
+    /// program that dies at once would otherwise be started in a loop.)
+    Lost,
+}
+
+impl WorkerSlot {
+    /// Takes the worker out for a job: the one serving, unless it broke
+    /// since its last job (its reader saw its stdout end or carry garbage:
+    /// it is dropped, which kills it), or a new one. Until the job puts it
+    /// back the thread's worker counts as lost, so that one lost in the
+    /// job (or in a panic of the relay) is replaced as a restart.
+    fn take(&mut self, command: &WorkerCommand, restarts: &AtomicU64) -> io::Result<Worker> {
+        match std::mem::replace(self, WorkerSlot::Lost) {
+            WorkerSlot::Serving(held) if !held.broken.load(Ordering::Acquire) => Ok(held),
+            WorkerSlot::Unstarted => {
+                Worker::start(command).inspect_err(|_| *self = WorkerSlot::Unstarted)
+            }
+            WorkerSlot::Serving(_) | WorkerSlot::Lost => {
+                let started = Worker::start(command)?;
+                restarts.fetch_add(1, Ordering::Relaxed);
+                Ok(started)
+            }
+        }
+    }
+}
+
 /// Runs `spec` in the pool thread's worker, starting one if there is
-/// none (or the last one broke), and gives the answer for the call. The
-/// worker is kept for the next job unless it broke or had to be killed.
+/// none (or the last one was lost), and gives the answer for the call.
+/// The worker is kept for the next job unless it broke or had to be
+/// killed; `restarts` counts the workers started in place of a lost one.
 pub(crate) fn run(
-    worker: &mut Option<Worker>,
+    worker: &mut WorkerSlot,
     command: &WorkerCommand,
     spec: JobSpec,
     stop: &AtomicBool,
     slot: &Arc<Slot>,
     stack_limit: usize,
+    restarts: &AtomicU64,
 ) -> Answer {
-    if worker
-        .as_ref()
-        .is_some_and(|held| held.broken.load(Ordering::Acquire))
-    {
-        *worker = None;
-    }
-    let held = match worker {
-        Some(held) => held,
-        None => match Worker::start(command) {
-            Ok(started) => worker.insert(started),
-            Err(error) => {
-                return Answer::Output(ScriptOutput::crashed(format!(
-                    "tool `{}` crashed: its worker process `{}` could not be started: {error}",
-                    spec.name,
-                    command.program().display()
-                )));
-            }
-        },
+    let mut held = match worker.take(command, restarts) {
+        Ok(held) => held,
+        Err(error) => {
+            return Answer::Output(ScriptOutput::crashed(format!(
+                "tool `{}` crashed: its worker process `{}` could not be started: {error}",
+                spec.name,
+                command.program().display()
+            )));
+        }
     };
     let name = std::sync::Arc::clone(&spec.name);
+    let halted = Halted::of(&spec);
     let deadline = spec.deadline;
     let number = held.next_job;
     held.next_job += 1;
@@ -246,7 +272,7 @@ pub(crate) fn run(
         stack_limit,
     }));
     let ended = match sent {
-        Ok(()) => relay(held, number, stop, slot, deadline),
+        Ok(()) => relay(&mut held, number, stop, slot, deadline),
         Err(error) => Ended::Broken(format!("writing the job to it failed ({error})")),
     };
     held.current
@@ -254,18 +280,23 @@ pub(crate) fn run(
         .unwrap_or_else(PoisonError::into_inner)
         .delivery = None;
     match ended {
-        Ended::Answered(answer) => answer,
-        Ended::Broken(why) => {
-            let answer = died(held, &name, &why);
-            *worker = None;
+        Ended::Answered(answer) => {
+            *worker = WorkerSlot::Serving(held);
             answer
         }
+        // The worker stays lost, and is killed as it is dropped here.
+        Ended::Broken(why) => died(&held, &name, &why),
         Ended::Stuck => {
-            // Killed on drop: it did not stop when told.
-            *worker = None;
-            Answer::Output(ScriptOutput::crashed(format!(
-                "tool `{name}` was stopped, and its worker process, which did not stop in time, was killed"
-            )))
+            // It did not stop in time: killed, its whole group, at once.
+            // The call answers as a stuck thread's does in the in-process
+            // mode.
+            held.child.kill();
+            let halt = if stop.load(Ordering::Acquire) {
+                Halt::Dropped
+            } else {
+                Halt::PastDeadline
+            };
+            halted.answer(halt)
         }
     }
 }
@@ -342,16 +373,18 @@ fn relay(
     }
 }
 
-/// The call is gone or past its deadline: waits, briefly, for the answer
-/// the worker then gives. A call that is gone is told to stop; at the
-/// deadline the worker stops the script by its own clock, with the same
-/// text as in the in-process mode (telling it to stop would race that
-/// and could answer "stopped" instead).
+/// The call is gone or past its deadline: waits, for [`STUCK_AFTER`] at
+/// most, for the answer the worker then gives; a worker that gives none
+/// is stuck (inside one long native operation, or broken) and is killed,
+/// so that the pool's thread is free for the next call. A call that is
+/// gone is told to stop; at the deadline the worker stops the script by
+/// its own clock, with the same text as in the in-process mode (telling
+/// it to stop would race that and could answer "stopped" instead).
 fn stopped(worker: &mut Worker, number: u64, stop: &AtomicBool, slot: &Slot) -> Ended {
     if stop.load(Ordering::Acquire) && worker.send(&ToWorker::Stop { job: number }).is_err() {
         return Ended::Stuck;
     }
-    answer_within(slot, Instant::now() + STOP_GRACE).unwrap_or(Ended::Stuck)
+    answer_within(slot, Instant::now() + STUCK_AFTER).unwrap_or(Ended::Stuck)
 }
 
 /// The worker's answer (or its breaking) if it comes by `until`; what
