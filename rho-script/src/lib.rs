@@ -327,6 +327,12 @@
 //! process, in the call's future). The crate's tests run every behaviour
 //! in both modes. See [`worker`] for the worker program and its life.
 //!
+//! The worker program is the host's own executable, when its `main` calls
+//! [`worker::serve_if_worker`] first thing ([`WorkerCommand::embedded`]),
+//! or the `rho-script-worker` this crate ships, installed next to the host
+//! or on `PATH` ([`WorkerCommand::installed`]); [`WorkerCommand::find`]
+//! takes whichever is there, and its error names both when neither is.
+//!
 //! # Example
 //!
 //! One tool as a [`ScriptTool`], run directly:
@@ -461,4 +467,4 @@ pub use source::{
 };
 pub use tool::{DEFAULT_MEMORY_LIMIT, ScriptLimits, ScriptTool};
 #[cfg(unix)]
-pub use worker::WorkerCommand;
+pub use worker::{WorkerCommand, WorkerNotFound};

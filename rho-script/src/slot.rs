@@ -94,8 +94,13 @@ struct SlotState {
 
 /// What the reader of a worker process hands the pool's thread.
 pub(crate) enum Relayed {
+    /// The worker greeted as a rho-script worker of this version.
+    Greeted,
     /// A message of the job.
     Message(FromWorker),
+    /// The worker's first line was no such greeting, or it ended first:
+    /// why.
+    NotAWorker(String),
     /// The worker's stdout ended or carried garbage: why.
     Broken(String),
 }

@@ -50,6 +50,8 @@ on_both_executors_alone!(
     an_endless_line_is_cut_at_its_bound_and_the_worker_killed,
     a_worker_that_does_not_stop_is_killed_whole,
     a_worker_that_cannot_start_crashes_the_call_at_once,
+    a_program_that_is_not_a_worker_crashes_the_call_saying_so,
+    a_program_that_never_greets_crashes_the_call_after_its_wait,
     dropping_the_pool_ends_its_workers,
 );
 
@@ -63,11 +65,24 @@ fn pool_of(command: WorkerCommand) -> ScriptPool {
     .expect("a script thread")
 }
 
-/// A stand-in worker: `sh -c script`.
+/// A stand-in program: `sh -c script`.
 fn sh(script: &str) -> WorkerCommand {
     WorkerCommand::new("/bin/sh")
         .with_arg("-c")
         .with_arg(script)
+}
+
+/// The first line a worker of this version writes.
+fn greeting() -> String {
+    format!(
+        r#"{{"ready":{{"worker":"rho-script","version":"{}"}}}}"#,
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// A stand-in worker: greets as a real worker does, then `sh -c script`.
+fn sh_worker(script: &str) -> WorkerCommand {
+    sh(&format!("echo '{}'; {script}", greeting()))
 }
 
 /// A file name of this test's own, in the target's temporary folder.
@@ -184,7 +199,7 @@ async fn a_worker_that_keeps_dying_is_quarantined_like_any_crashing_tool<E: Exec
     runner: Runner<E>,
 ) {
     // Dies as an engine bug would: an abort, after a word on stderr.
-    let pool = pool_of(sh(
+    let pool = pool_of(sh_worker(
         "read job; echo 'engine: assertion failed' >&2; kill -ABRT $$",
     ));
     let registry = ToolRegistry::new();
@@ -249,7 +264,8 @@ async fn a_worker_that_writes_garbage_is_killed_and_the_call_crashes_saying_so<E
 ) {
     let file = pid_file("garbage");
     let pool = pool_of(
-        sh(r#"echo $$ > "$0"; read job; echo 'this is not a message'; sleep 1000"#).with_arg(&file),
+        sh_worker(r#"echo $$ > "$0"; read job; echo 'this is not a message'; sleep 1000"#)
+            .with_arg(&file),
     );
     let tool = script(&pool, "garbled", "function run() { return 1; }", NEVER);
     let started = Instant::now();
@@ -268,7 +284,9 @@ async fn a_worker_that_writes_garbage_is_killed_and_the_call_crashes_saying_so<E
 }
 
 async fn an_endless_line_is_cut_at_its_bound_and_the_worker_killed<E: Executor>(runner: Runner<E>) {
-    let pool = pool_of(sh("read job; head -c 100000000 /dev/zero | tr '\\0' x"));
+    let pool = pool_of(sh_worker(
+        "read job; head -c 100000000 /dev/zero | tr '\\0' x",
+    ));
     let tool = Arc::new(
         ScriptTool::new("endless", "floods", "function run() { return 1; }", &pool)
             .with_timeout(NEVER)
@@ -290,7 +308,7 @@ async fn an_endless_line_is_cut_at_its_bound_and_the_worker_killed<E: Executor>(
 async fn a_worker_that_does_not_stop_is_killed_whole<E: Executor>(runner: Runner<E>) {
     let file = pid_file("stuck");
     // Ignores every message after the job, and has a child of its own.
-    let pool = pool_of(sh(r#"read job; sleep 1000 & echo $! > "$0"; wait"#).with_arg(&file));
+    let pool = pool_of(sh_worker(r#"read job; sleep 1000 & echo $! > "$0"; wait"#).with_arg(&file));
     let tool = script(
         &pool,
         "stuck",
@@ -320,6 +338,76 @@ async fn a_worker_that_cannot_start_crashes_the_call_at_once<E: Executor>(runner
         end.result.text()
     );
     assert!(started.elapsed() < STOP_BOUND);
+}
+
+/// A program that is not a worker of this version (a host that did not
+/// call `serve_if_worker` first thing, a worker of another version) is
+/// told apart by its first line, and each call says so and what to do.
+async fn a_program_that_is_not_a_worker_crashes_the_call_saying_so<E: Executor>(runner: Runner<E>) {
+    let programs = [
+        (
+            sh("echo 'usage: host [options]'; sleep 1000"),
+            r#"its first line on stdout was not a rho-script worker's greeting but "usage: host [options]""#,
+        ),
+        (
+            sh("echo 'unknown argument' >&2; exit 2"),
+            "its stdout ended before it said it is a rho-script worker",
+        ),
+        (
+            sh(r#"echo '{"ready":{"worker":"rho-script","version":"0.0.1-other"}}'; read job"#),
+            "it is the worker of rho-script 0.0.1-other, and this host runs rho-script",
+        ),
+    ];
+    for (program, why) in programs {
+        let pool = pool_of(program);
+        let tool = script(&pool, "fine", "function run() { return 1; }", NEVER);
+        let started = Instant::now();
+        let end = call(&runner, &tool, json!({})).await;
+        let text = end.result.text();
+        assert_eq!(end.outcome, Outcome::Crashed, "{text}");
+        assert!(
+            text.starts_with(
+                "tool `fine` crashed: its worker process `/bin/sh` is not a rho-script worker of this host's version: "
+            ),
+            "{text}"
+        );
+        assert!(text.contains(why), "{text}");
+        assert!(
+            text.contains("call `rho_script::worker::serve_if_worker()` first thing in `main`"),
+            "{text}"
+        );
+        assert!(started.elapsed() < STOP_BOUND, "{:?}", started.elapsed());
+    }
+    // Its stderr is in the text, as for a worker that dies.
+    let pool = pool_of(sh("echo 'unknown argument' >&2; exit 2"));
+    let tool = script(&pool, "fine", "function run() { return 1; }", NEVER);
+    let text = call(&runner, &tool, json!({})).await.result.text();
+    assert!(
+        text.ends_with("\nthe end of its stderr:\nunknown argument"),
+        "{text}"
+    );
+}
+
+/// A program that writes nothing at all is given a few seconds to greet,
+/// then each call crashes saying so.
+async fn a_program_that_never_greets_crashes_the_call_after_its_wait<E: Executor>(
+    runner: Runner<E>,
+) {
+    let pool = pool_of(sh("sleep 1000"));
+    let tool = script(&pool, "silent", "function run() { return 1; }", NEVER);
+    let started = Instant::now();
+    let end = call(&runner, &tool, json!({})).await;
+    let text = end.result.text();
+    assert_eq!(end.outcome, Outcome::Crashed, "{text}");
+    assert!(
+        text.contains("is not a rho-script worker of this host's version: it wrote nothing on stdout within 5s of its start"),
+        "{text}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5) + STOP_BOUND,
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 async fn dropping_the_pool_ends_its_workers<E: Executor>(runner: Runner<E>) {

@@ -39,34 +39,86 @@
 //!
 //! # The worker program
 //!
-//! A worker is any program that calls [`serve`] (and nothing else on its
-//! stdin and stdout). This crate ships one, `rho-script-worker`
-//! (`cargo install rho-script` installs it); or a host serves from its own
-//! executable, started with an argument it recognises:
+//! A worker is a program that calls [`serve`] (and does nothing else with
+//! its stdin and stdout). A host finds one in one of two ways, and
+//! [`WorkerCommand::find`] takes whichever is there:
+//!
+//! - **Embedded in the host's own executable**: the host calls
+//!   [`serve_if_worker`] first thing in `main`; started by a pool as its
+//!   worker, the same executable serves and exits there, and otherwise the
+//!   call returns at once. [`WorkerCommand::embedded`] starts it so. Nothing
+//!   else to install or ship.
+//! - **The installed `rho-script-worker`**: the program this crate ships
+//!   (`cargo install rho-script` installs it), next to the host's
+//!   executable or on `PATH` ([`WorkerCommand::installed`]). It must be of
+//!   the same version as the host's rho-script.
+//!
+//! When neither is there, [`WorkerCommand::find`] says so, naming both.
+//! A program that is not a worker (a host that forgot [`serve_if_worker`],
+//! a worker of another version) is told apart by its first line on stdout,
+//! the worker's greeting with its version: without it each call crashes
+//! with a text that says which is the case.
+//!
+//! A host that embeds the worker:
+//!
+//! ```no_run
+//! use rho_script::worker::serve_if_worker;
+//! use rho_script::{Isolation, PoolOptions, ScriptPool, WorkerCommand};
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // First thing: a pool's worker serves here and never returns.
+//!     serve_if_worker();
+//!
+//!     // This executable, started as the pool's worker.
+//!     let worker = WorkerCommand::embedded()?;
+//!     let pool = ScriptPool::with_options(
+//!         PoolOptions::new(2).with_isolation(Isolation::WorkerProcesses(worker)),
+//!     )?;
+//!     // ... the host, with `pool` ...
+//!     # drop(pool);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! A host that uses the installed worker (or either, with
+//! [`WorkerCommand::find`]):
 //!
 //! ```no_run
 //! use rho_script::{Isolation, PoolOptions, ScriptPool, WorkerCommand};
 //!
-//! fn main() -> std::process::ExitCode {
-//!     if std::env::args().nth(1).as_deref() == Some("--rho-script-worker") {
-//!         return rho_script::worker::serve();
-//!     }
-//!     let worker = WorkerCommand::current_exe().expect("the host's path").with_arg("--rho-script-worker");
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // `rho-script-worker` next to this executable or on `PATH`; the
+//!     // error names what is missing and where it looked.
+//!     let worker = WorkerCommand::installed()?;
 //!     let pool = ScriptPool::with_options(
 //!         PoolOptions::new(2).with_isolation(Isolation::WorkerProcesses(worker)),
-//!     );
+//!     )?;
 //!     // ... the host, with `pool` ...
-//!     std::process::ExitCode::SUCCESS
+//!     # drop(pool);
+//!     Ok(())
 //! }
 //! ```
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) mod relay;
 mod serve;
 pub(crate) mod wire;
+
+/// The argument with which a pool starts the host's own executable as its
+/// worker ([`WorkerCommand::embedded`]), and by which [`serve_if_worker`]
+/// knows it was started so: the only argument.
+pub const EMBEDDED_WORKER_ARG: &str = "--rho-script-worker";
+
+/// The name of the worker program this crate ships.
+pub const WORKER_PROGRAM: &str = "rho-script-worker";
+
+/// Set once [`serve_if_worker`] returned in this process: its executable
+/// embeds the worker.
+static EMBEDS_THE_WORKER: AtomicBool = AtomicBool::new(false);
 
 /// Serves a pool as its worker process: reads jobs from stdin, runs each
 /// in a fresh sandbox, writes what it asks and answers to stdout; returns
@@ -75,9 +127,35 @@ pub(crate) mod wire;
 ///
 /// Call it from a program's `main` and do nothing else with stdin and
 /// stdout; diagnostics go to stderr, which the pool keeps for the crash
-/// text of a worker that dies.
+/// text of a worker that dies. A host that embeds the worker calls
+/// [`serve_if_worker`] instead.
 pub fn serve() -> ExitCode {
-    serve::serve()
+    if serve::serve() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The worker embedded in a host's own executable: call it first thing in
+/// `main`.
+///
+/// When this process was started as a pool's worker (by
+/// [`WorkerCommand::embedded`]: its only argument is
+/// [`EMBEDDED_WORKER_ARG`]), it serves as [`serve`] does and then exits
+/// the process: it never returns. Otherwise it returns at once, having
+/// done nothing but note that this executable embeds the worker, which
+/// [`WorkerCommand::embedded`] and [`WorkerCommand::find`] check.
+///
+/// First thing, because in a worker nothing of the host's `main` may run
+/// before it: the worker's stdout is the pool's, and anything else written
+/// there is taken for a broken worker.
+pub fn serve_if_worker() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(OsStr::new(EMBEDDED_WORKER_ARG)) && args.next().is_none() {
+        std::process::exit(if serve::serve() { 0 } else { 1 });
+    }
+    EMBEDS_THE_WORKER.store(true, Ordering::Release);
 }
 
 /// How a pool starts its worker processes: a program that calls
@@ -99,13 +177,77 @@ impl WorkerCommand {
         }
     }
 
-    /// The running executable (a host that serves from its own `main`).
+    /// The running executable, with no arguments (a host that serves from
+    /// its own `main` and picks its own argument; [`embedded`](Self::embedded)
+    /// is the ready form).
     ///
     /// # Errors
     ///
     /// When the path of the executable cannot be read.
     pub fn current_exe() -> std::io::Result<Self> {
         Ok(Self::new(std::env::current_exe()?))
+    }
+
+    /// The running executable as the worker, started with
+    /// [`EMBEDDED_WORKER_ARG`], which [`serve_if_worker`] recognises.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerNotFound`] when [`serve_if_worker`] was not called in this
+    /// process (the executable would not serve: it would run the host's
+    /// `main` again), or when the path of the executable cannot be read.
+    pub fn embedded() -> Result<Self, WorkerNotFound> {
+        if !EMBEDS_THE_WORKER.load(Ordering::Acquire) {
+            return Err(WorkerNotFound {
+                looked: Looked::Embedded,
+                searched: Vec::new(),
+            });
+        }
+        let exe = std::env::current_exe().map_err(|error| WorkerNotFound {
+            looked: Looked::NoExecutable(error.to_string()),
+            searched: Vec::new(),
+        })?;
+        Ok(Self::new(exe).with_arg(EMBEDDED_WORKER_ARG))
+    }
+
+    /// The installed worker program, [`WORKER_PROGRAM`]: in the directory
+    /// of the running executable, else in the first directory of `PATH`
+    /// that has it (an executable file).
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerNotFound`], naming the program and where it looked.
+    pub fn installed() -> Result<Self, WorkerNotFound> {
+        let searched = search_dirs();
+        match searched
+            .iter()
+            .map(|dir| dir.join(WORKER_PROGRAM))
+            .find(|path| is_executable(path))
+        {
+            Some(program) => Ok(Self::new(program)),
+            None => Err(WorkerNotFound {
+                looked: Looked::Installed,
+                searched,
+            }),
+        }
+    }
+
+    /// The worker this host has: embedded in its own executable if
+    /// [`serve_if_worker`] was called in this process
+    /// ([`embedded`](Self::embedded)), else the installed one
+    /// ([`installed`](Self::installed)).
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerNotFound`] when there is neither, naming both.
+    pub fn find() -> Result<Self, WorkerNotFound> {
+        if EMBEDS_THE_WORKER.load(Ordering::Acquire) {
+            return Self::embedded();
+        }
+        Self::installed().map_err(|missing| WorkerNotFound {
+            looked: Looked::Both,
+            ..missing
+        })
     }
 
     /// Adds an argument.
@@ -129,6 +271,11 @@ impl WorkerCommand {
         &self.program
     }
 
+    /// The arguments.
+    pub fn args(&self) -> &[OsString] {
+        &self.args
+    }
+
     pub(crate) fn command(&self) -> Command {
         let mut command = Command::new(&self.program);
         command
@@ -136,5 +283,91 @@ impl WorkerCommand {
             .env_clear()
             .envs(self.env.iter().cloned());
         command
+    }
+}
+
+/// The directories [`WorkerCommand::installed`] looks in, in order: the
+/// running executable's, then those of `PATH`.
+fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    {
+        dirs.push(dir);
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path).filter(|dir| !dir.as_os_str().is_empty()));
+    }
+    dirs
+}
+
+/// A file that someone may run.
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// No worker program was found: what was looked for, and where.
+///
+/// Its text names what is missing and the two ways to have a worker.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.text())]
+pub struct WorkerNotFound {
+    looked: Looked,
+    searched: Vec<PathBuf>,
+}
+
+/// What [`WorkerNotFound`] looked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Looked {
+    /// The embedded worker: `serve_if_worker` was not called.
+    Embedded,
+    /// The embedded worker, and the executable's path cannot be read.
+    NoExecutable(String),
+    /// The installed program.
+    Installed,
+    /// The embedded worker, then the installed program.
+    Both,
+}
+
+/// How to have a worker, for the texts.
+pub(crate) const HOW: &str = "embed the worker (call `rho_script::worker::serve_if_worker()` first thing in `main`, then use `WorkerCommand::embedded()`), or install `rho-script-worker` of the same version as this rho-script (`cargo install rho-script`) next to this program or on `PATH`";
+
+impl WorkerNotFound {
+    /// The directories searched for the installed program, in order.
+    pub fn searched(&self) -> &[PathBuf] {
+        &self.searched
+    }
+
+    fn text(&self) -> String {
+        let searched = || {
+            if self.searched.is_empty() {
+                "nowhere: no executable directory and no `PATH`".to_owned()
+            } else {
+                self.searched
+                    .iter()
+                    .map(|dir| dir.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        match &self.looked {
+            Looked::Embedded => format!(
+                "no rho-script worker: this program does not embed the worker (`rho_script::worker::serve_if_worker()` was not called in it); {HOW}"
+            ),
+            Looked::NoExecutable(error) => format!(
+                "no rho-script worker: the path of this program, which embeds the worker, cannot be read ({error})"
+            ),
+            Looked::Installed => format!(
+                "no rho-script worker: `{WORKER_PROGRAM}` was not found (looked in {}); {HOW}",
+                searched()
+            ),
+            Looked::Both => format!(
+                "no rho-script worker: this program does not embed the worker (`rho_script::worker::serve_if_worker()` was not called in it), and `{WORKER_PROGRAM}` was not found (looked in {}); {HOW}",
+                searched()
+            ),
+        }
     }
 }

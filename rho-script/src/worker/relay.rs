@@ -24,7 +24,7 @@ use crate::pool::{Answer, JobSpec, STUCK_AFTER};
 use crate::sandbox::{Halt, Halted};
 use crate::slot::{HostAsk, Relayed, Slot, Woken};
 use crate::worker::WorkerCommand;
-use crate::worker::wire::{FromWorker, ToWorker, WorkerJob};
+use crate::worker::wire::{self, FromWorker, ToWorker, WorkerJob};
 
 /// How long the pool's thread waits for a worker that closed its stdout
 /// to be reaped, for the exit status in the text.
@@ -32,6 +32,10 @@ const EXIT_WAIT: Duration = Duration::from_secs(2);
 
 /// The longest line a worker may write before its first job is sent.
 const FIRST_MAX_LINE: usize = 1 << 20;
+
+/// How long a started worker has to greet (its first line on stdout)
+/// before it is taken for a program that is not a worker.
+const GREETING_WAIT: Duration = Duration::from_secs(5);
 
 /// The job a worker's reader delivers to.
 struct Delivery {
@@ -50,6 +54,17 @@ struct Reading {
     /// bound once the line's first bytes are in, never before: a bound
     /// read while waiting could be the job before's, or none.
     max_line: usize,
+    /// Whether the worker greeted yet.
+    greeting: Greeting,
+}
+
+/// Whether a worker said it is a rho-script worker of this version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Greeting {
+    /// Not yet: no job is sent to it before.
+    Awaited,
+    /// It did.
+    Given,
 }
 
 type Current = Arc<Mutex<Reading>>;
@@ -62,6 +77,8 @@ pub(crate) struct Worker {
     /// Set by the reader when the worker's stdout ended or carried garbage.
     broken: Arc<AtomicBool>,
     next_job: u64,
+    /// When it was started, for the wait for its greeting.
+    started: Instant,
 }
 
 impl Worker {
@@ -74,9 +91,11 @@ impl Worker {
         let stdout = child
             .take_stdout()
             .ok_or_else(|| io::Error::other("the worker's stdout was not piped"))?;
+        let started = Instant::now();
         let current: Current = Arc::new(Mutex::new(Reading {
             delivery: None,
             max_line: FIRST_MAX_LINE,
+            greeting: Greeting::Awaited,
         }));
         let broken = Arc::new(AtomicBool::new(false));
         let reader_current = Arc::clone(&current);
@@ -91,6 +110,7 @@ impl Worker {
             current,
             broken,
             next_job: 0,
+            started,
         })
     }
 
@@ -100,9 +120,9 @@ impl Worker {
     }
 }
 
-/// Reads a worker's stdout into the running job's slot until it ends or
-/// carries what no worker writes (then the worker is killed: it is
-/// broken or not a worker).
+/// Reads a worker's stdout, its greeting first, then into the running
+/// job's slot, until it ends or carries what no worker writes (then the
+/// worker is killed: it is broken or not a worker).
 fn read(stdout: impl Read, current: &Current, broken: &AtomicBool, killer: &GroupKiller) {
     let mut stdout = BufReader::with_capacity(64 << 10, stdout);
     let max_line = || {
@@ -111,15 +131,54 @@ fn read(stdout: impl Read, current: &Current, broken: &AtomicBool, killer: &Grou
             .unwrap_or_else(PoisonError::into_inner)
             .max_line
     };
-    let why = loop {
-        let line = match read_line(&mut stdout, max_line) {
+    let lost = match greeted(&mut stdout, max_line) {
+        Ok(()) => {
+            let mut reading = current.lock().unwrap_or_else(PoisonError::into_inner);
+            reading.greeting = Greeting::Given;
+            if let Some(delivery) = &reading.delivery {
+                delivery.slot.relay(Relayed::Greeted);
+            }
+            drop(reading);
+            Relayed::Broken(relay_lines(&mut stdout, current, max_line))
+        }
+        Err(why) => Relayed::NotAWorker(why),
+    };
+    broken.store(true, Ordering::Release);
+    killer.kill();
+    if let Some(delivery) = &current
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .delivery
+    {
+        delivery.slot.relay(lost);
+    }
+}
+
+/// Reads the worker's first line, which must be the greeting of a
+/// rho-script worker of this version: why it is not one otherwise.
+fn greeted(stdout: &mut impl BufRead, max_line: impl Fn() -> usize) -> Result<(), String> {
+    match read_line(stdout, max_line)? {
+        Some(line) => wire::check_greeting(&line),
+        None => Err("its stdout ended before it said it is a rho-script worker".to_owned()),
+    }
+}
+
+/// Relays the worker's messages to the running job's slot until its
+/// stdout ends or carries what no worker writes: why.
+fn relay_lines(
+    stdout: &mut impl BufRead,
+    current: &Mutex<Reading>,
+    max_line: impl Fn() -> usize,
+) -> String {
+    loop {
+        let line = match read_line(stdout, &max_line) {
             Ok(Some(line)) => line,
-            Ok(None) => break "its stdout ended".to_owned(),
-            Err(why) => break why,
+            Ok(None) => return "its stdout ended".to_owned(),
+            Err(why) => return why,
         };
         let message = match FromWorker::parse(&line) {
             Ok(message) => message,
-            Err(why) => break format!("it wrote {why}"),
+            Err(why) => return format!("it wrote {why}"),
         };
         let current = current.lock().unwrap_or_else(PoisonError::into_inner);
         // A late message of a job that was stopped is dropped.
@@ -130,15 +189,6 @@ fn read(stdout: impl Read, current: &Current, broken: &AtomicBool, killer: &Grou
         {
             delivery.slot.relay(Relayed::Message(message));
         }
-    };
-    broken.store(true, Ordering::Release);
-    killer.kill();
-    if let Some(delivery) = &current
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .delivery
-    {
-        delivery.slot.relay(Relayed::Broken(why));
     }
 }
 
@@ -247,9 +297,10 @@ pub(crate) fn run(
         Ok(held) => held,
         Err(error) => {
             return Answer::Output(ScriptOutput::crashed(format!(
-                "tool `{}` crashed: its worker process `{}` could not be started: {error}",
+                "tool `{}` crashed: its worker process `{}` could not be started: {error}; {}",
                 spec.name,
-                command.program().display()
+                command.program().display(),
+                crate::worker::HOW,
             )));
         }
     };
@@ -258,22 +309,31 @@ pub(crate) fn run(
     let deadline = spec.deadline;
     let number = held.next_job;
     held.next_job += 1;
-    {
+    let greeting = {
         let mut reading = held.current.lock().unwrap_or_else(PoisonError::into_inner);
         reading.delivery = Some(Delivery {
             number,
             slot: Arc::clone(slot),
         });
         reading.max_line = max_line(&spec);
-    }
-    let sent = held.send(&ToWorker::Job(WorkerJob {
-        number,
-        spec,
-        stack_limit,
-    }));
-    let ended = match sent {
-        Ok(()) => relay(&mut held, number, stop, slot, deadline),
-        Err(error) => Ended::Broken(format!("writing the job to it failed ({error})")),
+        // Read under the lock under which the reader, once it greets,
+        // looks for a job to tell: the greeting is not missed.
+        reading.greeting
+    };
+    let unsent = match greeting {
+        Greeting::Given => None,
+        Greeting::Awaited => greeting_awaited(&held, stop, slot, deadline),
+    };
+    let ended = match unsent {
+        Some(ended) => ended,
+        None => match held.send(&ToWorker::Job(WorkerJob {
+            number,
+            spec,
+            stack_limit,
+        })) {
+            Ok(()) => relay(&mut held, number, stop, slot, deadline),
+            Err(error) => Ended::Broken(format!("writing the job to it failed ({error})")),
+        },
     };
     held.current
         .lock()
@@ -284,8 +344,14 @@ pub(crate) fn run(
             *worker = WorkerSlot::Serving(held);
             answer
         }
+        Ended::Halted(halt) => {
+            // Stopped while the worker was still starting: it is kept.
+            *worker = WorkerSlot::Serving(held);
+            halted.answer(halt)
+        }
         // The worker stays lost, and is killed as it is dropped here.
         Ended::Broken(why) => died(&held, &name, &why),
+        Ended::NotAWorker(why) => not_a_worker(&held, &name, command, &why),
         Ended::Stuck => {
             // It did not stop in time: killed, its whole group, at once.
             // The call answers as a stuck thread's does in the in-process
@@ -305,11 +371,63 @@ pub(crate) fn run(
 enum Ended {
     /// The worker answered.
     Answered(Answer),
+    /// The call was stopped before the job was sent (the worker had not
+    /// greeted yet).
+    Halted(Halt),
+    /// The program is not a rho-script worker of this version: why.
+    NotAWorker(String),
     /// The worker's stdout ended or carried garbage, or it could not be
     /// written to.
     Broken(String),
     /// Told to stop, it did not answer in time.
     Stuck,
+}
+
+/// Waits for a new worker's greeting before its first job is sent: `None`
+/// once it came, or how the job ended without it (the call stopped or past
+/// its deadline first, the worker broke, or it is not a worker: no
+/// greeting within [`GREETING_WAIT`] of its start).
+fn greeting_awaited(
+    worker: &Worker,
+    stop: &AtomicBool,
+    slot: &Slot,
+    deadline: Instant,
+) -> Option<Ended> {
+    let greeting_by = worker
+        .started
+        .checked_add(GREETING_WAIT)
+        .unwrap_or(worker.started);
+    let until = deadline.min(greeting_by);
+    loop {
+        match slot.wait(None, stop, until) {
+            Woken::Relayed(relayed) => {
+                for relayed in relayed {
+                    match relayed {
+                        Relayed::Greeted => return None,
+                        Relayed::NotAWorker(why) => return Some(Ended::NotAWorker(why)),
+                        Relayed::Broken(why) => return Some(Ended::Broken(why)),
+                        // None can come before the greeting: the reader
+                        // reads that first.
+                        Relayed::Message(_) => {}
+                    }
+                }
+            }
+            // No job was sent: nothing was asked.
+            Woken::Answers(_) | Woken::Due => {}
+            Woken::Stopped => {
+                return Some(if stop.load(Ordering::Acquire) {
+                    Ended::Halted(Halt::Dropped)
+                } else if Instant::now() >= greeting_by {
+                    Ended::NotAWorker(format!(
+                        "it wrote nothing on stdout within {}s of its start, where a rho-script worker greets",
+                        GREETING_WAIT.as_secs()
+                    ))
+                } else {
+                    Ended::Halted(Halt::PastDeadline)
+                });
+            }
+        }
+    }
 }
 
 /// Stands in for the script's thread towards the call's future until the
@@ -329,6 +447,8 @@ fn relay(
                 for relayed in relayed {
                     match relayed {
                         Relayed::Broken(why) => return Ended::Broken(why),
+                        Relayed::NotAWorker(why) => return Ended::NotAWorker(why),
+                        Relayed::Greeted => {}
                         Relayed::Message(FromWorker::Answer { answer, .. }) => {
                             return Ended::Answered(answer);
                         }
@@ -401,7 +521,8 @@ fn answer_within(slot: &Slot, until: Instant) -> Option<Ended> {
                     return Some(Ended::Answered(answer));
                 }
                 Relayed::Broken(why) => return Some(Ended::Broken(why)),
-                Relayed::Message(_) => {}
+                Relayed::NotAWorker(why) => return Some(Ended::NotAWorker(why)),
+                Relayed::Message(_) | Relayed::Greeted => {}
             }
         }
     }
@@ -410,6 +531,26 @@ fn answer_within(slot: &Slot, until: Instant) -> Option<Ended> {
 /// The crash of a job whose worker died or broke: how it ended, and the
 /// end of its stderr.
 fn died(worker: &Worker, name: &str, why: &str) -> Answer {
+    let (exit, stderr) = last_words(worker);
+    Answer::Output(ScriptOutput::crashed(format!(
+        "tool `{name}` crashed: its worker process {exit} while it ran the script ({why}){stderr}"
+    )))
+}
+
+/// The crash of a job whose worker program is not a rho-script worker (of
+/// this version): why, how to have one, and the end of its stderr.
+fn not_a_worker(worker: &Worker, name: &str, command: &WorkerCommand, why: &str) -> Answer {
+    let (_exit, stderr) = last_words(worker);
+    Answer::Output(ScriptOutput::crashed(format!(
+        "tool `{name}` crashed: its worker process `{}` is not a rho-script worker of this host's version: {why}; {}{stderr}",
+        command.program().display(),
+        crate::worker::HOW,
+    )))
+}
+
+/// Kills the worker and gives how it ended and the end of its stderr (a
+/// paragraph of its own, or nothing).
+fn last_words(worker: &Worker) -> (String, String) {
     worker.child.kill();
     let exit = worker.child.wait_timeout(EXIT_WAIT).map_or_else(
         || "did not end when killed".to_owned(),
@@ -428,7 +569,5 @@ fn died(worker: &Worker, name: &str, why: &str) -> Answer {
             .unwrap_or(stderr.len());
         format!("\nthe end of its stderr:\n{}", &stderr[start..])
     };
-    Answer::Output(ScriptOutput::crashed(format!(
-        "tool `{name}` crashed: its worker process {exit} while it ran the script ({why}){stderr}"
-    )))
+    (exit, stderr)
 }

@@ -11,7 +11,6 @@
 
 use std::io::{self, BufRead, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,7 +21,7 @@ use std::time::Instant;
 use crate::pool::STACK_MARGIN;
 use crate::sandbox;
 use crate::slot::{Outgoing, Reply, Slot};
-use crate::worker::wire::{FromWorker, ToWorker, WorkerJob};
+use crate::worker::wire::{self, FromWorker, ToWorker, WorkerJob};
 
 /// The job that runs, as stdin's reader sees it.
 struct Running {
@@ -33,8 +32,19 @@ struct Running {
 
 type Current = Arc<Mutex<Option<Running>>>;
 
-/// Serves jobs until stdin ends (the parent is gone), then exits.
-pub(crate) fn serve() -> ExitCode {
+/// Greets the parent, then serves jobs until stdin ends (the parent is
+/// gone); whether it ended well.
+pub(crate) fn serve() -> bool {
+    let mut stdout = io::BufWriter::new(io::stdout().lock());
+    // First, before anything else is written: the parent takes a program
+    // that does not greet so for one that is not a worker (of its version).
+    if let Err(error) = stdout
+        .write_all(wire::greeting().as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!("rho-script worker: writing to the parent failed: {error}");
+        return false;
+    }
     let current: Current = Arc::new(Mutex::new(None));
     let (jobs, next_job) = mpsc::channel::<WorkerJob>();
     let reader_current = Arc::clone(&current);
@@ -43,18 +53,17 @@ pub(crate) fn serve() -> ExitCode {
         .spawn(move || read_stdin(&jobs, &reader_current));
     if let Err(error) = reader {
         eprintln!("rho-script worker: could not start a thread: {error}");
-        return ExitCode::FAILURE;
+        return false;
     }
-    let mut stdout = io::BufWriter::new(io::stdout().lock());
     // Ends when stdin's reader drops its sender, at the end of stdin.
     while let Ok(job) = next_job.recv() {
         if let Err(error) = run(job, &current, &mut stdout) {
             // The parent stopped reading: it is gone.
             eprintln!("rho-script worker: writing to the parent failed: {error}");
-            return ExitCode::FAILURE;
+            return false;
         }
     }
-    ExitCode::SUCCESS
+    true
 }
 
 /// Reads the parent's messages: jobs go to the main thread, the rest to

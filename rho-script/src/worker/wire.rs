@@ -86,6 +86,38 @@ impl FromWorker {
     }
 }
 
+/// The worker's first line: that it is a rho-script worker, and of which
+/// version (the messages below are this version's).
+pub(crate) fn greeting() -> String {
+    let mut line = json!({ "ready": { "worker": "rho-script", "version": VERSION } }).to_string();
+    line.push('\n');
+    line
+}
+
+/// The version of rho-script whose messages these are.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Checks a worker's first line, [`greeting`]: why it is not one of this
+/// version's otherwise.
+pub(crate) fn check_greeting(line: &[u8]) -> Result<(), String> {
+    let not_a_worker = || {
+        let start = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+        format!("its first line on stdout was not a rho-script worker's greeting but {start:?}")
+    };
+    let value: Value = serde_json::from_slice(line).map_err(|_| not_a_worker())?;
+    let ready = value
+        .get("ready")
+        .filter(|ready| ready.get("worker").and_then(Value::as_str) == Some("rho-script"))
+        .ok_or_else(not_a_worker)?;
+    match ready.get("version").and_then(Value::as_str) {
+        Some(version) if version == VERSION => Ok(()),
+        Some(version) => Err(format!(
+            "it is the worker of rho-script {version}, and this host runs rho-script {VERSION}: their messages may differ, so the worker must be of the same version"
+        )),
+        None => Err(not_a_worker()),
+    }
+}
+
 fn limits_to_wire(limits: &ScriptLimits) -> Value {
     json!({
         "memory": limits.memory,
