@@ -278,10 +278,3 @@ impl Future for TokioSleep {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeExamples;
-
-/// The workspace README's examples, run the same way. Only doc tests read
-/// the file (it is not part of the published crate, and `cfg(doctest)`
-/// keeps every other build from looking for it).
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct WorkspaceReadmeExamples;

@@ -240,3 +240,11 @@ pub mod mcp {
 pub mod process {
     pub use rho_process::*;
 }
+
+/// The workspace README's examples, compiled and run as doc tests so they
+/// stay true; they use only `rho::` paths, so they run here. Only doc
+/// tests read the file (it is not part of the published crate, and
+/// `cfg(doctest)` keeps every other build from looking for it).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct WorkspaceReadmeExamples;
