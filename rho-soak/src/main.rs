@@ -134,34 +134,29 @@ mod witness;
 
 use std::process::ExitCode;
 
+use clap::Parser;
 use rho_tool_core::untrusted::install_quiet_panic_hook;
 
-use crate::args::Args;
+use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    match argv.first().map(String::as_str) {
-        Some(mcp_stand_in::SUBCOMMAND) => {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::McpStandIn { .. }) => {
             mcp_stand_in::main();
             return ExitCode::SUCCESS;
         }
-        Some(mcp_http_stand_in::SUBCOMMAND) => {
-            mcp_http_stand_in::main(&argv[1..]);
+        Some(Command::McpHttpStandIn { port, .. }) => {
+            mcp_http_stand_in::main(port);
             return ExitCode::SUCCESS;
         }
-        Some("mcp") => {
+        Some(Command::Mcp(flags)) => {
             install_quiet_panic_hook();
-            return mcp_soak::main(&argv[1..]);
+            return mcp_soak::main(&flags);
         }
-        _ => {}
+        None => {}
     }
-    let args = match Args::parse(argv) {
-        Ok(args) => args,
-        Err(text) => {
-            eprintln!("{text}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = cli.soak.resolve();
     println!(
         "rho-soak: seed {seed} (replay: cargo run --release -p rho-soak -- --calls {calls} \
          --seed {seed} --runtime {runtimes})",

@@ -76,12 +76,8 @@ impl Tool for StandIn {
     }
 }
 
-/// Runs the stand-in with the arguments after the subcommand.
-pub(crate) fn main(args: &[String]) {
-    let Some(port) = args.first().and_then(|port| port.parse::<u16>().ok()) else {
-        eprintln!("usage: rho-soak {SUBCOMMAND} PORT [MARKER]");
-        std::process::exit(2);
-    };
+/// Runs the stand-in on `port` of the loopback interface.
+pub(crate) fn main(port: u16) {
     // The soak holds the other end of stdin: when it goes, so does this.
     std::thread::spawn(|| {
         let mut sink = Vec::new();

@@ -51,6 +51,7 @@ use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
 use rho_tool_core::{CallEnd, Outcome, Runner, ToolCall};
 use serde_json::json;
 
+use crate::args::McpFlags;
 use crate::mcp_http_stand_in::{self, Supervisor};
 use crate::mcp_stand_in;
 use crate::processes::{live_children, processes_with, wait_until};
@@ -59,14 +60,6 @@ use crate::processes::{live_children, processes_with, wait_until};
 const TIMEOUT: Duration = Duration::from_millis(100);
 /// How many wrong calls are printed.
 const SHOWN: usize = 20;
-
-const USAGE: &str = "\
-usage: rho-soak mcp [--http] [--calls N] [--seed S] [--concurrency C]
-
-  --http            import the stand-in over streamable HTTP, not stdio
-  --calls N         calls in all (default 100000; `_` separators allowed)
-  --seed S          the seed to replay (default: random, printed first)
-  --concurrency C   calls in flight at once (default 32)";
 
 /// How the stand-in is imported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,43 +187,16 @@ fn cut(text: &str) -> String {
     text.chars().take(300).collect()
 }
 
-/// Runs the MCP soak with the arguments after `mcp`.
-pub(crate) fn main(args: &[String]) -> ExitCode {
-    let mut calls: u64 = 100_000;
-    let mut seed = fastrand::u64(..);
-    let mut concurrency: u64 = 32;
-    let mut transport = Transport::Stdio;
-    let mut args = args.iter();
-    while let Some(flag) = args.next() {
-        if flag == "--http" {
-            transport = Transport::Http;
-            continue;
-        }
-        let value = match (flag.as_str(), args.next()) {
-            ("-h" | "--help", _) => {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            (_, Some(value)) => value.replace('_', ""),
-            (_, None) => {
-                eprintln!("{flag} needs a value\n\n{USAGE}");
-                return ExitCode::from(2);
-            }
-        };
-        let Ok(number) = value.parse::<u64>() else {
-            eprintln!("{flag}: `{value}` is not a whole number\n\n{USAGE}");
-            return ExitCode::from(2);
-        };
-        match flag.as_str() {
-            "--calls" => calls = number,
-            "--seed" => seed = number,
-            "--concurrency" => concurrency = number.max(1),
-            other => {
-                eprintln!("unknown argument `{other}`\n\n{USAGE}");
-                return ExitCode::from(2);
-            }
-        }
-    }
+/// Runs the MCP soak as `flags` ask.
+pub(crate) fn main(flags: &McpFlags) -> ExitCode {
+    let calls = flags.calls;
+    let seed = flags.seed.unwrap_or_else(|| fastrand::u64(..));
+    let concurrency = flags.concurrency;
+    let transport = if flags.http {
+        Transport::Http
+    } else {
+        Transport::Stdio
+    };
     let http = if transport == Transport::Http {
         " --http"
     } else {
