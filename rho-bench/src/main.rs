@@ -175,6 +175,7 @@
 
 mod alloc;
 mod blocked;
+mod cli;
 mod driver;
 mod floor;
 mod kill;
@@ -198,6 +199,9 @@ mod tools;
 use std::sync::Arc;
 use std::time::Instant;
 
+use clap::Parser;
+
+use crate::cli::{Child, Cli, Figure};
 use crate::report::Report;
 use crate::rt::{Bench, Smol, Tokio};
 
@@ -333,95 +337,13 @@ impl Config {
     }
 }
 
-const FIGURES: [&str; 14] = [
-    "percall",
-    "sequential_task",
-    "memory",
-    "kill",
-    "blocked",
-    "plain",
-    "registry",
-    "script",
-    "script_call",
-    "script_stop",
-    "script_memory",
-    "code",
-    "mcp_server",
-    "mcp_proxy",
-];
-
-const USAGE: &str = "usage: rho-bench [--json] [--quick] \
-     [--only percall,sequential_task,memory,kill,blocked,plain,registry,\
-     script,script_call,script_stop,script_memory,code,mcp_server,mcp_proxy]";
-
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some(memory::SUBCOMMAND) {
-        memory::child(&args[1..]);
+    let cli = Cli::parse();
+    if let Some(child) = cli.child {
+        run_child(child);
         return;
     }
-    if args.first().map(String::as_str) == Some(plain::PROFILE) {
-        plain::profile(&args[1..]);
-        return;
-    }
-    if args.first().map(String::as_str) == Some(percall::PROFILE) {
-        percall::profile(&args[1..]);
-        return;
-    }
-    if args.first().map(String::as_str) == Some(script_memory::SUBCOMMAND) {
-        script_memory::child(&args[1..]);
-        return;
-    }
-    if args.first().map(String::as_str) == Some(mcp_server::PROFILE) {
-        mcp_server::profile(&args[1..]);
-        return;
-    }
-    if args.first().map(String::as_str) == Some(mcp::NOOP_SERVER) {
-        mcp::noop_server();
-        return;
-    }
-    if args.first().map(String::as_str) == Some(mcp::PROXY) {
-        mcp::proxy();
-        return;
-    }
-    if args.first().map(String::as_str) == Some(mcp::REACTOR_RELAY) {
-        mcp::reactor_relay();
-        return;
-    }
-    if args.first().map(String::as_str) == Some(mcp::RELAY) {
-        mcp::relay();
-        return;
-    }
-    if args.first().map(String::as_str) == Some(script::PROFILE) {
-        script::profile(&args[1..]);
-        return;
-    }
-    let mut json = false;
-    let mut quick = false;
-    let mut only: Vec<String> = FIGURES.iter().map(|figure| (*figure).to_owned()).collect();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--json" => json = true,
-            "--quick" => quick = true,
-            "--only" => {
-                let list = args.next().unwrap_or_default();
-                only = list.split(',').map(str::to_owned).collect();
-                if let Some(unknown) = only.iter().find(|f| !FIGURES.contains(&f.as_str())) {
-                    eprintln!("no figure `{unknown}`\n{USAGE}");
-                    std::process::exit(2);
-                }
-            }
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return;
-            }
-            other => {
-                eprintln!("unknown argument `{other}`\n{USAGE}");
-                std::process::exit(2);
-            }
-        }
-    }
+    let (json, quick, only) = (cli.json, cli.quick, cli.figures());
     let config = if quick {
         Config::quick()
     } else {
@@ -431,18 +353,17 @@ fn main() {
     let load_before = load_average();
     let mut report = Report::new(json);
     let answer = only
-        .iter()
-        .any(|figure| figure == "plain")
+        .contains(&Figure::Plain)
         .then(|| Arc::new(plain::Answer::of_size(config.plain_mb)));
 
     run_on::<Tokio>(&config, &only, answer.as_ref(), &mut report);
     run_on::<Smol>(&config, &only, answer.as_ref(), &mut report);
     // rmcp runs on tokio only: the MCP figures are tokio's.
-    if only.iter().any(|figure| figure == "mcp_server") {
+    if only.contains(&Figure::McpServer) {
         eprintln!("[tokio] MCP server: rho against bare rmcp");
         mcp_server::run(&config, &mut report);
     }
-    if only.iter().any(|figure| figure == "mcp_proxy") {
+    if only.contains(&Figure::McpProxy) {
         eprintln!("[tokio] MCP proxy: added latency");
         mcp_proxy::run(&config, &mut report);
     }
@@ -495,11 +416,11 @@ fn main() {
 
 fn run_on<B: Bench>(
     config: &Config,
-    only: &[String],
+    only: &[Figure],
     answer: Option<&Arc<(plain::Answer, usize)>>,
     report: &mut Report,
 ) {
-    let wants = |figure: &str| only.iter().any(|wanted| wanted == figure);
+    let wants = |figure: Figure| only.contains(&figure);
     let bench = B::new();
     let step = |figure: &str| eprintln!("[{}] {figure}", B::NAME);
     let modes: Vec<percall::Mode> = percall::Mode::ALL
@@ -508,44 +429,84 @@ fn run_on<B: Bench>(
         .collect();
     if !modes.is_empty() {
         step("per-call cost");
-        percall::run(&bench, config, report, &modes, wants("percall"));
+        percall::run(&bench, config, report, &modes, wants(Figure::Percall));
     }
-    if wants("kill") {
+    if wants(Figure::Kill) {
         step("kill latency");
         kill::run(&bench, config, report);
     }
-    if wants("blocked") {
+    if wants(Figure::Blocked) {
         step("loop never blocked");
         blocked::run(&bench, config, report);
     }
-    if let (true, Some(answer)) = (wants("plain"), answer) {
+    if let (true, Some(answer)) = (wants(Figure::Plain), answer) {
         step("plain data");
         plain::run(&bench, answer, config, report);
     }
-    if wants("registry") {
+    if wants(Figure::Registry) {
         step("registry");
         registry::run(&bench, config, report);
     }
-    if wants("script") || wants("script_call") {
+    if wants(Figure::Script) || wants(Figure::ScriptCall) {
         step("script call: rho, the bare engine, node -e");
         script::run(&bench, config, report);
     }
-    if wants("script") || wants("code") {
+    if wants(Figure::Script) || wants(Figure::Code) {
         step("code mode: nested calls");
         script_code::run(&bench, config, report);
     }
-    if wants("script") || wants("script_stop") {
+    if wants(Figure::Script) || wants(Figure::ScriptStop) {
         step("script stop latency");
         script_stop::run(&bench, config, report);
     }
     drop(bench);
-    if wants("memory") {
+    if wants(Figure::Memory) {
         step("memory per in-flight call (fresh processes)");
         memory::run(B::NAME, config, report);
     }
-    if wants("script") || wants("script_memory") {
+    if wants(Figure::Script) || wants(Figure::ScriptMemory) {
         step("script memory (a fresh process)");
         script_memory::run(B::NAME, config, report);
+    }
+}
+
+/// Runs one hidden subcommand: a piece of the harness in a process of its
+/// own.
+fn run_child(child: Child) {
+    match child {
+        Child::Memory {
+            runtime,
+            which,
+            count,
+        } => memory::child(runtime, which, count),
+        Child::ScriptMemory {
+            runtime,
+            warm_up,
+            calls,
+        } => script_memory::child(runtime, warm_up, calls),
+        Child::Percall {
+            runtime,
+            which,
+            mode,
+            calls,
+            rounds,
+        } => percall::profile(runtime, which, mode, calls, rounds),
+        Child::Plain {
+            mb,
+            rounds,
+            conversion,
+        } => plain::profile(mb, rounds, conversion),
+        Child::Script {
+            runtime,
+            engine,
+            calls,
+            threads,
+        } => script::profile(runtime, engine, calls, threads),
+        Child::McpServer { server, calls } => mcp_server::profile(server, calls),
+        Child::McpNoop => mcp::noop_server(),
+        Child::McpProxy => mcp::proxy(),
+        Child::McpRelay => mcp::relay(),
+        Child::McpReactorRelay => mcp::reactor_relay(),
     }
 }
 

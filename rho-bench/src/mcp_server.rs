@@ -73,19 +73,21 @@ pub(crate) fn run(config: &Config, report: &mut Report) {
 /// profiler; prints its calls/s.
 pub(crate) const PROFILE: &str = "__mcp_server";
 
-pub(crate) fn profile(args: &[String]) {
-    let which = match args.first().map(String::as_str) {
-        Some("rho") => Which::Rho,
-        Some("bare") => Which::Floor,
-        _ => {
-            eprintln!("usage: rho-bench {PROFILE} <rho|bare> <calls>");
-            std::process::exit(2);
-        }
+/// The sides of figure 13, as [`PROFILE`] names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Server {
+    /// rho's `McpServer` (the figure's rho side).
+    Rho,
+    /// The bare rmcp server (the figure's floor).
+    Bare,
+}
+
+/// Runs the [`PROFILE`] subcommand.
+pub(crate) fn profile(server: Server, calls: usize) {
+    let which = match server {
+        Server::Rho => Which::Rho,
+        Server::Bare => Which::Floor,
     };
-    let calls = args
-        .get(1)
-        .and_then(|calls| calls.parse().ok())
-        .unwrap_or(20_000);
     let rate = mcp::runtime().block_on(rate(which, calls));
     println!("{} {rate:.0} calls/s", which.name());
 }

@@ -20,7 +20,7 @@ use crate::Config;
 use crate::alloc::Counting;
 use crate::floor::FloorRt;
 use crate::report::{Report, Target};
-use crate::rt::{Bench, Smol, Tokio};
+use crate::rt::{Bench, RuntimeName, Smol, Tokio};
 use crate::side::{self, Side, Which};
 use crate::stats::median;
 use crate::tools::{Hold, NoOp, Waits, calls};
@@ -37,20 +37,10 @@ struct Measured {
 }
 
 /// The child: `__memory <tokio|smol> <rho|floor> <count>`; prints one line.
-pub(crate) fn child(args: &[String]) {
-    let [runtime, which, count] = args else {
-        panic!("usage: {SUBCOMMAND} <tokio|smol> <rho|floor> <count>");
-    };
-    let which = match which.as_str() {
-        "rho" => Which::Rho,
-        "floor" => Which::Floor,
-        other => panic!("no side `{other}`"),
-    };
-    let count: usize = count.parse().expect("a count");
-    let measured = match runtime.as_str() {
-        "tokio" => measure(&Tokio::new(), which, count),
-        "smol" => measure(&Smol::new(), which, count),
-        other => panic!("no runtime `{other}`"),
+pub(crate) fn child(runtime: RuntimeName, which: Which, count: usize) {
+    let measured = match runtime {
+        RuntimeName::Tokio => measure(&Tokio::new(), which, count),
+        RuntimeName::Smol => measure(&Smol::new(), which, count),
     };
     println!(
         "{} {} {}",

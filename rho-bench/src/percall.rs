@@ -10,8 +10,9 @@ use rho_tool_core::ToolCall;
 
 use crate::Config;
 use crate::alloc::Counting;
+use crate::cli::Figure;
 use crate::report::{Report, Target};
-use crate::rt::Bench;
+use crate::rt::{Bench, RuntimeName, Smol, Tokio};
 use crate::side::{self, Ended, FloorSide, RhoSide, Side, Which};
 use crate::stats::{median, ns_per};
 use crate::tools::{NoOp, calls};
@@ -22,8 +23,10 @@ use crate::tools::{NoOp, calls};
 /// EPYC). rho's figure with the loop as a task is set against it.
 pub(crate) const BEAM_SEQUENTIAL_US: f64 = 8.1;
 
-/// How a figure's loop starts and awaits its calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a figure's loop starts and awaits its calls (named as
+/// [`Mode::name`] on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
 pub(crate) enum Mode {
     /// Start, await, next; the loop on the main thread in `block_on`.
     Sequential,
@@ -46,11 +49,11 @@ impl Mode {
         }
     }
 
-    /// The `--only` name that runs this mode.
-    pub(crate) fn only(self) -> &'static str {
+    /// The `--only` figure that runs this mode.
+    pub(crate) fn only(self) -> Figure {
         match self {
-            Mode::Sequential | Mode::InFlight => "percall",
-            Mode::SequentialTask => "sequential_task",
+            Mode::Sequential | Mode::InFlight => Figure::Percall,
+            Mode::SequentialTask => Figure::SequentialTask,
         }
     }
 
@@ -64,10 +67,6 @@ impl Mode {
             Mode::InFlight => Some(1.15),
             Mode::SequentialTask => None,
         }
-    }
-
-    fn parse(name: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|mode| mode.name() == name)
     }
 }
 
@@ -269,28 +268,11 @@ const BEAM_UNIT: &str = "us/call (target: BEAM, recorded)";
 /// <sequential|sequential_task|in_flight> <calls> <rounds>`.
 pub(crate) const PROFILE: &str = "__percall";
 
-pub(crate) fn profile(args: &[String]) {
-    let usage = || -> ! {
-        panic!(
-            "usage: {PROFILE} <tokio|smol> <rho|floor> <sequential|sequential_task|in_flight> \
-             <calls> <rounds>"
-        )
-    };
-    let [runtime, which, mode, count, rounds] = args else {
-        usage();
-    };
-    let which = match which.as_str() {
-        "rho" => Which::Rho,
-        "floor" => Which::Floor,
-        _ => usage(),
-    };
-    let mode = Mode::parse(mode).unwrap_or_else(|| usage());
-    let count: usize = count.parse().expect("a count");
-    let rounds: usize = rounds.parse().expect("a count");
-    match runtime.as_str() {
-        "tokio" => profile_on(&crate::rt::Tokio::new(), which, mode, count, rounds),
-        "smol" => profile_on(&crate::rt::Smol::new(), which, mode, count, rounds),
-        other => panic!("no runtime `{other}`"),
+/// Runs the [`PROFILE`] subcommand.
+pub(crate) fn profile(runtime: RuntimeName, which: Which, mode: Mode, count: usize, rounds: usize) {
+    match runtime {
+        RuntimeName::Tokio => profile_on(&Tokio::new(), which, mode, count, rounds),
+        RuntimeName::Smol => profile_on(&Smol::new(), which, mode, count, rounds),
     }
 }
 

@@ -193,20 +193,33 @@ pub(crate) fn run<B: Bench>(
 /// `__plain <mb> <rounds> <plain|json>`.
 pub(crate) const PROFILE: &str = "__plain";
 
-pub(crate) fn profile(args: &[String]) {
-    let [mb, rounds, kind] = args else {
-        panic!("usage: {PROFILE} <mb> <rounds> <plain|json>");
-    };
-    let (answer, size) = Answer::of_size(mb.parse().expect("a size"));
+/// The conversion [`PROFILE`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Conversion {
+    /// rho's `to_plain`.
+    Plain,
+    /// `serde_json::to_value`.
+    Json,
+}
+
+/// Runs the [`PROFILE`] subcommand.
+pub(crate) fn profile(mb: usize, rounds: usize, conversion: Conversion) {
+    let (answer, size) = Answer::of_size(mb);
     let limits = Limits::default()
         .with_max_bytes(1 << 30)
         .with_max_elements(100_000_000);
-    for _ in 0..rounds.parse::<usize>().expect("a count") {
+    for _ in 0..rounds {
         let start = Instant::now();
-        match kind.as_str() {
-            "plain" => drop(to_plain(&answer, &limits).expect("within the limits")),
-            _ => drop(serde_json::to_value(&answer).expect("JSON")),
-        }
+        let kind = match conversion {
+            Conversion::Plain => {
+                drop(to_plain(&answer, &limits).expect("within the limits"));
+                "plain"
+            }
+            Conversion::Json => {
+                drop(serde_json::to_value(&answer).expect("JSON"));
+                "json"
+            }
+        };
         eprintln!(
             "{kind}: {:.1} MB/s",
             size as f64 / start.elapsed().as_secs_f64() / 1e6

@@ -22,6 +22,16 @@ use rho_tool_core::Executor;
 
 use crate::floor::FloorRt;
 
+/// A runtime by its name on the command line (the [`Bench::NAME`] of
+/// [`Tokio`] or [`Smol`]), for the subcommands that run on one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RuntimeName {
+    /// [`Tokio`].
+    Tokio,
+    /// [`Smol`].
+    Smol,
+}
+
 /// The worker threads of each runtime.
 pub(crate) const WORKERS: usize = 2;
 

@@ -39,7 +39,7 @@ use rquickjs::{Context, Function, Runtime, Value};
 
 use crate::Config;
 use crate::report::{Report, Target};
-use crate::rt::{self, Bench};
+use crate::rt::{self, Bench, RuntimeName};
 use crate::stats::{Samples, median};
 
 /// The trivial script of figures 7 and 8.
@@ -62,10 +62,13 @@ pub(crate) fn add_tool(pool: &ScriptPool) -> Arc<dyn Tool> {
     ))
 }
 
-/// The sides of figure 7.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Engine {
+/// The sides of figure 7 (named as [`Engine::name`] on the command
+/// line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Engine {
+    /// A script tool, called through rho.
     Rho,
+    /// The engine alone, on the loop's thread.
     Bare,
 }
 
@@ -84,12 +87,6 @@ impl Engine {
         } else {
             [Engine::Bare, Engine::Rho]
         }
-    }
-
-    fn parse(name: &str) -> Option<Engine> {
-        [Engine::Rho, Engine::Bare]
-            .into_iter()
-            .find(|engine| engine.name() == name)
     }
 }
 
@@ -306,22 +303,10 @@ const NODE_UNIT: &str = "ms/call (fresh process)";
 pub(crate) const PROFILE: &str = "__script";
 
 /// Runs the [`PROFILE`] subcommand.
-pub(crate) fn profile(args: &[String]) {
-    let usage =
-        || -> ! { panic!("usage: {PROFILE} <tokio|smol> <rho|bare> <calls> [script threads]") };
-    let (runtime, engine, count, threads) = match args {
-        [runtime, engine, count] => (runtime, engine, count, None),
-        [runtime, engine, count, threads] => (runtime, engine, count, Some(threads)),
-        _ => usage(),
-    };
-    let engine = Engine::parse(engine).unwrap_or_else(|| usage());
-    let count: usize = count.parse().unwrap_or_else(|_| usage());
-    let threads = threads.map_or(Ok(rt::WORKERS), |threads| threads.parse());
-    let threads: usize = threads.unwrap_or_else(|_| usage());
-    match runtime.as_str() {
-        "tokio" => profile_on(&rt::Tokio::new(), engine, count, threads),
-        "smol" => profile_on(&rt::Smol::new(), engine, count, threads),
-        _ => usage(),
+pub(crate) fn profile(runtime: RuntimeName, engine: Engine, count: usize, threads: usize) {
+    match runtime {
+        RuntimeName::Tokio => profile_on(&rt::Tokio::new(), engine, count, threads),
+        RuntimeName::Smol => profile_on(&rt::Smol::new(), engine, count, threads),
     }
 }
 

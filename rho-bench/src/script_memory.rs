@@ -23,7 +23,7 @@ use rho_tool_core::{Executor, Outcome, Runner, Tool, ToolCall};
 use crate::Config;
 use crate::memory::rss_bytes;
 use crate::report::{Report, Target};
-use crate::rt::{self, Bench, Smol, Tokio};
+use crate::rt::{self, Bench, RuntimeName, Smol, Tokio};
 
 /// The hidden subcommand's name.
 pub(crate) const SUBCOMMAND: &str = "__script_memory";
@@ -58,17 +58,10 @@ struct Measured {
 /// The child: `__script_memory <tokio|smol> <warm-up calls> <calls>`;
 /// prints one line of numbers, and on stderr the first text of a crash
 /// that did not name the cap, if any.
-pub(crate) fn child(args: &[String]) {
-    let usage = || -> ! { panic!("usage: {SUBCOMMAND} <tokio|smol> <warm-up calls> <calls>") };
-    let [runtime, warm_up, count] = args else {
-        usage();
-    };
-    let warm_up: usize = warm_up.parse().unwrap_or_else(|_| usage());
-    let count: usize = count.parse().unwrap_or_else(|_| usage());
-    let (rss_warm, rss_end, ends) = match runtime.as_str() {
-        "tokio" => measure(&Tokio::new(), warm_up, count),
-        "smol" => measure(&Smol::new(), warm_up, count),
-        _ => usage(),
+pub(crate) fn child(runtime: RuntimeName, warm_up: usize, count: usize) {
+    let (rss_warm, rss_end, ends) = match runtime {
+        RuntimeName::Tokio => measure(&Tokio::new(), warm_up, count),
+        RuntimeName::Smol => measure(&Smol::new(), warm_up, count),
     };
     if let Some(text) = &ends.first_unnamed {
         eprintln!("{text}");

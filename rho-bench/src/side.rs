@@ -10,10 +10,13 @@ use rho_tool_core::{CallEnd, CallHandle, Executor, Gate, Outcome, Runner, Tool, 
 use crate::floor::{self, Floor, FloorCall, FloorDone, FloorEnd, FloorGate, FloorRt, FloorTool};
 use crate::rt::Bench;
 
-/// Which side a measurement is of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which side a measurement is of (named as [`Which::name`] on the
+/// command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Which {
+    /// rho's runner.
     Rho,
+    /// The hand-written floor.
     Floor,
 }
 
