@@ -14,8 +14,9 @@ use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait}
 
 use crate::fail;
 
-/// The argument that makes this program the documentation server.
-pub(crate) const SERVE_FLAG: &str = "--serve-docs-over-mcp";
+/// The long flag (`--serve-docs-over-mcp`) that makes this program the
+/// documentation server.
+pub(crate) const SERVE_FLAG: &str = "serve-docs-over-mcp";
 
 /// How long rho gives an imported call: the server itself sets no
 /// timeout, and neither does the MCP SDK.
@@ -112,7 +113,7 @@ pub(crate) async fn import(registry: &ToolRegistry) -> McpSource {
     let program = std::env::current_exe()
         .unwrap_or_else(|error| fail(&format!("cannot find the demo's own program: {error}")));
     McpSource::stdio("docs", program)
-        .arg(SERVE_FLAG)
+        .arg(format!("--{SERVE_FLAG}"))
         .timeout(IMPORTED_TIMEOUT)
         .connect(registry)
         .await

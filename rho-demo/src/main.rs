@@ -36,6 +36,7 @@ mod tools;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::{Parser, ValueEnum};
 use rho_exec_smol::SmolPool;
 use rho_exec_tokio::TokioExecutor;
 use rho_tool_core::ToolCall;
@@ -86,31 +87,68 @@ impl Runtime for OnSmol {
 /// What the session keeps of each call's details.
 const KEEP: KeepDetails = KeepDetails::MaxBytes(120);
 
-fn main() {
-    if std::env::args().nth(1).as_deref() == Some(docs::SERVE_FLAG) {
-        docs::serve();
-    }
-    let mut json = false;
-    let mut runtime = "tokio".to_owned();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--json" => json = true,
-            "--runtime" => runtime = args.next().unwrap_or_default(),
-            other => fail(&format!(
-                "unknown argument `{other}` (use --json, --runtime tokio|smol)"
-            )),
+/// rho's demo: a scripted session of tool calls, printed live.
+///
+/// Ten model messages, each run as one turn: gates that wait, deny or are
+/// interrupted, tools that report progress, time out, panic, are
+/// quarantined, written by the model in JavaScript, run as one program
+/// (code mode), or imported over MCP. About four seconds.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rho-demo",
+    // A flag given twice takes its last value, as it always has.
+    args_override_self = true
+)]
+struct Cli {
+    /// Print one JSON object a line instead of readable lines.
+    #[arg(long)]
+    json: bool,
+    /// The runtime the tools and the gate run on.
+    #[arg(long, value_name = "RUNTIME", value_enum, default_value_t = RuntimeName::Tokio)]
+    runtime: RuntimeName,
+    /// Serve the documentation tools over MCP on stdio, and nothing else:
+    /// the session starts this program so, as the server it imports.
+    #[arg(long = docs::SERVE_FLAG, hide = true)]
+    serve_docs: bool,
+}
+
+/// The runtimes the session runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RuntimeName {
+    /// tokio, two worker threads.
+    Tokio,
+    /// smol, an executor run by two threads.
+    Smol,
+}
+
+impl RuntimeName {
+    /// The name the printed lines show, as `--runtime` takes it.
+    fn name(self) -> &'static str {
+        match self {
+            RuntimeName::Tokio => "tokio",
+            RuntimeName::Smol => "smol",
         }
+    }
+}
+
+fn main() {
+    let Cli {
+        json,
+        runtime,
+        serve_docs,
+    } = Cli::parse();
+    if serve_docs {
+        docs::serve();
     }
     // The panics of `flaky_lint` are reported in its end lines, with where
     // they were raised; the quiet hook keeps them from being printed over
     // the demo.
     rho_untrusted::install_quiet_panic_hook();
-    let mut printer = Printer::new(json, &runtime, Instant::now());
+    let mut printer = Printer::new(json, runtime.name(), Instant::now());
     let (registry, accounting, pool) = registry();
 
-    match runtime.as_str() {
-        "tokio" => {
+    match runtime {
+        RuntimeName::Tokio => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
@@ -127,7 +165,7 @@ fn main() {
             add_run_script(&turns, &pool);
             run_session(&OnTokio { turns, runtime }, &accounting, &mut printer);
         }
-        "smol" => {
+        RuntimeName::Smol => {
             let executors = SmolPool::new(2)
                 .unwrap_or_else(|error| fail(&format!("cannot start smol: {error}")));
             let wait: Wait = Arc::new(|duration: Duration| {
@@ -149,11 +187,77 @@ fn main() {
                 &mut printer,
             );
         }
-        other => fail(&format!("unknown runtime `{other}` (use tokio or smol)")),
     }
 }
 
 pub(crate) fn fail(message: &str) -> ! {
     eprintln!("rho-demo: {message}");
     std::process::exit(2);
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+
+    use super::*;
+
+    fn parse(line: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("rho-demo").chain(line.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_documented_lines_parse() {
+        let cli = parse(&[]).expect("parses");
+        assert!(!cli.json && !cli.serve_docs);
+        assert_eq!(cli.runtime, RuntimeName::Tokio);
+        let cli = parse(&["--json"]).expect("parses");
+        assert!(cli.json);
+        assert_eq!(cli.runtime, RuntimeName::Tokio);
+        let cli = parse(&["--runtime", "smol"]).expect("parses");
+        assert!(!cli.json);
+        assert_eq!(cli.runtime, RuntimeName::Smol);
+        let cli = parse(&["--runtime", "tokio", "--json"]).expect("parses");
+        assert!(cli.json);
+        assert_eq!(cli.runtime, RuntimeName::Tokio);
+        assert_eq!(RuntimeName::Smol.name(), "smol");
+        assert_eq!(RuntimeName::Tokio.name(), "tokio");
+    }
+
+    #[test]
+    fn the_line_the_session_starts_its_docs_server_with_parses() {
+        let flag = format!("--{}", docs::SERVE_FLAG);
+        assert_eq!(flag, "--serve-docs-over-mcp");
+        assert!(parse(&[&flag]).expect("parses").serve_docs);
+    }
+
+    #[test]
+    fn bad_values_and_unknown_flags_are_errors() {
+        for line in [
+            &["--runtime", "both"][..],
+            &["--runtime", "async-std"],
+            &["--runtime"],
+            &["--json=yes"],
+            &["--verbose"],
+            &["smol"],
+        ] {
+            let error = parse(line).expect_err("a bad line is an error");
+            assert_ne!(error.kind(), ErrorKind::DisplayHelp, "{line:?}");
+            assert_eq!(error.exit_code(), 2, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn help_names_the_flags_and_hides_the_docs_server() {
+        let help = Cli::command().render_long_help().to_string();
+        for flag in ["--json", "--runtime", "tokio", "smol"] {
+            assert!(help.contains(flag), "help names {flag}:\n{help}");
+        }
+        assert!(!help.contains(docs::SERVE_FLAG), "help hides it:\n{help}");
+    }
 }
