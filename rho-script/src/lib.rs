@@ -217,8 +217,9 @@
 //!   instead, and the next call starts a fresh one. [`ScriptPool::state`]
 //!   tells a host how often either happened.
 //! - **Own threads.** Scripts run on a [`ScriptPool`]'s std threads (a fixed
-//!   number, with a bounded queue; a call past the queue ends at once with
-//!   an error), never on the executor's workers, so a script never holds up
+//!   number for new calls, beside the stuck ones above while they last,
+//!   with a bounded queue; a call past the queue ends at once with an
+//!   error), never on the executor's workers, so a script never holds up
 //!   other tasks, on tokio, smol or any other executor.
 //! - **In-process, unless asked otherwise.** QuickJS is C: an engine bug
 //!   can still abort the process, which no in-process guard can catch. A

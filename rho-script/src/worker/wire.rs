@@ -1,13 +1,15 @@
 //! The messages between a pool's thread and its worker process: one JSON
 //! object per line, each way.
 //!
-//! The parent sends a job, then, while the job runs, what the call's
-//! future did for the script (a host call's end, a sleep that is due) or
-//! that it is gone (stop). The worker sends what the script asks of the
-//! future (a partial result, a host call, a sleep until some time) and,
-//! last, the job's answer. Every message of a job carries the job's
-//! number, so that a late message of a stopped job is never taken for the
-//! next one's.
+//! The worker's first line is its greeting: that it is a rho-script
+//! worker, and of which version (a program that does not greet so is not
+//! sent a job). The parent sends a job, then, while the job runs, what
+//! the call's future did for the script (a host call's end, a sleep that
+//! is due) or that it is gone (stop). The worker sends what the script
+//! asks of the future (a partial result, a host call, a sleep until some
+//! time) and, last, the job's answer. Every message of a job carries the
+//! job's number, so that a late message of a stopped job is never taken
+//! for the next one's.
 //!
 //! What the worker writes is read as untrusted: a line that is not one of
 //! these messages ends the job as a crash of the worker, and the worker
