@@ -45,7 +45,7 @@
 //! | subscriber | [`Subscriber`] | a host's screen or log: gets every event, never blocks a turn |
 //! | session entry | [`SessionEntry`] | what the session keeps of one call |
 //! | plain data | [`Plain`] | values made only of library-owned types |
-//! | executor | [`Executor`] | spawn, kill and sleep on a runtime ([`tokio`], [`smol`]) |
+//! | executor | [`Executor`] | spawn, kill and sleep on a runtime (`tokio`, `smol`) |
 //!
 //! The rest sits one module down, by concept: [`tool`], [`call`],
 //! [`gate`], [`registry`], [`turn`], [`untrusted`], [`executor`]; and one
@@ -55,8 +55,8 @@
 //!
 //! | feature | gives |
 //! |---|---|
-//! | `tokio` (default) | [`tokio`]: the executor on tokio, and the types a tokio host names |
-//! | `smol` | [`smol`]: the executor on smol (both runtimes may be on at once) |
+//! | `tokio` (default) | `tokio`: the executor on tokio, and the types a tokio host names |
+//! | `smol` | `smol`: the executor on smol (both runtimes may be on at once) |
 //! | `script` | `script`: tools the model writes in JavaScript, and code mode |
 //! | `mcp` | `mcp`: serve a registry over MCP, import MCP servers, the proxy |
 //! | `mcp-https` | `mcp`, with imports from `https://` endpoints |
