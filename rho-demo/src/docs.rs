@@ -7,10 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rho_mcp::McpServer;
-use rho_mcp::import::McpSource;
-use rho_registry::{Source, ToolRegistry};
-use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho::mcp::McpServer;
+use rho::mcp::import::McpSource;
+use rho::{Source, Tool, ToolAnnotations, ToolContext, ToolOutput, ToolRegistry, async_trait};
 
 use crate::fail;
 
@@ -93,8 +92,7 @@ pub(crate) fn serve() -> ! {
         fail(&format!("cannot register the docs tools: {error}"));
     }
     let served = runtime.block_on(async {
-        let executor =
-            rho_exec_tokio::TokioExecutor::current().map_err(|error| error.to_string())?;
+        let executor = rho::tokio::TokioExecutor::current().map_err(|error| error.to_string())?;
         McpServer::new(executor, registry)
             .with_name("rho-demo-docs", env!("CARGO_PKG_VERSION"))
             .serve_stdio()

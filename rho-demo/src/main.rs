@@ -37,10 +37,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use rho_exec_smol::SmolPool;
-use rho_exec_tokio::TokioExecutor;
-use rho_tool_core::ToolCall;
-use rho_turn::{EventBus, KeepDetails, SessionEntry, TurnAbort};
+use rho::smol::SmolPool;
+use rho::tokio::TokioExecutor;
+use rho::turn::{EventBus, TurnAbort};
+use rho::{KeepDetails, SessionEntry, ToolCall};
 
 use crate::print::Printer;
 use crate::session::{Runtime, Wait, add_run_script, gate, registry, run_session};
@@ -48,7 +48,7 @@ use crate::session::{Runtime, Wait, add_run_script, gate, registry, run_session}
 /// The session on tokio: a turn runner on its executor, the turns driven
 /// by the runtime's `block_on`.
 struct OnTokio {
-    turns: rho_exec_tokio::TurnRunner,
+    turns: rho::tokio::TurnRunner,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -67,7 +67,7 @@ impl Runtime for OnTokio {
 /// The session on smol: a turn runner on a pool of its own, the turns
 /// driven by `smol::block_on`.
 struct OnSmol {
-    turns: rho_exec_smol::TurnRunner,
+    turns: rho::smol::TurnRunner,
     /// Runs the calls' tasks for as long as the session lasts.
     _pool: SmolPool,
 }
@@ -143,7 +143,7 @@ fn main() {
     // The panics of `flaky_lint` are reported in its end lines, with where
     // they were raised; the quiet hook keeps them from being printed over
     // the demo.
-    rho_untrusted::install_quiet_panic_hook();
+    rho::untrusted::install_quiet_panic_hook();
     let mut printer = Printer::new(json, runtime.name(), Instant::now());
     let (registry, accounting, pool) = registry();
 
@@ -159,7 +159,7 @@ fn main() {
             let wait: Wait = Arc::new(|duration: Duration| Box::pin(tokio::time::sleep(duration)));
             // Kept for the session: dropping it stops the docs server.
             let _docs = runtime.block_on(docs::import(&registry));
-            let turns = rho_exec_tokio::TurnRunner::new(executor, registry)
+            let turns = rho::tokio::TurnRunner::new(executor, registry)
                 .with_gate(Arc::new(gate(wait)))
                 .with_keep_details(KEEP);
             add_run_script(&turns, &pool);
@@ -174,7 +174,7 @@ fn main() {
                 })
             });
             let _docs = smol::block_on(docs::import(&registry));
-            let turns = rho_exec_smol::TurnRunner::new(executors.executor(), registry)
+            let turns = rho::smol::TurnRunner::new(executors.executor(), registry)
                 .with_gate(Arc::new(gate(wait)))
                 .with_keep_details(KEEP);
             add_run_script(&turns, &pool);

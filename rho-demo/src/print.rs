@@ -3,8 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rho_tool_core::Content;
-use rho_turn::{SessionEntry, TurnEvent};
+use rho::{Content, SessionEntry, TurnEvent};
 use serde_json::json;
 
 pub(crate) struct Printer {

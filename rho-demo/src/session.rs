@@ -5,12 +5,13 @@ use std::pin::Pin;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
-use rho_script::{CodeMode, RunScript, ScriptLimits, ScriptPool, ScriptSource};
-use rho_tool_core::{
-    AnnotationGate, ApprovalRequest, Executor, Match, Rule, Tool, ToolCall, Verdict,
+use rho::gate::{Match, Rule};
+use rho::script::{CodeMode, RunScript, ScriptLimits, ScriptPool, ScriptSource};
+use rho::turn::{EventBus, TurnAbort};
+use rho::{
+    Accounting, AnnotationGate, ApprovalRequest, Executor, QuarantineRule, SessionEntry, Source,
+    Tool, ToolCall, ToolRegistry, TurnEvent, TurnRunner, Verdict,
 };
-use rho_turn::{EventBus, SessionEntry, TurnAbort, TurnEvent, TurnRunner};
 use serde_json::json;
 
 use crate::print::Printer;

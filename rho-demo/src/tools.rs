@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rho_tool_core::{Image, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho::{Image, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 use serde::Serialize;
 
 /// Reads a (pretend) file at once.
