@@ -69,9 +69,9 @@ async fn the_fewest_lines_still_quarantine_a_crashing_tool() {
     let health = accounting
         .tool_health("count_words")
         .expect("it was called");
-    // The refused third call never reached the source: a quarantined
-    // tool's source refused it itself.
-    assert_eq!((health.calls, health.crashed, health.refused), (2, 2, 0));
+    // The refused third call reached the source too, as a refusal (never
+    // a strike): a host sees a model that keeps calling a quarantined tool.
+    assert_eq!((health.calls, health.crashed, health.refused), (3, 2, 1));
     assert!(health.is_quarantined(), "{health:?}");
     assert!(
         turns.registry().tools().is_empty(),
