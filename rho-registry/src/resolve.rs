@@ -148,6 +148,14 @@ impl DisabledTool {
     pub fn info(&self) -> &Arc<ToolInfo> {
         &self.entry.info
     }
+
+    /// The watch a refused call of this tool is given, as
+    /// [`Resolved::watch`]: the tool's own entry, which tells its source
+    /// (`None` when the source has no policy). For a host that refuses the
+    /// call with a result of its own ([`Runner::refuse_watched`]).
+    pub fn watch(&self) -> Option<Arc<dyn Watch>> {
+        self.entry.call_watch()
+    }
 }
 
 impl PartialEq for DisabledTool {
@@ -199,7 +207,7 @@ impl Refusal {
     pub fn start<E: Executor>(&self, runner: &Runner<E>, call: ToolCall) -> CallHandle<E> {
         let watch = match self {
             Refusal::Unknown { .. } => None,
-            Refusal::Disabled(tool) => tool.entry.call_watch(),
+            Refusal::Disabled(tool) => tool.watch(),
         };
         runner.refuse_watched(call, self.to_result(), watch)
     }

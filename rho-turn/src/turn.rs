@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use rho_registry::Refusal;
 use rho_tool_core::untrusted::{Exit, Plain, exit_text};
 use rho_tool_core::{
     CallEnd, CallEvent, CallHandle, ClockPause, Executor, Outcome, TaskId, ToolCall, ToolResult,
@@ -279,6 +280,11 @@ impl<E: Executor> Turn<E> {
                 // The model's mistakes in a call of a real tool are told
                 // to its source, as refusals.
                 (Ok(resolved), Some(result)) => resolved.refuse(runner, call, result),
+                // A disabled tool's source hears of it too; an unknown
+                // name has no source.
+                (Err(Refusal::Disabled(tool)), Some(result)) => {
+                    runner.refuse_watched(call, result, tool.watch())
+                }
                 (Err(_), Some(result)) => runner.refuse(call, result),
                 (Err(refusal), None) => refusal.start(runner, call),
                 (Ok(resolved), None) => {

@@ -230,3 +230,51 @@ fn arguments_the_type_cannot_take_end_with_an_error_naming_the_problem() {
         "{text}"
     );
 }
+
+/// A faulty call (here, a second call with the same id) of a quarantined
+/// tool is refused, and the tool's source still hears of it as a refusal:
+/// no path of a turn refuses a registered tool behind its source's back.
+#[test]
+fn a_faulty_call_of_a_quarantined_tool_still_reaches_its_source() {
+    use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
+
+    let runtime = runtime();
+    let registry = ToolRegistry::new();
+    let accounting = Arc::new(Accounting::new(QuarantineRule::after(1)));
+    registry
+        .add_source(Source::untrusted("agent").with_policy(accounting.clone()))
+        .expect("a new source")
+        .add(Arc::new(tool(
+            "flaky",
+            |_args, _cx: ToolContext| async move { ToolOutput::crashed("it broke") },
+        )))
+        .expect("a new tool");
+    let turns = rho_turn::TurnRunner::new(executor(&runtime), registry);
+
+    let first = runtime.block_on(turns.turn([call("1", "flaky", json!({}))]));
+    assert_eq!(first[0].outcome, Outcome::Crashed, "{:?}", first[0]);
+    let health = accounting.tool_health("flaky").expect("it ran");
+    assert!(health.is_quarantined(), "{health:?}");
+
+    // Two calls with one id: the second is a fault of the model's; both
+    // are of a quarantined tool.
+    let entries = runtime
+        .block_on(turns.turn([call("2", "flaky", json!({})), call("2", "flaky", json!({}))]));
+    assert!(
+        entries
+            .iter()
+            .all(|entry| entry.outcome == Outcome::Refused),
+        "{entries:?}"
+    );
+    let health = accounting.tool_health("flaky").expect("it ran");
+    assert_eq!(
+        (
+            health.calls,
+            health.crashed,
+            health.refused,
+            health.in_flight()
+        ),
+        (3, 1, 2, 0),
+        "{health:?}"
+    );
+}
