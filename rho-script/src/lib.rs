@@ -210,10 +210,11 @@
 //!   the stop the pool gives up on a thread that has not come back, answers
 //!   the call as stopped at its deadline, and starts a fresh thread in its
 //!   place; the stuck thread ends itself when the operation returns. At
-//!   most [`PoolOptions::max_abandoned`] stuck threads (default: the pool's
-//!   size) run at once, each holding its runtime (under the call's memory
-//!   cap); past that a stuck thread keeps its place and calls wait for it
-//!   in the queue. In worker mode the stuck worker is killed at that point
+//!   most [`PoolOptions::max_abandoned`] given-up threads (default: the
+//!   pool's size) run beside the pool's own, each holding its runtime
+//!   (under the call's memory cap); past that a stuck thread keeps its
+//!   place and calls wait for it in the queue, so the threads never number
+//!   more than `threads + max_abandoned`. In worker mode the stuck worker is killed at that point
 //!   instead, and the next call starts a fresh one. [`ScriptPool::state`]
 //!   tells a host how often either happened.
 //! - **Own threads.** Scripts run on a [`ScriptPool`]'s std threads (a fixed

@@ -14,9 +14,10 @@
 //! up on such a thread [`STUCK_AFTER`] past the script's stop: the call is
 //! answered, a fresh thread takes the stuck one's place, and the stuck one
 //! ends itself when the operation returns. At most
-//! [`PoolOptions::max_abandoned`] may be left running at once, which bounds
-//! the threads and the memory (each holds its runtime, under the call's
-//! cap) that stuck scripts can cost.
+//! [`PoolOptions::max_abandoned`] given-up threads may run beside the
+//! pool's own (so `threads + max_abandoned` in all), which bounds the
+//! threads and the memory (each holds its runtime, under the call's cap)
+//! that stuck scripts can cost.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -536,7 +537,11 @@ fn work(shared: &Shared, number: u64) {
                             thread: number,
                             stop: Arc::clone(&job.stop),
                             stopped: None,
-                            deadline: job.spec.deadline,
+                            // A job taken already past its deadline (it
+                            // waited in the queue) gets its grace from
+                            // now: the thread has not had it yet, and is
+                            // not stuck.
+                            deadline: job.spec.deadline.max(Instant::now()),
                             slot: Arc::clone(job.reply.slot()),
                             halted: Halted::of(&job.spec),
                         };
@@ -568,14 +573,17 @@ fn work(shared: &Shared, number: u64) {
                     // thread has this one's place. This one frees what the
                     // script left (its answer goes unsent: the first answer
                     // stands) and ends.
-                    queue.abandoned -= 1;
                     drop(queue);
-                    // A stuck thread kept past the cap may be replaced now.
-                    shared.watch.notify_one();
+                    // What the script held is freed before the thread stops
+                    // counting as abandoned, so that a replacement the cap
+                    // lets start never runs beside its memory.
                     if let Some((reply, _answer, spent)) = answered {
                         drop(reply);
                         free(spent);
                     }
+                    shared.lock().abandoned -= 1;
+                    // A stuck thread kept past the cap may be replaced now.
+                    shared.watch.notify_one();
                     return;
                 };
                 queue.running.swap_remove(at);
