@@ -205,11 +205,18 @@ impl Refusal {
     ///
     /// [`Outcome::Refused`]: rho_tool_core::Outcome::Refused
     pub fn start<E: Executor>(&self, runner: &Runner<E>, call: ToolCall) -> CallHandle<E> {
-        let watch = match self {
+        runner.refuse_watched(call, self.to_result(), self.watch())
+    }
+
+    /// The watch a refused call is given: a disabled tool's, which tells
+    /// its source ([`DisabledTool::watch`]); `None` for an unknown name,
+    /// which has no source. For a host that refuses the call with a result
+    /// of its own ([`Runner::refuse_watched`]).
+    pub fn watch(&self) -> Option<Arc<dyn Watch>> {
+        match self {
             Refusal::Unknown { .. } => None,
             Refusal::Disabled(tool) => tool.watch(),
-        };
-        runner.refuse_watched(call, self.to_result(), watch)
+        }
     }
 
     fn details(&self) -> Plain {

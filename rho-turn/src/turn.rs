@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use rho_registry::Refusal;
 use rho_tool_core::untrusted::{Exit, Plain, exit_text};
 use rho_tool_core::{
     CallEnd, CallEvent, CallHandle, ClockPause, Executor, Outcome, TaskId, ToolCall, ToolResult,
@@ -282,10 +281,9 @@ impl<E: Executor> Turn<E> {
                 (Ok(resolved), Some(result)) => resolved.refuse(runner, call, result),
                 // A disabled tool's source hears of it too; an unknown
                 // name has no source.
-                (Err(Refusal::Disabled(tool)), Some(result)) => {
-                    runner.refuse_watched(call, result, tool.watch())
+                (Err(refusal), Some(result)) => {
+                    runner.refuse_watched(call, result, refusal.watch())
                 }
-                (Err(_), Some(result)) => runner.refuse(call, result),
                 (Err(refusal), None) => refusal.start(runner, call),
                 (Ok(resolved), None) => {
                     let checked = if config.validate {
