@@ -43,7 +43,7 @@ use rho::turn::{EventBus, TurnAbort};
 use rho::{KeepDetails, SessionEntry, ToolCall};
 
 use crate::print::Printer;
-use crate::session::{Runtime, Wait, add_run_script, gate, registry, run_session};
+use crate::session::{Runtime, Wait, add_run_script, approver, gate, registry, run_session};
 
 /// The session on tokio: a turn runner on its executor, the turns driven
 /// by the runtime's `block_on`.
@@ -160,7 +160,8 @@ fn main() {
             // Kept for the session: dropping it stops the docs server.
             let _docs = runtime.block_on(docs::import(&registry));
             let turns = rho::tokio::TurnRunner::new(executor, registry)
-                .with_gate(Arc::new(gate(wait)))
+                .with_gate(Arc::new(gate()))
+                .with_approver(approver(wait))
                 .with_keep_details(KEEP);
             add_run_script(&turns, &pool);
             run_session(&OnTokio { turns, runtime }, &accounting, &mut printer);
@@ -175,7 +176,8 @@ fn main() {
             });
             let _docs = smol::block_on(docs::import(&registry));
             let turns = rho::smol::TurnRunner::new(executors.executor(), registry)
-                .with_gate(Arc::new(gate(wait)))
+                .with_gate(Arc::new(gate()))
+                .with_approver(approver(wait))
                 .with_keep_details(KEEP);
             add_run_script(&turns, &pool);
             run_session(

@@ -9,8 +9,8 @@ use rho::gate::{Match, Rule};
 use rho::script::{CodeMode, RunScript, ScriptLimits, ScriptPool, ScriptSource};
 use rho::turn::{EventBus, TurnAbort};
 use rho::{
-    Accounting, AnnotationGate, ApprovalRequest, Executor, QuarantineRule, SessionEntry, Source,
-    Tool, ToolCall, ToolRegistry, TurnEvent, TurnRunner, Verdict,
+    Accounting, AnnotationGate, ApprovalRequest, Approver, Executor, QuarantineRule, SessionEntry,
+    Source, Tool, ToolCall, ToolRegistry, TurnEvent, TurnRunner, Verdict,
 };
 use serde_json::json;
 
@@ -49,24 +49,27 @@ pub(crate) trait Runtime: Sync {
 /// writes for `run_script` is read like a tool's code, and a note it saves
 /// is approved (in a bit over half a second) while the program waits,
 /// without running its clock.
-pub(crate) fn gate(wait: Wait) -> AnnotationGate {
-    AnnotationGate::new()
-        .rule(
-            Rule::deny(Match::tool("rm_rf"))
-                .because("deleting directory trees needs a person at the keyboard"),
-        )
-        .with_approver(move |request: ApprovalRequest| {
-            let wait = wait.clone();
-            async move {
-                match request.tool.as_str() {
-                    "deploy" => wait(APPROVAL).await,
-                    "define_tool" | "run_script" => wait(CODE_REVIEW).await,
-                    "save_note" => wait(NOTE_APPROVAL).await,
-                    _ => {}
-                }
-                Verdict::Allow
+pub(crate) fn gate() -> AnnotationGate {
+    AnnotationGate::new().rule(
+        Rule::deny(Match::tool("rm_rf"))
+            .because("deleting directory trees needs a person at the keyboard"),
+    )
+}
+
+/// The demo's approver: the person the gate's questions go to.
+pub(crate) fn approver(wait: Wait) -> Arc<dyn Approver> {
+    Arc::new(move |request: ApprovalRequest| {
+        let wait = wait.clone();
+        async move {
+            match request.tool.as_str() {
+                "deploy" => wait(APPROVAL).await,
+                "define_tool" | "run_script" => wait(CODE_REVIEW).await,
+                "save_note" => wait(NOTE_APPROVAL).await,
+                _ => {}
             }
-        })
+            Verdict::Allow
+        }
+    })
 }
 
 /// How long a script the model writes may run, and how much memory it may

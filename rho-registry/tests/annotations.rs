@@ -314,15 +314,17 @@ async fn the_gate_asks_about_a_tool_of_an_untrusted_source_that_claims_read_only
 
     let asked = Arc::new(AtomicUsize::new(0));
     let counter = asked.clone();
-    let gate = AnnotationGate::new().with_approver(move |request: ApprovalRequest| {
+    let approver = move |request: ApprovalRequest| {
         counter.fetch_add(1, Ordering::SeqCst);
         async move {
             assert!(request.untrusted, "only the untrusted tool is asked about");
             Verdict::deny("not today")
         }
-    });
+    };
     let executor = rho_exec_tokio::TokioExecutor::current().expect("a timer");
-    let runner = Runner::new(executor).with_gate(Arc::new(gate));
+    let runner = Runner::new(executor)
+        .with_gate(Arc::new(AnnotationGate::new()))
+        .with_approver(Arc::new(approver));
 
     let look = registry
         .start(&runner, ToolCall::new("1", "look", json!({})))

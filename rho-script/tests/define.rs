@@ -508,11 +508,11 @@ async fn define_tool_asks_the_gate_before_the_tool_exists_and_answers_mistakes_a
     // about a definition, the tool does not exist yet.
     let asked = Arc::new(AtomicUsize::new(0));
     let seen_before = Arc::new(AtomicUsize::new(0));
-    let gate = {
+    let approver = {
         let asked = Arc::clone(&asked);
         let seen_before = Arc::clone(&seen_before);
         let registry = registry.clone();
-        AnnotationGate::new().with_approver(move |request: ApprovalRequest| {
+        move |request: ApprovalRequest| {
             asked.fetch_add(1, Ordering::SeqCst);
             if request.tool == "define_tool" {
                 let name = request.arguments["name"].as_str().unwrap_or_default();
@@ -526,9 +526,12 @@ async fn define_tool_asks_the_gate_before_the_tool_exists_and_answers_mistakes_a
                 );
             }
             async move { Verdict::Allow }
-        })
+        }
     };
-    let turns = TurnRunner::new(runner.with_gate(Arc::new(gate)), registry);
+    let runner = runner
+        .with_gate(Arc::new(AnnotationGate::new()))
+        .with_approver(Arc::new(approver));
+    let turns = TurnRunner::new(runner, registry);
 
     let entry = call(
         &turns,

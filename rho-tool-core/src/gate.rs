@@ -1,15 +1,36 @@
-//! The `Gate` trait: the check before a tool runs.
+//! The check before a tool runs: the [`Gate`], its [`Verdict`], and the
+//! [`Approver`] a gate's question goes to.
+
+use std::future::Future;
 
 use async_trait::async_trait;
 
+use crate::annotations::ToolAnnotations;
 use crate::call::ToolCall;
 use crate::tool::Tool;
 
-/// What a gate decided about a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a gate decided about a call: allow it, ask someone, or deny it.
+///
+/// The one allow/ask/deny type of rho: a [`Gate`] returns it, an
+/// [`Approver`](crate::Approver) answers with it, and the rules of an
+/// [`AnnotationGate`](crate::AnnotationGate) (and so the MCP proxy's
+/// policy) are written in it.
+///
+/// [`Ask`](Verdict::Ask) hands the call to the runner's approver
+/// ([`Runner::with_approver`](crate::Runner::with_approver)), still inside
+/// the call's task and before any clock runs; the approver's answer
+/// decides. Without an approver, a call that needs one is denied with a
+/// text that says so. Written `"allow"`, `"ask"` or `"deny"` where a
+/// configuration names one ([`as_str`](Verdict::as_str)).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Verdict {
     /// Run the tool.
     Allow,
+    /// Ask the runner's approver; `reason` tells it why it is asked.
+    Ask {
+        /// Why approval is needed, in words for the person asked.
+        reason: String,
+    },
     /// Do not run the tool; the model gets an error result with `reason`.
     Deny {
         /// Why, in words for the model.
@@ -24,6 +45,47 @@ impl Verdict {
             reason: reason.into(),
         }
     }
+
+    /// A question for the approver, with `reason`.
+    pub fn ask(reason: impl Into<String>) -> Self {
+        Self::Ask {
+            reason: reason.into(),
+        }
+    }
+
+    /// `"allow"`, `"ask"` or `"deny"`: the verdict's word in a
+    /// configuration or a log.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask { .. } => "ask",
+            Self::Deny { .. } => "deny",
+        }
+    }
+
+    /// The reason of an ask or a denial; `None` for an allow.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Self::Allow => None,
+            Self::Ask { reason } | Self::Deny { reason } => Some(reason),
+        }
+    }
+
+    /// Whether two verdicts say the same (allow, ask or deny), whatever
+    /// their reasons.
+    pub fn same_kind(&self, other: &Verdict) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    /// The word, then the reason when there is one: `deny: not today`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.reason() {
+            Some(reason) if !reason.is_empty() => write!(f, "{}: {reason}", self.as_str()),
+            _ => f.write_str(self.as_str()),
+        }
+    }
 }
 
 /// A check of a call before its tool runs (`before_tool_call`).
@@ -32,6 +94,8 @@ impl Verdict {
 /// (a person approving on a phone): the loop goes on with other calls, and
 /// the tool's timeout clock starts only once the gate allows. A gate that
 /// panics ends the call with an error result; it never takes the loop down.
+/// A gate that cannot decide alone returns [`Verdict::Ask`]: the runner's
+/// [`Approver`](crate::Approver) decides then, in the same task.
 ///
 /// # Example
 ///
@@ -67,5 +131,121 @@ pub struct AllowAll;
 impl Gate for AllowAll {
     async fn check(&self, _call: &ToolCall, _tool: &dyn Tool) -> Verdict {
         Verdict::Allow
+    }
+}
+
+/// What a person (or a program) needs to decide about one call: the
+/// runner hands it to its [`Approver`] when the gate answers
+/// [`Verdict::Ask`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ApprovalRequest {
+    /// The id the model gave the call.
+    pub call_id: String,
+    /// The name of the tool that would run.
+    pub tool: String,
+    /// The arguments the model gave, as JSON.
+    pub arguments: serde_json::Value,
+    /// The annotations as the tool states them, believed or not (see
+    /// [`untrusted`](ApprovalRequest::untrusted)).
+    pub annotations: ToolAnnotations,
+    /// Whether the tool's code was not written by the host: its
+    /// annotations are then its own claims.
+    pub untrusted: bool,
+    /// Why the gate asks, in words: the reason of its [`Verdict::Ask`]
+    /// (an [`AnnotationGate`](crate::AnnotationGate) names the rule that
+    /// matched, "destructive tools", or says that no rule allowed the call).
+    pub reason: String,
+}
+
+impl ApprovalRequest {
+    /// A request about call `call_id` of `tool` with `arguments`, with no
+    /// annotations, trusted, and no reason; set the public fields for the
+    /// rest. For testing an approver; the runner makes its own.
+    pub fn new(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        arguments: serde_json::Value,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            arguments,
+            annotations: ToolAnnotations::default(),
+            untrusted: false,
+            reason: String::new(),
+        }
+    }
+}
+
+/// Decides a call the gate asked about ([`Verdict::Ask`]): usually by
+/// asking a person. Set on the runner
+/// ([`Runner::with_approver`](crate::Runner::with_approver)).
+///
+/// It runs inside the call's task, after the gate: it may wait as long as
+/// it likes (no timeout clock runs yet, and the loop goes on with other
+/// calls), and a panic in it ends the call as crashed, never the loop. A
+/// denial's reason reaches the model, after "not approved: ". An approver
+/// that answers [`Verdict::Ask`] has not decided: the call is denied, and
+/// the text says so.
+///
+/// Implemented for every `Fn(ApprovalRequest) -> impl Future<Output =
+/// Verdict>` that is `Send + Sync` with a `Send` future, so a closure
+/// returning an `async move` block will do:
+///
+/// ```
+/// use std::sync::Arc;
+/// use rho_tool_core::{ApprovalRequest, Approver, Verdict};
+///
+/// let approver: Arc<dyn Approver> = Arc::new(|request: ApprovalRequest| async move {
+///     // Ask someone here; this one refuses anything that touches `/etc`.
+///     if request.arguments.to_string().contains("/etc") {
+///         Verdict::deny("nothing under /etc")
+///     } else {
+///         Verdict::Allow
+///     }
+/// });
+/// # let _ = approver;
+/// ```
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Decides about the call `request` describes.
+    async fn approve(&self, request: ApprovalRequest) -> Verdict;
+}
+
+#[async_trait]
+impl<F, Fut> Approver for F
+where
+    F: Fn(ApprovalRequest) -> Fut + Send + Sync,
+    Fut: Future<Output = Verdict> + Send + 'static,
+{
+    async fn approve(&self, request: ApprovalRequest) -> Verdict {
+        self(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closure_is_an_approver() {
+        fn takes(_: impl Approver) {}
+        takes(|request: ApprovalRequest| async move {
+            if request.untrusted {
+                Verdict::deny("untrusted")
+            } else {
+                Verdict::Allow
+            }
+        });
+    }
+
+    #[test]
+    fn a_verdict_shows_its_word_and_reason() {
+        assert_eq!(Verdict::Allow.to_string(), "allow");
+        assert_eq!(Verdict::ask("").to_string(), "ask");
+        assert_eq!(Verdict::deny("not today").to_string(), "deny: not today");
+        assert!(Verdict::deny("a").same_kind(&Verdict::deny("b")));
+        assert!(!Verdict::ask("a").same_kind(&Verdict::deny("a")));
     }
 }

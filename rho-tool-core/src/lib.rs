@@ -11,9 +11,10 @@
 //!    by a registry through [`Runner::start_watched`]) are told the task.
 //! 3. Inside the task the [`Gate`] runs first; it may wait as long as it
 //!    likes, no clock runs, and the loop goes on with other calls. A denial
-//!    ends the call with an error result naming the reason.
-//!    [`AnnotationGate`] is a ready one: it decides by the tool's
-//!    [`ToolAnnotations`] and puts the rest to an async [`Approver`].
+//!    ends the call with an error result naming the reason; a gate that
+//!    asks ([`Verdict::Ask`]) hands the call to the runner's async
+//!    [`Approver`], in the same task. [`AnnotationGate`] is a ready gate:
+//!    it decides by the tool's [`ToolAnnotations`].
 //! 4. Once the gate allows, the task tells the loop "running", and only then
 //!    does the [`CallHandle`] start the tool's timeout clock.
 //! 5. The [`Tool`] runs; its [`ToolOutput`] is normalised into a
@@ -84,14 +85,13 @@ mod watch;
 
 pub use annotations::ToolAnnotations;
 pub use approval::{
-    AnnotationGate, ApprovalRequest, Approver, DecidedBy, Decision, GateConfig, GlobError, Match,
-    Rule, Ruling, ToolGlob,
+    AnnotationGate, DecidedBy, GateConfig, GlobError, Match, Rule, Ruling, ToolGlob,
 };
 pub use call::{TaskId, ToolCall};
 pub use content::{Audio, Content, EmbeddedResource, ResourceContents, ResourceLink};
 pub use end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Running, Update};
 pub use executor::{Executor, Joined, TaskHandle};
-pub use gate::{AllowAll, Gate, Verdict};
+pub use gate::{AllowAll, ApprovalRequest, Approver, Gate, Verdict};
 pub use handle::{AbortHandle, CallHandle};
 pub use output::{AnswerError, Image, ToolOutput};
 pub use result::ToolResult;

@@ -11,7 +11,7 @@ use rho_untrusted::{Caught, Limits, Phase, call_contained};
 use crate::call::{TaskId, ToolCall};
 use crate::contain::Contained;
 use crate::executor::Executor;
-use crate::gate::{AllowAll, Gate, Verdict};
+use crate::gate::{AllowAll, ApprovalRequest, Approver, Gate, Verdict};
 use crate::handle::CallHandle;
 use crate::notice::{Names, Notice};
 use crate::result::ToolResult;
@@ -51,6 +51,9 @@ pub(crate) struct TaskOut {
 #[derive(Clone)]
 pub(crate) struct Parts {
     pub(crate) gate: Arc<dyn Gate>,
+    /// Who decides a call the gate asks about; without one, such a call
+    /// is denied.
+    pub(crate) approver: Option<Arc<dyn Approver>>,
     pub(crate) watch: Option<Arc<dyn Watch>>,
     pub(crate) limits: Limits,
     pub(crate) timer: Arc<dyn Timer>,
@@ -85,6 +88,7 @@ impl<E: fmt::Debug> fmt::Debug for Runner<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runner")
             .field("executor", &self.executor)
+            .field("approver", &self.parts.approver.is_some())
             .field("watch", &self.parts.watch.is_some())
             .field("limits", &self.parts.limits)
             .field("max_clock_pause", &self.parts.max_clock_pause)
@@ -99,6 +103,7 @@ impl<E: Executor> Runner<E> {
         Self {
             parts: Arc::new(Parts {
                 gate: Arc::new(AllowAll),
+                approver: None,
                 watch: None,
                 limits: Limits::default(),
                 timer: Arc::new(ExecutorTimer(executor.clone())),
@@ -111,6 +116,15 @@ impl<E: Executor> Runner<E> {
     /// Uses `gate` for every call.
     pub fn with_gate(mut self, gate: Arc<dyn Gate>) -> Self {
         Arc::make_mut(&mut self.parts).gate = gate;
+        self
+    }
+
+    /// Asks `approver` about every call the gate answers
+    /// [`Verdict::Ask`] about, in the call's task, before any clock runs.
+    /// Without one, such a call is denied with a text that says no
+    /// approver is set.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        Arc::make_mut(&mut self.parts).approver = Some(approver);
         self
     }
 
@@ -289,14 +303,29 @@ fn run_call(
             };
             // Matched without a binding, so the verdict is not kept in the
             // task's state across the awaits that follow.
-            match gating.await {
-                Ok(Verdict::Allow) => {}
-                Ok(Verdict::Deny { reason }) => break 'call TaskEnd::Denied(reason),
-                Err(caught) => {
-                    break 'call TaskEnd::Panicked {
-                        phase: Phase::Gate,
-                        caught: *caught,
-                    };
+            {
+                let asking = match gating.await {
+                    Ok(Verdict::Allow) => None,
+                    Ok(Verdict::Deny { reason }) => break 'call TaskEnd::Denied(reason),
+                    // Boxed: asking someone is the rare path, and its state
+                    // (the request) would otherwise be part of every call's
+                    // task. Awaited after the match, so that the match's
+                    // verdict is not kept across that await either.
+                    Ok(Verdict::Ask { reason }) => {
+                        Some(Box::pin(ask(&call, tool.as_ref(), &notice, reason)))
+                    }
+                    Err(caught) => {
+                        break 'call TaskEnd::Panicked {
+                            phase: Phase::Gate,
+                            caught: *caught,
+                        };
+                    }
+                };
+                if let Some(asking) = asking {
+                    let refused = asking.await;
+                    if let Some(refused) = refused {
+                        break 'call refused;
+                    }
                 }
             }
             if notice.set_running() {
@@ -349,6 +378,56 @@ fn run_call(
             call_name: call.name,
             end,
         }
+    }
+}
+
+/// Puts a call the gate asked about to the runner's approver: `None` when
+/// it allows the call, else how the call ends. Still the gate's phase: a
+/// panic here (the tool's annotations, the approver) is the gate's.
+async fn ask(call: &ToolCall, tool: &dyn Tool, notice: &Notice, reason: String) -> Option<TaskEnd> {
+    let Some(approver) = &notice.parts.approver else {
+        return Some(TaskEnd::Denied(format!(
+            "it needs approval ({reason}) and no approver is set"
+        )));
+    };
+    let facts = call_contained(|| {
+        (
+            tool.name().to_owned(),
+            tool.annotations(),
+            tool.is_untrusted(),
+        )
+    });
+    let (name, annotations, untrusted) = match facts {
+        Ok(facts) => facts,
+        Err(caught) => {
+            return Some(TaskEnd::Panicked {
+                phase: Phase::Gate,
+                caught,
+            });
+        }
+    };
+    let request = ApprovalRequest {
+        call_id: call.id.clone(),
+        tool: name,
+        arguments: call.arguments.clone(),
+        annotations,
+        untrusted,
+        reason,
+    };
+    let approving = Gating {
+        check: Contained::start(|| approver.approve(request)),
+        notice,
+    };
+    match approving.await {
+        Ok(Verdict::Allow) => None,
+        Ok(Verdict::Deny { reason }) => Some(TaskEnd::Denied(format!("not approved: {reason}"))),
+        Ok(Verdict::Ask { reason }) => Some(TaskEnd::Denied(format!(
+            "not approved: the approver asked again instead of deciding ({reason})"
+        ))),
+        Err(caught) => Some(TaskEnd::Panicked {
+            phase: Phase::Gate,
+            caught: *caught,
+        }),
     }
 }
 
@@ -439,6 +518,7 @@ mod tests {
     fn a_calls_task_state_fits_in_152_bytes() {
         let parts = Arc::new(Parts {
             gate: Arc::new(AllowAll),
+            approver: None,
             watch: None,
             limits: Limits::default(),
             timer: Arc::new(NoTimer),

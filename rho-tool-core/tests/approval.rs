@@ -128,6 +128,11 @@ fn gated(gate: AnnotationGate) -> Runner<TokioExecutor> {
     Runner::new(TokioExecutor::current().expect("a runtime with a timer")).with_gate(Arc::new(gate))
 }
 
+/// A runner with `gate`, whose asks go to `approver`.
+fn approved(gate: AnnotationGate, approver: impl Approver + 'static) -> Runner<TokioExecutor> {
+    gated(gate).with_approver(Arc::new(approver))
+}
+
 fn call(id: &str, tool: &str) -> ToolCall {
     ToolCall::new(id, tool, serde_json::json!({ "path": "/tmp/x" }))
 }
@@ -135,7 +140,7 @@ fn call(id: &str, tool: &str) -> ToolCall {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_trusted_tool_runs_without_the_approver_being_asked() {
     let person = Person::answering(Verdict::deny("would have said no"));
-    let runner = gated(AnnotationGate::new().with_approver(person.clone()));
+    let runner = approved(AnnotationGate::new(), person.clone());
     let tool = Probe::new("read_file", ToolAnnotations::new().read_only());
     let runs = tool.runs.clone();
 
@@ -151,7 +156,7 @@ async fn a_destructive_tool_waits_for_the_approver_and_no_clock_runs_meanwhile()
     // The person takes four times the tool's timeout, then allows it.
     let timeout = Duration::from_millis(100);
     let person = Person::answering(Verdict::Allow).after(timeout * 4);
-    let runner = gated(AnnotationGate::new().with_approver(person.clone()));
+    let runner = approved(AnnotationGate::new(), person.clone());
     let tool = Probe::new("delete_file", ToolAnnotations::new().destructive(true)).timeout(timeout);
     let runs = tool.runs.clone();
 
@@ -195,7 +200,7 @@ async fn a_destructive_tool_waits_for_the_approver_and_no_clock_runs_meanwhile()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_approvers_denial_reaches_the_models_text() {
     let person = Person::answering(Verdict::deny("the user said no"));
-    let runner = gated(AnnotationGate::new().with_approver(person.clone()));
+    let runner = approved(AnnotationGate::new(), person.clone());
     let tool = Probe::new("send_mail", ToolAnnotations::new().destructive(false));
     let runs = tool.runs.clone();
 
@@ -229,10 +234,9 @@ async fn without_an_approver_a_destructive_tool_is_denied_with_a_clear_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rule_denies_by_name_before_anyone_is_asked() {
     let person = Person::answering(Verdict::Allow);
-    let gate = AnnotationGate::new()
-        .rule(Rule::deny(Match::tool("format_disk")).because("never here"))
-        .with_approver(person.clone());
-    let runner = gated(gate);
+    let gate =
+        AnnotationGate::new().rule(Rule::deny(Match::tool("format_disk")).because("never here"));
+    let runner = approved(gate, person.clone());
 
     let end = runner
         .start(
@@ -254,7 +258,7 @@ async fn a_rule_denies_by_name_before_anyone_is_asked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_untrusted_tool_claiming_read_only_is_asked_not_allowed() {
     let person = Person::answering(Verdict::Allow);
-    let runner = gated(AnnotationGate::new().with_approver(person.clone()));
+    let runner = approved(AnnotationGate::new(), person.clone());
     let claims = ToolAnnotations::new().read_only().title("Harmless");
     let tool = Probe::new("agent_script", claims.clone()).untrusted();
     let runs = tool.runs.clone();
@@ -283,10 +287,9 @@ async fn an_untrusted_tool_claiming_read_only_is_asked_not_allowed() {
     assert_eq!(end.outcome, Outcome::Denied);
 
     // A host that vouches for untrusted hints opts in, and is not asked.
-    let believing = gated(
-        AnnotationGate::new()
-            .believe_untrusted_hints(true)
-            .with_approver(person.clone()),
+    let believing = approved(
+        AnnotationGate::new().believe_untrusted_hints(true),
+        person.clone(),
     );
     let end = believing
         .start(
@@ -304,7 +307,7 @@ async fn an_approver_that_panics_ends_the_call_as_crashed_and_the_process_lives(
     let installed = install_quiet_panic_hook();
     let asked = Arc::new(AtomicUsize::new(0));
     let counter = asked.clone();
-    let gate = AnnotationGate::new().with_approver(move |request: ApprovalRequest| {
+    let approver = move |request: ApprovalRequest| {
         let n = counter.fetch_add(1, Ordering::SeqCst);
         async move {
             if request.tool == "panics_at_once" {
@@ -317,8 +320,8 @@ async fn an_approver_that_panics_ends_the_call_as_crashed_and_the_process_lives(
             }
             Verdict::Allow
         }
-    });
-    let runner = gated(gate);
+    };
+    let runner = approved(AnnotationGate::new(), approver);
 
     for (id, name, message) in [
         ("9", "panics_at_once", "the approver's screen broke"),

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use rho_registry::ToolRegistry;
-use rho_tool_core::{Executor, Gate, Runner, ToolCall, ToolContext};
+use rho_tool_core::{Approver, Executor, Gate, Runner, ToolCall, ToolContext};
 
 use crate::bus::EventBus;
 use crate::cap::OutputCap;
@@ -96,6 +96,12 @@ impl<E: Executor> TurnRunner<E> {
     /// all); see [`Runner::with_gate`].
     pub fn with_gate(self, gate: Arc<dyn Gate>) -> Self {
         self.change(|config| config.runner = config.runner.clone().with_gate(gate))
+    }
+
+    /// Asks `approver` about every call the gate asks about (a person,
+    /// usually); see [`Runner::with_approver`].
+    pub fn with_approver(self, approver: Arc<dyn Approver>) -> Self {
+        self.change(|config| config.runner = config.runner.clone().with_approver(approver))
     }
 
     /// Publishes events on `events` (to share one bus between several

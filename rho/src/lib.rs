@@ -30,8 +30,10 @@
 //! | call | [`ToolCall`] | one call the model asked for: id, tool name, arguments |
 //! | answer | [`ToolOutput`] | what a tool's `run` returns |
 //! | result | [`ToolResult`] | what the model reads: [`Content`] parts, an error flag, details |
+//! | verdict | [`Verdict`] | allow, ask or deny: what a gate, an approver and a rule answer |
 //! | gate | [`Gate`] | the check before a tool runs; it answers a [`Verdict`] |
-//! | annotation gate | [`AnnotationGate`] | a ready gate: rules on names and annotations, an [`Approver`] for the rest |
+//! | approver | [`Approver`] | who decides a call the gate asks about (a person, usually); the runner's |
+//! | annotation gate | [`AnnotationGate`] | a ready gate: rules on names and annotations |
 //! | runner | [`Runner`] | starts one call on an executor |
 //! | call handle | [`CallHandle`] | a call in flight: events, abort, and its end |
 //! | end | [`CallEnd`] | how a call ended: [`Outcome`], result, time waited and run |
@@ -94,9 +96,9 @@
 //!     registry.add_source(Source::trusted("builtin").with_policy(accounting.clone()))?
 //!         .add(Arc::new(Clock))?;
 //!     // Read-only tools run at once; a person is asked about the rest.
-//!     let gate = AnnotationGate::new()
-//!         .with_approver(|_request: ApprovalRequest| async { Verdict::deny("nobody is here") });
-//!     let turns = TurnRunner::new(TokioExecutor::current()?, registry).with_gate(Arc::new(gate));
+//!     let turns = TurnRunner::new(TokioExecutor::current()?, registry)
+//!         .with_gate(Arc::new(AnnotationGate::new()))
+//!         .with_approver(Arc::new(|_: ApprovalRequest| async { Verdict::deny("nobody is here") }));
 //!     let _screen = turns.events().subscribe(|event: &TurnEvent| println!("{}", event.name()))?;
 //!
 //!     let session = turns.turn([ToolCall::new("1", "clock", serde_json::json!({}))]).await;
@@ -150,7 +152,7 @@ pub mod call {
 /// tool annotations.
 pub mod gate {
     pub use rho_tool_core::{
-        AllowAll, AnnotationGate, ApprovalRequest, Approver, DecidedBy, Decision, Gate, GateConfig,
+        AllowAll, AnnotationGate, ApprovalRequest, Approver, DecidedBy, Gate, GateConfig,
         GlobError, Match, Rule, Ruling, ToolGlob, Verdict,
     };
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use rho_tool_core::{Content, Decision};
+use rho_tool_core::Content;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -131,7 +131,7 @@ struct Line<'a> {
     ran_ms: Option<f64>,
     rule: Option<usize>,
     /// Written as the policy file writes it: `allow`, `deny`, `ask`.
-    action: Option<Decision>,
+    action: Option<&'a str>,
     asked: bool,
     approved: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -7,15 +7,13 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rho_tool_core::Decision;
-
 /// What the policy decided about one call, and what the person said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CallDecision {
     /// The number of the rule that decided; `None` for the default.
     pub(crate) rule: Option<usize>,
     /// What the policy said to do.
-    pub(crate) action: Decision,
+    pub(crate) action: &'static str,
     /// Whether a person was asked (an `ask` the client could put to one).
     pub(crate) asked: bool,
     /// Whether the call may run; `None` while a person is being asked.

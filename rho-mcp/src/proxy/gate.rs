@@ -1,33 +1,34 @@
-//! The proxy's gate: the policy's [`AnnotationGate`] decides each call,
-//! `ask` is put to the person at the client through MCP elicitation, and
-//! what was decided is kept for the audit log.
+//! The proxy's gate: the policy's [`AnnotationGate`] decides each call in
+//! the policy file's words, and its approver puts an `ask` to the person
+//! at the client through MCP elicitation; what was decided is kept for the
+//! audit log.
 //!
-//! The rules, their order and the hints' belief are the core gate's; what
-//! is the proxy's own is how its texts name a rule (by its number and in
-//! the policy file's words, so that a person finds it in the file) and
-//! the record of each call's decision.
+//! The rules, their order, the hints' belief and the asking itself are the
+//! core's (an ask goes to the runner's approver); what is the proxy's own
+//! is how its texts name a rule (by its number and in the policy file's
+//! words, so that a person finds it in the file) and the record of each
+//! call's decision.
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use rho_tool_core::{
-    AnnotationGate, ApprovalRequest, Approver, DecidedBy, Decision, Gate, Match, Ruling, Tool,
-    ToolCall, Verdict,
+    AnnotationGate, ApprovalRequest, Approver, DecidedBy, Gate, Match, Ruling, Tool, ToolCall,
+    Verdict,
 };
 
 use super::decisions::{CallDecision, Decisions};
 use crate::ElicitationApprover;
 
-/// A [`Gate`] that decides each call by the policy's [`AnnotationGate`]
-/// ([`ruling`](AnnotationGate::ruling)); the calls it says to ask about
-/// are put to the user of the client that made them (elicitation).
+/// The proxy's gate: decides each call by the policy, an
+/// [`AnnotationGate`], with texts that name the deciding rule by its number
+/// in the policy file; its [`approver`](PolicyGate::approver) asks the
+/// person at the client.
 ///
-/// A client that cannot be asked (it did not declare elicitation, or
-/// asking failed) gets a denial that says so: nobody approved the call,
-/// so it does not run. Give [`elicitation`](PolicyGate::elicitation) to
-/// the [`McpServer`](crate::McpServer) (`with_elicitation`) so that it
-/// knows which client each call came from.
+/// An `ask` goes, through the runner, to that approver: the client's user
+/// is asked through MCP elicitation; a client that cannot ask (no
+/// elicitation, or asking failed) gets a denial that says so.
 #[derive(Clone)]
 pub struct PolicyGate {
     policy: Arc<AnnotationGate>,
@@ -36,8 +37,7 @@ pub struct PolicyGate {
 }
 
 impl PolicyGate {
-    /// A gate deciding by `policy`'s rules and steps. Its approver, if it
-    /// has one, is not asked: the person at the client is.
+    /// A gate deciding by `policy`.
     pub fn new(policy: AnnotationGate) -> Self {
         let decisions = Decisions::default();
         let fallback = CannotAsk {
@@ -50,9 +50,23 @@ impl PolicyGate {
         }
     }
 
-    /// The approver that asks the clients: give it to the server.
+    /// The elicitation side of the approver: give it to the
+    /// [`McpServer`](crate::McpServer) serving the calls
+    /// ([`with_elicitation`](crate::McpServer::with_elicitation)), so it
+    /// knows which client to ask about which call.
     pub fn elicitation(&self) -> ElicitationApprover {
         self.asks.clone()
+    }
+
+    /// The approver to give the runner
+    /// ([`Runner::with_approver`](rho_tool_core::Runner::with_approver)):
+    /// asks through [`elicitation`](PolicyGate::elicitation) and records
+    /// the answer for the audit log.
+    pub fn approver(&self) -> Arc<dyn Approver> {
+        Arc::new(Recorded {
+            asks: self.asks.clone(),
+            decisions: self.decisions.clone(),
+        })
     }
 
     /// The policy it decides by.
@@ -101,7 +115,7 @@ fn words(test: &Match) -> String {
     }
 }
 
-/// Denies, in words that say why: the client cannot be asked.
+/// The approver's last resort, when the client cannot be asked.
 struct CannotAsk {
     decisions: Decisions,
 }
@@ -119,69 +133,79 @@ impl Approver for CannotAsk {
     }
 }
 
+/// The proxy's approver: the client's user, through elicitation; the
+/// answer is recorded for the audit log, and a denial says which rule
+/// asked.
+struct Recorded {
+    asks: ElicitationApprover,
+    decisions: Decisions,
+}
+
+#[async_trait]
+impl Approver for Recorded {
+    async fn approve(&self, request: ApprovalRequest) -> Verdict {
+        let call_id = request.call_id.clone();
+        // The gate's ask reason is "the proxy's policy asks about it: ...":
+        // a denial ends with it, so the model learns which rule asked.
+        let asked = request.reason.clone();
+        let verdict = match self.asks.approve(request).await {
+            Verdict::Allow => Verdict::Allow,
+            Verdict::Deny { reason } | Verdict::Ask { reason } => {
+                Verdict::deny(format!("{reason} ({asked})"))
+            }
+        };
+        self.decisions.update(&call_id, |decision| {
+            decision.approved = Some(verdict == Verdict::Allow);
+            // As the runner words it for the model.
+            decision.denial = verdict
+                .reason()
+                .map(|reason| format!("not approved: {reason}"));
+        });
+        verdict
+    }
+}
+
 #[async_trait]
 impl Gate for PolicyGate {
     async fn check(&self, call: &ToolCall, tool: &dyn Tool) -> Verdict {
         let name = tool.name();
-        let annotations = tool.annotations();
-        let untrusted = tool.is_untrusted();
-        let ruling = self.policy.ruling(name, &annotations, untrusted);
+        let ruling = self
+            .policy
+            .ruling(name, &tool.annotations(), tool.is_untrusted());
         let because = because(&ruling);
         let (rule, reason) = match ruling.decided_by() {
             DecidedBy::Rule { number, rule } => (Some(number), rule.reason()),
             _ => (None, None),
         };
-        let mut decision = CallDecision {
-            rule,
-            action: ruling.decision(),
-            asked: false,
-            approved: None,
-            denial: None,
+        let why = |what: &str| match reason {
+            Some(reason) => format!("{what} ({because}): {reason}"),
+            None => format!("{what} ({because})"),
         };
-        let verdict = match ruling.decision() {
-            Decision::Allow => Verdict::Allow,
-            Decision::Deny => Verdict::deny(match reason {
-                Some(reason) => {
-                    format!("the proxy's policy denies calls of `{name}` ({because}): {reason}")
-                }
-                None => format!("the proxy's policy denies calls of `{name}` ({because})"),
-            }),
-            Decision::Ask => {
-                // Recorded before asking: a call the client abandons while
-                // its user thinks is still logged as asked.
-                decision.asked = true;
-                self.decisions.record(&call.id, decision.clone());
-                let mut request =
-                    ApprovalRequest::new(call.id.clone(), name, call.arguments.clone());
-                request.annotations = annotations;
-                request.untrusted = untrusted;
-                request.reason = match reason {
-                    Some(reason) => format!("the proxy's policy asks ({because}): {reason}"),
-                    None => format!("the proxy's policy asks ({because})"),
-                };
-                match self.asks.approve(request).await {
-                    Verdict::Allow => Verdict::Allow,
-                    Verdict::Deny { reason } => Verdict::deny(format!(
-                        "not approved: {reason} (the proxy's policy asks about it: {because})"
-                    )),
-                }
+        let verdict = match ruling.decided() {
+            Verdict::Allow => Verdict::Allow,
+            Verdict::Deny { .. } => {
+                Verdict::deny(why(&format!("the proxy's policy denies calls of `{name}`")))
             }
-        };
-        let (approved, denial) = match &verdict {
-            Verdict::Allow => (true, None),
-            Verdict::Deny { reason } => (false, Some(reason.clone())),
-        };
-        match ruling.decision() {
-            Decision::Ask => self.decisions.update(&call.id, |decision| {
-                decision.approved = Some(approved);
-                decision.denial = denial;
+            Verdict::Ask { .. } => Verdict::ask(match reason {
+                Some(reason) => format!("the proxy's policy asks about it: {because}: {reason}"),
+                None => format!("the proxy's policy asks about it: {because}"),
             }),
-            Decision::Allow | Decision::Deny => {
-                decision.approved = Some(approved);
-                decision.denial = denial;
-                self.decisions.record(&call.id, decision);
-            }
-        }
+        };
+        let asked = matches!(verdict, Verdict::Ask { .. });
+        self.decisions.record(
+            &call.id,
+            CallDecision {
+                rule,
+                action: verdict.as_str(),
+                asked,
+                // An ask's answer is the approver's to record.
+                approved: (!asked).then_some(verdict == Verdict::Allow),
+                denial: match &verdict {
+                    Verdict::Deny { reason } => Some(reason.clone()),
+                    _ => None,
+                },
+            },
+        );
         verdict
     }
 }
@@ -208,7 +232,7 @@ mod tests {
             .rule(Rule::allow(Match::Glob(files)))
             .deny(Match::all([Match::tool("rm"), Match::OpenWorld]))
             .ask(Match::Untrusted)
-            .otherwise(Decision::Deny);
+            .otherwise(Verdict::deny(""));
         let none = ToolAnnotations::new();
         let cases = [
             ("list_dir", r#"rule 1 (tool "read_*" or "list_*")"#),

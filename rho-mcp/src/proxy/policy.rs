@@ -47,7 +47,7 @@ pub struct PolicyError {
 
 #[cfg(test)]
 mod tests {
-    use rho_tool_core::{DecidedBy, Decision, ToolAnnotations};
+    use rho_tool_core::{DecidedBy, ToolAnnotations};
 
     use super::*;
     use crate::proxy::gate::because;
@@ -87,23 +87,23 @@ mod tests {
         let plain = ToolAnnotations::new().destructive(false);
         let ruling = policy.ruling("read_file", &plain, true);
         assert_eq!(
-            (ruling.decision(), rule(ruling.decided_by())),
-            (Decision::Allow, Some((1, None)))
+            (ruling.verdict().as_str(), rule(ruling.decided_by())),
+            ("allow", Some((1, None)))
         );
         let ruling = policy.ruling("delete_file", &ToolAnnotations::new(), true);
-        assert_eq!(ruling.decision(), Decision::Deny);
+        assert_eq!(ruling.verdict().as_str(), "deny");
         assert_eq!(because(&ruling), r#"rule 2 (tool "delete_*")"#);
         assert_eq!(
             rule(ruling.decided_by()),
             Some((2, Some("nothing is deleted here")))
         );
         let ruling = policy.ruling("write_file", &ToolAnnotations::new(), true);
-        assert_eq!(ruling.decision(), Decision::Ask);
+        assert_eq!(ruling.verdict().as_str(), "ask");
         assert_eq!(because(&ruling), "rule 3 (annotation destructive)");
         let ruling = policy.ruling("touch", &plain, true);
         assert_eq!(
-            (ruling.decision(), because(&ruling)),
-            (Decision::Deny, "the default".to_owned())
+            (ruling.verdict().as_str(), because(&ruling)),
+            ("deny", "the default".to_owned())
         );
     }
 
@@ -115,12 +115,12 @@ mod tests {
         .expect("valid");
         assert!(!policy.believes_untrusted_hints());
         let claims = ToolAnnotations::new().read_only();
-        assert_eq!(policy.decision_for("ls", &claims, true), Decision::Deny);
+        assert_eq!(policy.verdict_for("ls", &claims, true).as_str(), "deny");
         let believing = policy_from_toml(
             "default = \"deny\"\nbelieve_hints = true\n[[rule]]\nannotation = \"read_only\"\naction = \"allow\"\n",
         )
         .expect("valid");
-        assert_eq!(believing.decision_for("ls", &claims, true), Decision::Allow);
+        assert_eq!(believing.verdict_for("ls", &claims, true).as_str(), "allow");
     }
 
     #[test]
@@ -131,16 +131,18 @@ mod tests {
         .expect("valid");
         let destructive = ToolAnnotations::new().destructive(true);
         assert_eq!(
-            policy.decision_for("fs_rm", &destructive, true),
-            Decision::Deny
+            policy.verdict_for("fs_rm", &destructive, true).as_str(),
+            "deny"
         );
         assert_eq!(
-            policy.decision_for("net_rm", &destructive, true),
-            Decision::Allow
+            policy.verdict_for("net_rm", &destructive, true).as_str(),
+            "allow"
         );
         assert_eq!(
-            policy.decision_for("fs_ls", &ToolAnnotations::new().read_only(), true),
-            Decision::Allow
+            policy
+                .verdict_for("fs_ls", &ToolAnnotations::new().read_only(), true)
+                .as_str(),
+            "allow"
         );
         assert_eq!(
             because(&policy.ruling("fs_rm", &destructive, true)),
@@ -247,10 +249,12 @@ mod tests {
         let read_only = ToolAnnotations::new().read_only();
         for believed in [false, true] {
             let policy = policy.clone().believe_untrusted_hints(believed);
-            assert_eq!(policy.decision_for("ls", &read_only, true), Decision::Ask);
+            assert_eq!(policy.verdict_for("ls", &read_only, true).as_str(), "ask");
             assert_eq!(
-                policy.decision_for("rm", &ToolAnnotations::new(), true),
-                Decision::Ask
+                policy
+                    .verdict_for("rm", &ToolAnnotations::new(), true)
+                    .as_str(),
+                "ask"
             );
         }
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rho_exec_tokio::TokioExecutor;
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
-use rho_tool_core::{AnnotationGate, DEFAULT_TIMEOUT, Decision, Runner};
+use rho_tool_core::{AnnotationGate, DEFAULT_TIMEOUT, Runner, Verdict};
 use rho_turn::OutputCap;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -153,9 +153,8 @@ impl ProxyOptions {
 
     /// The policy every call goes through: a gate's rules and steps, read
     /// from a file ([`load_policy`](super::load_policy)) or built in code
-    /// (default: every call allowed). Its approver, if it has one, is not
-    /// asked: an `ask` goes to the person at the client
-    /// ([`PolicyGate`](super::PolicyGate)).
+    /// (default: every call allowed). An `ask` goes to the person at the
+    /// client ([`PolicyGate`](super::PolicyGate)).
     pub fn policy(mut self, policy: AnnotationGate) -> Self {
         self.policy = policy;
         self
@@ -268,7 +267,10 @@ impl ProxyOptions {
             }
         };
         let asks = gate.elicitation();
-        let runner = Runner::new(executor).with_gate(Arc::new(gate));
+        let approver = gate.approver();
+        let runner = Runner::new(executor)
+            .with_gate(Arc::new(gate))
+            .with_approver(approver);
         let mut server = McpServer::new(runner, registry)
             .with_name("rho-mcp-proxy", env!("CARGO_PKG_VERSION"))
             .with_elicitation(asks)
@@ -292,8 +294,8 @@ impl ProxyOptions {
 /// The policy of a proxy given none: every call runs, read-only or not.
 fn allow_all() -> AnnotationGate {
     AnnotationGate::new()
-        .read_only_tools(Decision::Allow)
-        .otherwise(Decision::Allow)
+        .read_only_tools(Verdict::Allow)
+        .otherwise(Verdict::Allow)
 }
 
 /// `builder` with what the proxy sets on the imported source, whichever

@@ -38,8 +38,10 @@ use serde_json::json;
 /// // No person to ask at the client: the host says no.
 /// let asks = ElicitationApprover::new(|_request| async { Verdict::deny("nobody to ask") });
 /// // Read-only tools run at once; destructive ones need a person.
-/// let gate = AnnotationGate::new().ask(Match::Destructive).with_approver(asks.clone());
-/// let runner = Runner::new(executor).with_gate(Arc::new(gate));
+/// let gate = AnnotationGate::new().ask(Match::Destructive);
+/// let runner = Runner::new(executor)
+///     .with_gate(Arc::new(gate))
+///     .with_approver(Arc::new(asks.clone()));
 /// let server = McpServer::new(runner, ToolRegistry::new()).with_elicitation(asks);
 /// # let _ = server;
 /// # }

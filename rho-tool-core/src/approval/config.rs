@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 
 use super::AnnotationGate;
-use super::rules::{Decision, Match, Rule, ToolGlob};
+use super::rules::{Match, Rule, ToolGlob};
+use crate::gate::Verdict;
 
 /// An [`AnnotationGate`] as a person writes it in a file: rules in order,
 /// the first that matches a call decides it, and `default` decides the
@@ -34,7 +35,7 @@ use super::rules::{Decision, Match, Rule, ToolGlob};
 /// A rule has a `tool` test ([`Match::Glob`]), an `annotation` test
 /// ([`Match::ReadOnly`], [`Match::Destructive`], [`Match::Idempotent`],
 /// [`Match::OpenWorld`]) or both (then both must hold), an `action` (its
-/// [`Decision`]), and optionally a `reason` in words
+/// [`Verdict`], without its reason), and optionally a `reason` in words
 /// ([`Rule::because`]). Rules keep their order, so a rule's number among
 /// the gate's ([`DecidedBy::Rule`](super::DecidedBy::Rule)) is its place
 /// in the file, from 1.
@@ -45,8 +46,8 @@ use super::rules::{Decision, Match, Rule, ToolGlob};
 /// read-only tools get, rather than rely on a step it does not show.
 /// `believe_hints` is
 /// [`believe_untrusted_hints`](AnnotationGate::believe_untrusted_hints)
-/// (default `false`). No approver comes from a file: set it on the gate
-/// ([`AnnotationGate::with_approver`]).
+/// (default `false`). No approver comes from a file: set it on the runner
+/// ([`Runner::with_approver`](crate::Runner::with_approver)).
 ///
 /// An unknown key, a misspelt action or annotation, a pattern that is not
 /// a glob, a rule without `action` or that tests nothing: each is an error
@@ -54,7 +55,7 @@ use super::rules::{Decision, Match, Rule, ToolGlob};
 /// the line and column).
 ///
 /// ```
-/// use rho_tool_core::{AnnotationGate, Decision, GateConfig, ToolAnnotations};
+/// use rho_tool_core::{AnnotationGate, GateConfig, ToolAnnotations};
 ///
 /// let config: GateConfig = toml::from_str(
 ///     r#"
@@ -73,9 +74,11 @@ use super::rules::{Decision, Match, Rule, ToolGlob};
 /// .expect("a valid configuration");
 /// let gate = AnnotationGate::from(config);
 /// let plain = ToolAnnotations::new().destructive(false);
-/// assert_eq!(gate.decision_for("read_file", &plain, false), Decision::Allow);
-/// assert_eq!(gate.decision_for("write_file", &ToolAnnotations::new(), false), Decision::Ask);
-/// assert_eq!(gate.decision_for("touch", &plain, false), Decision::Deny);
+/// let (plain, unknown) = (&plain, &ToolAnnotations::new());
+/// let verdict = |tool, hints| gate.verdict_for(tool, hints, false).to_string();
+/// assert_eq!(verdict("read_file", plain), "allow");
+/// assert_eq!(verdict("write_file", unknown), "ask: it may overwrite files");
+/// assert_eq!(verdict("touch", plain), "deny: the approval policy denies it: no rule allows it");
 ///
 /// let mistake = toml::from_str::<GateConfig>("[[rule]]\ntool = \"rm\"\naction = \"nope\"\n")
 ///     .expect_err("no such action");
@@ -86,7 +89,7 @@ use super::rules::{Decision, Match, Rule, ToolGlob};
 #[serde(deny_unknown_fields)]
 pub struct GateConfig {
     #[serde(default = "ask")]
-    default: Decision,
+    default: Word,
     #[serde(default)]
     believe_hints: bool,
     #[serde(default, rename = "rule", deserialize_with = "rules")]
@@ -94,15 +97,35 @@ pub struct GateConfig {
 }
 
 /// A file that leaves `default` out asks about everything no rule decides.
-fn ask() -> Decision {
-    Decision::Ask
+fn ask() -> Word {
+    Word::Ask
+}
+
+/// A verdict as a configuration writes it: its word, the reason apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Word {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Word {
+    /// The verdict, with no reason of its own (the gate words one).
+    fn verdict(self) -> Verdict {
+        match self {
+            Word::Allow => Verdict::Allow,
+            Word::Ask => Verdict::ask(""),
+            Word::Deny => Verdict::deny(""),
+        }
+    }
 }
 
 impl From<GateConfig> for AnnotationGate {
     fn from(config: GateConfig) -> Self {
         let gate = AnnotationGate::new()
-            .read_only_tools(config.default)
-            .otherwise(config.default)
+            .read_only_tools(config.default.verdict())
+            .otherwise(config.default.verdict())
             .believe_untrusted_hints(config.believe_hints);
         config.rules.into_iter().fold(gate, AnnotationGate::rule)
     }
@@ -143,7 +166,7 @@ struct RuleConfig {
     tool: Option<ToolGlob>,
     #[serde(default, deserialize_with = "annotation")]
     annotation: Option<Match>,
-    action: Decision,
+    action: Word,
     #[serde(default)]
     reason: Option<String>,
 }
@@ -177,7 +200,7 @@ impl<'de> Deserialize<'de> for Rule {
                         ));
                     }
                 };
-                let rule = Rule::new(when, config.action);
+                let rule = Rule::new(when, config.action.verdict());
                 Ok(match config.reason {
                     Some(reason) => rule.because(reason),
                     None => rule,
@@ -253,7 +276,7 @@ mod tests {
         assert_eq!(
             config,
             GateConfig {
-                default: Decision::Ask,
+                default: Word::Ask,
                 believe_hints: true,
                 rules: vec![
                     Rule::deny(Match::all([Match::Glob(fs), Match::Destructive]))
@@ -270,19 +293,20 @@ mod tests {
         let gate = gate("default = \"deny\"\nbelieve_hints = true\n");
         let read_only = ToolAnnotations::new().read_only();
         let ruling = gate.ruling("ls", &read_only, true);
-        assert_eq!(ruling.decision(), Decision::Deny);
+        assert_eq!(ruling.verdict().as_str(), "deny");
         assert_eq!(ruling.decided_by(), DecidedBy::ReadOnlyTools);
         assert_eq!(
-            gate.decision_for("rm", &ToolAnnotations::new(), true),
-            Decision::Deny
+            gate.verdict_for("rm", &ToolAnnotations::new(), true)
+                .as_str(),
+            "deny"
         );
 
         let empty = self::gate("");
         assert!(empty.rules().is_empty());
         assert!(!empty.believes_untrusted_hints());
         assert_eq!(
-            empty.decision_for("ls", &read_only, false),
-            Decision::Ask,
+            empty.verdict_for("ls", &read_only, false).as_str(),
+            "ask",
             "a file that says nothing asks"
         );
     }
@@ -294,7 +318,7 @@ mod tests {
              [[rule]]\ntool = \"x*\"\naction = \"allow\"\n",
         );
         let ruling = gate.ruling("xy", &ToolAnnotations::new(), true);
-        assert_eq!(ruling.decision(), Decision::Allow);
+        assert_eq!(ruling.verdict().as_str(), "allow");
         let DecidedBy::Rule { number, rule } = ruling.decided_by() else {
             panic!("a rule decides: {ruling:?}");
         };
@@ -354,12 +378,14 @@ mod tests {
         .expect("valid JSON");
         let gate = AnnotationGate::from(config);
         assert_eq!(
-            gate.decision_for("rm", &ToolAnnotations::new(), false),
-            Decision::Deny
+            gate.verdict_for("rm", &ToolAnnotations::new(), false)
+                .as_str(),
+            "deny"
         );
         assert_eq!(
-            gate.decision_for("ls", &ToolAnnotations::new(), false),
-            Decision::Allow
+            gate.verdict_for("ls", &ToolAnnotations::new(), false)
+                .as_str(),
+            "allow"
         );
         let error =
             serde_json::from_str::<GateConfig>(r#"{ "rule": [ {} ] }"#).expect_err("no action");

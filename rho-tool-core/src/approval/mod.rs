@@ -1,128 +1,43 @@
-//! A ready gate that decides by a tool's annotations, and asks an
-//! [`Approver`] (a person, usually) when its rules say so.
+//! A ready gate that decides by a tool's annotations, and asks the
+//! runner's [`Approver`](crate::Approver) (a person, usually) when its rules
+//! say so.
 //!
-//! One concept a module: `rules` what a rule decides and which calls it
-//! applies to, `config` the gate written as data; here the gate itself,
-//! what it decided about a call ([`Ruling`]), and the approver it asks.
+//! One concept a module: `rules` which calls a rule applies to and what it
+//! decides, `config` the gate written as data; here the gate itself and
+//! what it decided about a call ([`Ruling`]).
 
 mod config;
 mod rules;
-
-use std::fmt;
-use std::future::Future;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 
 pub use config::GateConfig;
 use rules::Facts;
-pub use rules::{Decision, GlobError, Match, Rule, ToolGlob};
+pub use rules::{GlobError, Match, Rule, ToolGlob};
 
 use crate::annotations::ToolAnnotations;
 use crate::call::ToolCall;
 use crate::gate::{Gate, Verdict};
 use crate::tool::Tool;
 
-/// What a person (or a program) needs to decide about one call: the
-/// [`AnnotationGate`] hands it to its [`Approver`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ApprovalRequest {
-    /// The id the model gave the call.
-    pub call_id: String,
-    /// The name of the tool that would run.
-    pub tool: String,
-    /// The arguments the model gave, as JSON.
-    pub arguments: serde_json::Value,
-    /// The annotations as the tool states them, believed or not (see
-    /// [`untrusted`](ApprovalRequest::untrusted)).
-    pub annotations: ToolAnnotations,
-    /// Whether the tool's code was not written by the host: its
-    /// annotations are then its own claims.
-    pub untrusted: bool,
-    /// Why the gate asks, in words: the rule that matched ("destructive
-    /// tools"), or that no rule allowed the call.
-    pub reason: String,
-}
-
-impl ApprovalRequest {
-    /// A request about call `call_id` of `tool` with `arguments`, with no
-    /// annotations, trusted, and no reason; set the public fields for the
-    /// rest. For testing an approver; the gate makes its own.
-    pub fn new(
-        call_id: impl Into<String>,
-        tool: impl Into<String>,
-        arguments: serde_json::Value,
-    ) -> Self {
-        Self {
-            call_id: call_id.into(),
-            tool: tool.into(),
-            arguments,
-            annotations: ToolAnnotations::default(),
-            untrusted: false,
-            reason: String::new(),
-        }
-    }
-}
-
-/// Decides a call an [`AnnotationGate`] asks about: usually by asking a
-/// person.
-///
-/// It runs inside the call's task, like the gate: it may wait as long as it
-/// likes (no timeout clock runs yet, and the loop goes on with other
-/// calls), and a panic in it ends the call as crashed, never the loop. A
-/// denial's reason reaches the model.
-///
-/// Implemented for every `Fn(ApprovalRequest) -> impl Future<Output =
-/// Verdict>` that is `Send + Sync` with a `Send` future, so a closure
-/// returning an `async move` block will do:
-///
-/// ```
-/// use rho_tool_core::{ApprovalRequest, AnnotationGate, Verdict};
-///
-/// let gate = AnnotationGate::new().with_approver(|request: ApprovalRequest| async move {
-///     // Ask someone here; this one refuses anything that touches `/etc`.
-///     if request.arguments.to_string().contains("/etc") {
-///         Verdict::deny("nothing under /etc")
-///     } else {
-///         Verdict::Allow
-///     }
-/// });
-/// # let _ = gate;
-/// ```
-#[async_trait]
-pub trait Approver: Send + Sync {
-    /// Decides about the call `request` describes.
-    async fn approve(&self, request: ApprovalRequest) -> Verdict;
-}
-
-#[async_trait]
-impl<F, Fut> Approver for F
-where
-    F: Fn(ApprovalRequest) -> Fut + Send + Sync,
-    Fut: Future<Output = Verdict> + Send + 'static,
-{
-    async fn approve(&self, request: ApprovalRequest) -> Verdict {
-        self(request).await
-    }
-}
-
 /// A ready [`Gate`] that decides by each tool's name, trust and
-/// [`ToolAnnotations`], and asks an [`Approver`] when its rules say so.
+/// [`ToolAnnotations`]: allow, deny, or ask the runner's
+/// [`Approver`](crate::Approver).
 ///
 /// A call gets the first of these that applies:
 ///
 /// 1. the first of the gate's [rules](AnnotationGate::rule) whose test
 ///    matches, in the order they were added;
 /// 2. for a read-only tool, [`read_only_tools`](AnnotationGate::read_only_tools)
-///    (default: [`Decision::Allow`]);
-/// 3. [`otherwise`](AnnotationGate::otherwise) (default: [`Decision::Ask`]).
+///    (default: [`Verdict::Allow`]);
+/// 3. [`otherwise`](AnnotationGate::otherwise) (default: ask).
 ///
-/// [`Decision::Ask`] waits for the approver; without one the call is
-/// denied, with a text that says so. So `AnnotationGate::new()` lets
-/// read-only tools run, asks about the rest, and denies them until an
-/// approver is set. [`ruling`](AnnotationGate::ruling) tells which step
-/// decides a call.
+/// The gate itself never waits: a [`Verdict::Ask`] goes to the approver
+/// the runner was given ([`Runner::with_approver`](crate::Runner::with_approver)),
+/// and without one the call is denied, with a text that says so. So
+/// `AnnotationGate::new()` lets read-only tools run and asks about the
+/// rest. [`ruling`](AnnotationGate::ruling) tells which step decides a
+/// call.
 ///
 /// A gate can also be written in a file a person edits: read a
 /// [`GateConfig`] with serde, and make the gate `From` it.
@@ -140,9 +55,9 @@ where
 /// # When it runs
 ///
 /// Inside the call's task, before the tool: the tool's timeout clock starts
-/// only once the gate allows, so an approver can take minutes. The gate
-/// reads the tool's name, trust and annotations there, per call; a panic of
-/// those or of the approver ends the call as crashed.
+/// only once the gate (and the approver it asks) allows, so an approver can
+/// take minutes. The gate reads the tool's name, trust and annotations
+/// there, per call; a panic of those ends the call as crashed.
 ///
 /// # Example
 ///
@@ -170,19 +85,19 @@ where
 /// let asked = Arc::new(AtomicUsize::new(0));
 /// let counter = asked.clone();
 /// let gate = AnnotationGate::new()
-///     .rule(Rule::deny(Match::tool("format_disk")).because("never on this machine"))
-///     .with_approver(move |request: ApprovalRequest| {
-///         counter.fetch_add(1, Ordering::SeqCst);
-///         async move {
-///             // A real host would ask a person here, for as long as it takes.
-///             if request.tool == "write_file" { Verdict::Allow } else { Verdict::deny("no") }
-///         }
-///     });
+///     .rule(Rule::deny(Match::tool("format_disk")).because("never on this machine"));
 ///
 /// let runtime = tokio::runtime::Builder::new_multi_thread().enable_time().build().unwrap();
 /// runtime.block_on(async {
 ///     let runner = Runner::new(rho_exec_tokio::TokioExecutor::current().unwrap())
-///         .with_gate(Arc::new(gate));
+///         .with_gate(Arc::new(gate))
+///         .with_approver(Arc::new(move |request: ApprovalRequest| {
+///             counter.fetch_add(1, Ordering::SeqCst);
+///             async move {
+///                 // A real host would ask a person here, for as long as it takes.
+///                 if request.tool == "write_file" { Verdict::Allow } else { Verdict::deny("no") }
+///             }
+///         }));
 ///     let call = |name: &str| ToolCall::new("call-1", name, serde_json::json!({}));
 ///
 ///     // Read-only: runs without asking.
@@ -203,12 +118,11 @@ where
 ///     assert_eq!(asked.load(Ordering::SeqCst), 1);
 /// });
 /// ```
-#[derive(Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnnotationGate {
     rules: Vec<Rule>,
-    read_only_tools: Decision,
-    otherwise: Decision,
-    approver: Option<Arc<dyn Approver>>,
+    read_only_tools: Verdict,
+    otherwise: Verdict,
     believe_untrusted_hints: bool,
 }
 
@@ -218,84 +132,59 @@ impl Default for AnnotationGate {
     }
 }
 
-impl fmt::Debug for AnnotationGate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnnotationGate")
-            .field("rules", &self.rules)
-            .field("read_only_tools", &self.read_only_tools)
-            .field("otherwise", &self.otherwise)
-            .field("approver", &self.approver.is_some())
-            .field("believe_untrusted_hints", &self.believe_untrusted_hints)
-            .finish()
-    }
-}
-
 impl AnnotationGate {
-    /// No rules; read-only tools are allowed, everything else is asked
-    /// about; no approver (so asking denies); untrusted tools' hints are
-    /// not believed.
+    /// A gate with no rules that allows read-only tools and asks about the
+    /// rest; untrusted tools' hints are not believed.
     pub fn new() -> Self {
         Self {
             rules: Vec::new(),
-            read_only_tools: Decision::Allow,
-            otherwise: Decision::Ask,
-            approver: None,
+            read_only_tools: Verdict::Allow,
+            otherwise: Verdict::ask(""),
             believe_untrusted_hints: false,
         }
     }
 
-    /// Adds `rule` after the rules already there (the first that matches
-    /// wins), before the read-only and the `otherwise` steps.
+    /// Adds `rule` after the rules already added: the first rule that
+    /// matches a call decides it.
     #[must_use]
     pub fn rule(mut self, rule: Rule) -> Self {
         self.rules.push(rule);
         self
     }
 
-    /// Adds the rule: calls `when` matches run without asking.
+    /// Adds a rule that allows the calls `when` matches.
     #[must_use]
     pub fn allow(self, when: Match) -> Self {
         self.rule(Rule::allow(when))
     }
 
-    /// Adds the rule: calls `when` matches are asked about.
+    /// Adds a rule that asks the approver about the calls `when` matches.
     #[must_use]
     pub fn ask(self, when: Match) -> Self {
         self.rule(Rule::ask(when))
     }
 
-    /// Adds the rule: calls `when` matches are denied.
+    /// Adds a rule that denies the calls `when` matches.
     #[must_use]
     pub fn deny(self, when: Match) -> Self {
         self.rule(Rule::deny(when))
     }
 
     /// What read-only tools that no rule matched get. Default:
-    /// [`Decision::Allow`].
+    /// [`Verdict::Allow`]. A reason in an ask or a denial is what the
+    /// texts give as why; an empty one lets the gate say it.
     #[must_use]
-    pub fn read_only_tools(mut self, decision: Decision) -> Self {
-        self.read_only_tools = decision;
+    pub fn read_only_tools(mut self, verdict: Verdict) -> Self {
+        self.read_only_tools = verdict;
         self
     }
 
-    /// What every other call gets. Default: [`Decision::Ask`].
+    /// What every other call gets. Default: an ask. A reason in an ask or a
+    /// denial is what the texts give as why; an empty one lets the gate say
+    /// it ("no rule allows it").
     #[must_use]
-    pub fn otherwise(mut self, decision: Decision) -> Self {
-        self.otherwise = decision;
-        self
-    }
-
-    /// Asks `approver` about the calls the gate asks about.
-    #[must_use]
-    pub fn with_approver(self, approver: impl Approver + 'static) -> Self {
-        self.with_shared_approver(Arc::new(approver))
-    }
-
-    /// Asks `approver`, shared with other gates, about the calls the gate
-    /// asks about.
-    #[must_use]
-    pub fn with_shared_approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approver = Some(approver);
+    pub fn otherwise(mut self, verdict: Verdict) -> Self {
+        self.otherwise = verdict;
         self
     }
 
@@ -322,36 +211,37 @@ impl AnnotationGate {
         self.believe_untrusted_hints
     }
 
-    /// What the gate decides about a tool named `tool` with `annotations`,
-    /// untrusted or not, before anyone is asked: for a host that shows which
-    /// tools will need approval.
-    pub fn decision_for(
+    /// What the gate answers about a tool named `tool` with `annotations`,
+    /// untrusted or not: for a host that shows which tools will need
+    /// approval. The same verdict, reason and all, as a call of the tool
+    /// gets from [`Gate::check`].
+    pub fn verdict_for(
         &self,
         tool: &str,
         annotations: &ToolAnnotations,
         untrusted: bool,
-    ) -> Decision {
-        self.ruling(tool, annotations, untrusted).decision()
+    ) -> Verdict {
+        self.ruling(tool, annotations, untrusted).verdict()
     }
 
     /// What the gate decides about a tool named `tool` with `annotations`,
-    /// untrusted or not, before anyone is asked, and which of its steps
-    /// decided it: for a host that records which rule let a call through
-    /// or stopped it (an audit log), or words its own texts.
+    /// untrusted or not, and which of its steps decided it: for a host that
+    /// records which rule let a call through or stopped it (an audit log),
+    /// or words its own texts.
     ///
     /// ```
-    /// use rho_tool_core::{AnnotationGate, DecidedBy, Decision, Match, ToolAnnotations};
+    /// use rho_tool_core::{AnnotationGate, DecidedBy, Match, ToolAnnotations, Verdict};
     ///
     /// let gate = AnnotationGate::new()
     ///     .deny(Match::tool("format_disk"))
     ///     .ask(Match::Destructive);
     /// let ruling = gate.ruling("rm", &ToolAnnotations::new(), false);
-    /// assert_eq!(ruling.decision(), Decision::Ask);
+    /// assert_eq!(ruling.verdict(), Verdict::ask("destructive tools"));
     /// let DecidedBy::Rule { number, rule } = ruling.decided_by() else { unreachable!() };
     /// assert_eq!((number, rule.when()), (2, &Match::Destructive));
     ///
     /// let ls = gate.ruling("ls", &ToolAnnotations::new().read_only(), false);
-    /// assert_eq!((ls.decision(), ls.decided_by()), (Decision::Allow, DecidedBy::ReadOnlyTools));
+    /// assert_eq!((ls.verdict(), ls.decided_by()), (Verdict::Allow, DecidedBy::ReadOnlyTools));
     /// ```
     pub fn ruling(&self, tool: &str, annotations: &ToolAnnotations, untrusted: bool) -> Ruling<'_> {
         let disbelieved = untrusted && !self.believe_untrusted_hints;
@@ -366,28 +256,28 @@ impl AnnotationGate {
             .iter()
             .enumerate()
             .find(|(_, rule)| rule.when().matches(&facts));
-        let (decision, by) = if let Some((index, rule)) = found {
+        let (decided, by) = if let Some((index, rule)) = found {
             let number = index + 1;
-            (rule.decision(), DecidedBy::Rule { number, rule })
+            (rule.verdict(), DecidedBy::Rule { number, rule })
         } else if facts.hints.is_read_only() {
-            (self.read_only_tools, DecidedBy::ReadOnlyTools)
+            (&self.read_only_tools, DecidedBy::ReadOnlyTools)
         } else {
-            (self.otherwise, DecidedBy::Otherwise)
+            (&self.otherwise, DecidedBy::Otherwise)
         };
         Ruling {
-            decision,
+            decided,
             by,
             claims_set_aside: disbelieved && annotations.has_hints(),
         }
     }
 }
 
-/// What an [`AnnotationGate`] decides about one call before anyone is
-/// asked, and which of its steps decided it
-/// ([`AnnotationGate::ruling`]).
+/// What an [`AnnotationGate`] decides about one call, and which of its
+/// steps decided it ([`AnnotationGate::ruling`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ruling<'a> {
-    decision: Decision,
+    /// The step's verdict as written (its reason possibly empty).
+    decided: &'a Verdict,
     by: DecidedBy<'a>,
     /// Whether the tool stated hints that the gate read as absent (it is
     /// untrusted, and the gate does not believe such hints): the texts say
@@ -396,9 +286,25 @@ pub struct Ruling<'a> {
 }
 
 impl<'a> Ruling<'a> {
-    /// What the call gets: run, ask, or deny.
-    pub fn decision(&self) -> Decision {
-        self.decision
+    /// What the call gets, with the gate's reason: an ask's reason is why
+    /// approval is needed (the rule's reason or its test, "read-only
+    /// tools", or "no rule allows it"); a denial's says the policy denies
+    /// it, and why.
+    pub fn verdict(&self) -> Verdict {
+        match self.decided {
+            Verdict::Allow => Verdict::Allow,
+            Verdict::Ask { .. } => Verdict::ask(self.why()),
+            Verdict::Deny { .. } => {
+                Verdict::deny(format!("the approval policy denies it: {}", self.why()))
+            }
+        }
+    }
+
+    /// The verdict as the deciding step states it, its reason as written
+    /// (empty when the step gave none): for a host that words its own
+    /// texts.
+    pub fn decided(&self) -> &'a Verdict {
+        self.decided
     }
 
     /// Which step decided: a rule (and its number), or one of the two
@@ -407,16 +313,15 @@ impl<'a> Ruling<'a> {
         self.by
     }
 
-    /// Why, in the words the gate's texts use: the rule's reason or its
-    /// test, "read-only tools", or "no rule allows it".
+    /// Why, in the words the gate's texts use: the step's own reason, or
+    /// the rule's test, "read-only tools", or "no rule allows it".
     fn why(&self) -> String {
-        let mut why = match self.by {
-            DecidedBy::Rule { rule, .. } => match rule.reason() {
-                Some(reason) => reason.to_owned(),
-                None => rule.when().to_string(),
-            },
-            DecidedBy::ReadOnlyTools => Match::ReadOnly.to_string(),
-            DecidedBy::Otherwise => "no rule allows it".to_owned(),
+        let stated = self.decided.reason().filter(|reason| !reason.is_empty());
+        let mut why = match (stated, self.by) {
+            (Some(reason), _) => reason.to_owned(),
+            (None, DecidedBy::Rule { rule, .. }) => rule.when().to_string(),
+            (None, DecidedBy::ReadOnlyTools) => Match::ReadOnly.to_string(),
+            (None, DecidedBy::Otherwise) => "no rule allows it".to_owned(),
         };
         if self.claims_set_aside {
             why.push_str("; its own hints are not believed: its code is untrusted");
@@ -449,37 +354,8 @@ pub enum DecidedBy<'a> {
 
 #[async_trait]
 impl Gate for AnnotationGate {
-    async fn check(&self, call: &ToolCall, tool: &dyn Tool) -> Verdict {
-        let name = tool.name();
-        let annotations = tool.annotations();
-        let untrusted = tool.is_untrusted();
-        let ruling = self.ruling(name, &annotations, untrusted);
-        match ruling.decision() {
-            Decision::Allow => Verdict::Allow,
-            Decision::Deny => {
-                Verdict::deny(format!("the approval policy denies it: {}", ruling.why()))
-            }
-            Decision::Ask => {
-                let why = ruling.why();
-                let Some(approver) = &self.approver else {
-                    return Verdict::deny(format!(
-                        "it needs approval ({why}) and no approver is set"
-                    ));
-                };
-                let request = ApprovalRequest {
-                    call_id: call.id.clone(),
-                    tool: name.to_owned(),
-                    arguments: call.arguments.clone(),
-                    annotations,
-                    untrusted,
-                    reason: why,
-                };
-                match approver.approve(request).await {
-                    Verdict::Allow => Verdict::Allow,
-                    Verdict::Deny { reason } => Verdict::deny(format!("not approved: {reason}")),
-                }
-            }
-        }
+    async fn check(&self, _call: &ToolCall, tool: &dyn Tool) -> Verdict {
+        self.verdict_for(tool.name(), &tool.annotations(), tool.is_untrusted())
     }
 }
 
@@ -495,21 +371,22 @@ mod tests {
     fn by_default_read_only_is_allowed_and_the_rest_is_asked() {
         let gate = AnnotationGate::new();
         assert_eq!(
-            gate.decision_for("ls", &read_only(), false),
-            Decision::Allow
+            gate.verdict_for("ls", &read_only(), false).as_str(),
+            "allow"
         );
         assert_eq!(
-            gate.decision_for("rm", &ToolAnnotations::new(), false),
-            Decision::Ask
+            gate.verdict_for("rm", &ToolAnnotations::new(), false)
+                .as_str(),
+            "ask"
         );
         let additive = ToolAnnotations::new().destructive(false).idempotent(true);
-        assert_eq!(gate.decision_for("touch", &additive, false), Decision::Ask);
+        assert_eq!(gate.verdict_for("touch", &additive, false).as_str(), "ask");
     }
 
     #[test]
     fn an_untrusted_tools_read_only_claim_is_not_believed_unless_asked_to() {
         let gate = AnnotationGate::new();
-        assert_eq!(gate.decision_for("ls", &read_only(), true), Decision::Ask);
+        assert_eq!(gate.verdict_for("ls", &read_only(), true).as_str(), "ask");
         let ruling = gate.ruling("ls", &read_only(), true);
         assert_eq!(
             ruling.why(),
@@ -518,18 +395,18 @@ mod tests {
         // Not believed means read as absent: destructive, open world.
         let strict = AnnotationGate::new().deny(Match::Destructive);
         assert_eq!(
-            strict.decision_for("ls", &read_only(), true),
-            Decision::Deny
+            strict.verdict_for("ls", &read_only(), true).as_str(),
+            "deny"
         );
         assert_eq!(
-            strict.decision_for("ls", &read_only(), false),
-            Decision::Allow
+            strict.verdict_for("ls", &read_only(), false).as_str(),
+            "allow"
         );
 
         let believing = AnnotationGate::new().believe_untrusted_hints(true);
         assert_eq!(
-            believing.decision_for("ls", &read_only(), true),
-            Decision::Allow
+            believing.verdict_for("ls", &read_only(), true).as_str(),
+            "allow"
         );
     }
 
@@ -541,40 +418,44 @@ mod tests {
             .allow(Match::all([Match::Idempotent, !Match::Untrusted]))
             .ask(Match::OpenWorld);
         assert_eq!(
-            gate.decision_for("cat_secrets", &read_only(), false),
-            Decision::Deny,
+            gate.verdict_for("cat_secrets", &read_only(), false)
+                .as_str(),
+            "deny",
             "a rule comes before the read-only step, and the first rule wins"
         );
         let retry_safe = ToolAnnotations::new().idempotent(true);
         assert_eq!(
-            gate.decision_for("put", &retry_safe, false),
-            Decision::Allow
+            gate.verdict_for("put", &retry_safe, false).as_str(),
+            "allow"
         );
-        assert_eq!(gate.decision_for("put", &retry_safe, true), Decision::Ask);
+        assert_eq!(gate.verdict_for("put", &retry_safe, true).as_str(), "ask");
         // Closed world, read-only: no rule matches, the read-only step does.
         let closed = read_only().open_world(false);
-        assert_eq!(gate.decision_for("recall", &closed, false), Decision::Allow);
+        assert_eq!(gate.verdict_for("recall", &closed, false).as_str(), "allow");
         // Open world and read-only: the open-world rule comes first.
         assert_eq!(
-            gate.decision_for("search", &read_only(), false),
-            Decision::Ask
+            gate.verdict_for("search", &read_only(), false).as_str(),
+            "ask"
         );
     }
 
     #[test]
     fn the_steps_after_the_rules_can_be_changed() {
         let gate = AnnotationGate::new()
-            .read_only_tools(Decision::Ask)
-            .otherwise(Decision::Deny);
-        assert_eq!(gate.decision_for("ls", &read_only(), false), Decision::Ask);
+            .read_only_tools(Verdict::ask(""))
+            .otherwise(Verdict::deny("not on this machine"));
+        assert_eq!(gate.verdict_for("ls", &read_only(), false).as_str(), "ask");
         assert_eq!(
-            gate.decision_for("rm", &ToolAnnotations::new(), false),
-            Decision::Deny
+            gate.verdict_for("rm", &ToolAnnotations::new(), false),
+            Verdict::deny("the approval policy denies it: not on this machine"),
+            "the step's own reason is the why"
         );
-        let trusting = AnnotationGate::new().otherwise(Decision::Allow);
+        let trusting = AnnotationGate::new().otherwise(Verdict::Allow);
         assert_eq!(
-            trusting.decision_for("rm", &ToolAnnotations::new(), false),
-            Decision::Allow
+            trusting
+                .verdict_for("rm", &ToolAnnotations::new(), false)
+                .as_str(),
+            "allow"
         );
     }
 
@@ -583,14 +464,16 @@ mod tests {
         let gate = AnnotationGate::new()
             .deny(Match::Untrusted)
             .allow(Match::tool("rm"));
-        assert_eq!(gate.decision_for("ls", &read_only(), true), Decision::Deny);
+        assert_eq!(gate.verdict_for("ls", &read_only(), true).as_str(), "deny");
         assert_eq!(
-            gate.decision_for("rm", &ToolAnnotations::new(), false),
-            Decision::Allow
+            gate.verdict_for("rm", &ToolAnnotations::new(), false)
+                .as_str(),
+            "allow"
         );
         assert_eq!(
-            gate.decision_for("rm", &ToolAnnotations::new(), true),
-            Decision::Deny
+            gate.verdict_for("rm", &ToolAnnotations::new(), true)
+                .as_str(),
+            "deny"
         );
     }
 
@@ -621,7 +504,7 @@ mod tests {
             .deny(Match::glob("rm*").expect("a glob"))
             .ask(Match::Destructive);
         let ruling = gate.ruling("rmdir", &read_only(), false);
-        assert_eq!(ruling.decision(), Decision::Deny);
+        assert_eq!(ruling.verdict().as_str(), "deny");
         assert_eq!(
             ruling.decided_by(),
             DecidedBy::Rule {
@@ -632,8 +515,8 @@ mod tests {
         assert_eq!(ruling.why(), "tool `rm*`");
         let ruling = gate.ruling("touch", &ToolAnnotations::new().destructive(false), false);
         assert_eq!(
-            (ruling.decision(), ruling.decided_by()),
-            (Decision::Ask, DecidedBy::Otherwise)
+            (ruling.verdict().as_str(), ruling.decided_by()),
+            ("ask", DecidedBy::Otherwise)
         );
         // An untrusted tool's read-only claim is set aside: the destructive
         // rule matches it, and the reason says why.
@@ -655,25 +538,5 @@ mod tests {
             gate.believe_untrusted_hints(true)
                 .believes_untrusted_hints()
         );
-    }
-
-    #[test]
-    fn a_closure_is_an_approver() {
-        fn takes(_: impl Approver) {}
-        takes(|request: ApprovalRequest| async move {
-            if request.untrusted {
-                Verdict::deny("untrusted")
-            } else {
-                Verdict::Allow
-            }
-        });
-    }
-
-    #[test]
-    fn debug_says_whether_an_approver_is_set() {
-        let gate = AnnotationGate::new();
-        assert!(format!("{gate:?}").contains("approver: false"));
-        let gate = gate.with_approver(|_: ApprovalRequest| async { Verdict::Allow });
-        assert!(format!("{gate:?}").contains("approver: true"));
     }
 }

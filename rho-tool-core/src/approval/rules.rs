@@ -1,30 +1,14 @@
-//! The rules of an [`AnnotationGate`](super::AnnotationGate): what a rule
-//! decides ([`Decision`]), which calls it applies to ([`Match`], with
-//! tool-name globs in [`ToolGlob`]), and the rule itself ([`Rule`]).
+//! The rules of an [`AnnotationGate`](super::AnnotationGate): which calls
+//! a rule applies to ([`Match`], with tool-name globs in [`ToolGlob`]),
+//! and the rule itself ([`Rule`]), whose answer is a [`Verdict`].
 
 use std::fmt;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::annotations::ToolAnnotations;
-
-/// What a [`Rule`] of an [`AnnotationGate`](super::AnnotationGate) decides
-/// about a call.
-///
-/// Written `"allow"`, `"ask"` or `"deny"` in a
-/// [`GateConfig`](super::GateConfig) and wherever serde writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    /// Run the tool without asking.
-    Allow,
-    /// Ask the gate's [`Approver`](super::Approver); deny when the gate has
-    /// none.
-    Ask,
-    /// Do not run the tool.
-    Deny,
-}
+use crate::gate::Verdict;
 
 /// Which calls a [`Rule`] applies to: a test of the tool's name, its trust
 /// and its [`ToolAnnotations`] (read with MCP's defaults).
@@ -345,13 +329,13 @@ impl GlobError {
 }
 
 /// One rule of an [`AnnotationGate`](super::AnnotationGate): calls that
-/// `when` matches get `decision`.
+/// `when` matches get its [`Verdict`].
 ///
 /// ```
-/// use rho_tool_core::{Decision, Match, Rule};
+/// use rho_tool_core::{Match, Rule, Verdict};
 ///
 /// let rule = Rule::deny(Match::tool("drop_table")).because("the database is read-only today");
-/// assert_eq!(rule.decision(), Decision::Deny);
+/// assert_eq!(rule.verdict(), &Verdict::deny("the database is read-only today"));
 /// assert_eq!(rule.reason(), Some("the database is read-only today"));
 /// ```
 ///
@@ -361,41 +345,46 @@ impl GlobError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     when: Match,
-    decision: Decision,
-    reason: Option<String>,
+    /// An ask's or a denial's reason is the rule's own (`because`); empty
+    /// until it says one, and the gate then names the test.
+    verdict: Verdict,
 }
 
 impl Rule {
-    /// Calls that `when` matches get `decision`.
-    pub fn new(when: Match, decision: Decision) -> Self {
-        Self {
-            when,
-            decision,
-            reason: None,
-        }
+    /// Calls that `when` matches get `verdict`. The reason of an ask or a
+    /// denial is the rule's reason; an empty one lets the gate name the
+    /// rule's test instead.
+    pub fn new(when: Match, verdict: Verdict) -> Self {
+        Self { when, verdict }
     }
 
     /// Calls that `when` matches run without asking.
     pub fn allow(when: Match) -> Self {
-        Self::new(when, Decision::Allow)
+        Self::new(when, Verdict::Allow)
     }
 
     /// Calls that `when` matches are asked about.
     pub fn ask(when: Match) -> Self {
-        Self::new(when, Decision::Ask)
+        Self::new(when, Verdict::ask(""))
     }
 
     /// Calls that `when` matches are denied.
     pub fn deny(when: Match) -> Self {
-        Self::new(when, Decision::Deny)
+        Self::new(when, Verdict::deny(""))
     }
 
     /// Says why, in words for the model and the approver: a denial's text,
     /// or the reason an approval request gives. Without it, the rule's test
-    /// is named ("destructive tools").
+    /// is named ("destructive tools"). An allow has no reason to give: it
+    /// is kept nowhere.
     #[must_use]
     pub fn because(mut self, reason: impl Into<String>) -> Self {
-        self.reason = Some(reason.into());
+        match &mut self.verdict {
+            Verdict::Allow => {}
+            Verdict::Ask { reason: slot } | Verdict::Deny { reason: slot } => {
+                *slot = reason.into();
+            }
+        }
         self
     }
 
@@ -404,14 +393,15 @@ impl Rule {
         &self.when
     }
 
-    /// What it decides about them.
-    pub fn decision(&self) -> Decision {
-        self.decision
+    /// What it decides about them, with the rule's own reason (empty when
+    /// it gave none).
+    pub fn verdict(&self) -> &Verdict {
+        &self.verdict
     }
 
     /// Why, when the rule says so itself.
     pub fn reason(&self) -> Option<&str> {
-        self.reason.as_deref()
+        self.verdict.reason().filter(|reason| !reason.is_empty())
     }
 }
 

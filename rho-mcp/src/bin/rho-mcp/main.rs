@@ -185,7 +185,9 @@ async fn serve_sample(transport: Transport) -> Result<(), String> {
     let registry = sample::registry().map_err(|error| error.to_string())?;
     let executor = TokioExecutor::current().map_err(|error| error.to_string())?;
     let asks = sample::approver();
-    let runner = Runner::new(executor).with_gate(Arc::new(sample::gate(asks.clone())));
+    let runner = Runner::new(executor)
+        .with_gate(Arc::new(sample::gate()))
+        .with_approver(Arc::new(asks.clone()));
     let server = McpServer::new(runner, registry)
         .with_name("rho-mcp-sample", env!("CARGO_PKG_VERSION"))
         .with_elicitation(asks);

@@ -15,19 +15,17 @@ use std::time::{Duration, Instant};
 use rho_mcp::ElicitationApprover;
 use rho_registry::{Accounting, QuarantineRule, RegistryError, Source, SourceHandle, ToolRegistry};
 use rho_tool_core::{
-    AnnotationGate, ApprovalRequest, Decision, Image, Match, Tool, ToolAnnotations, ToolContext,
-    ToolOutput, Verdict, async_trait,
+    AnnotationGate, ApprovalRequest, Image, Match, Tool, ToolAnnotations, ToolContext, ToolOutput,
+    Verdict, async_trait,
 };
 use serde_json::{Value, json};
 
-/// The sample's gate: `wipe` needs a person, asked through the client
-/// when it can be asked; with nobody to ask, the host says no. Every
-/// other call runs at once.
-pub(crate) fn gate(asks: ElicitationApprover) -> AnnotationGate {
+/// The sample's gate: `wipe` needs a person (the runner's approver, see
+/// [`approver`]). Every other call runs at once.
+pub(crate) fn gate() -> AnnotationGate {
     AnnotationGate::new()
         .ask(Match::tool("wipe"))
-        .otherwise(Decision::Allow)
-        .with_approver(asks)
+        .otherwise(Verdict::Allow)
 }
 
 /// The sample's approver: the client's user, else a refusal.
