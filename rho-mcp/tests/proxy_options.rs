@@ -208,7 +208,7 @@ fn options_that_do_not_fit_are_refused_with_exit_code_2() {
     };
     refused(
         &["--url", "http://127.0.0.1:1/mcp", "--", "/bin/true"],
-        "not both",
+        "the argument '--url <URL>' cannot be used with '[SERVER_COMMAND]...'",
     );
     refused(
         &["--header", "X-Key: 1", "--", "/bin/true"],
@@ -229,6 +229,6 @@ fn options_that_do_not_fit_are_refused_with_exit_code_2() {
     );
     refused(
         &["--url", "http://127.0.0.1:1/mcp", "--header", "no colon"],
-        "--header needs `NAME: VALUE`",
+        "invalid value 'no colon' for '--header <NAME: VALUE>': a header is `NAME: VALUE`",
     );
 }

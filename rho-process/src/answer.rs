@@ -9,16 +9,25 @@
 //! | `images` | list of `{"mimeType": string, "data": base64 string}` | images, only beside `text` |
 //! | `details` | any JSON | data for host screens, beside either |
 //!
-//! Exactly one of `text` and `error`; no other fields. A `null` field counts
-//! as absent. Image data is standard base64 with padding, as
-//! [`base64_decode`] reads it.
+//! Exactly one of `text` and `error`; no other fields, none twice. A `null`
+//! field counts as absent. Image data is standard base64 with padding
+//! (`base64`'s `STANDARD` engine).
+//!
+//! serde reads the shape (types, unknown, missing and repeated fields, with
+//! the line and column of what is wrong); the rules across fields are
+//! checked after.
 
-use rho_tool_core::untrusted::plain::base64_decode;
+use std::fmt;
+use std::marker::PhantomData;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use rho_tool_core::{Image, ToolOutput};
-use serde_json::{Map, Value};
-
-/// The fields an answer may have.
-const FIELDS: [&str; 4] = ["text", "error", "images", "details"];
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, de};
+use serde_json::Value;
+use serde_json::error::Category;
 
 /// Why stdout is not an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,29 +40,50 @@ pub(crate) enum Invalid {
     Shape(String),
 }
 
+/// The answer as the child writes it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    images: Option<Vec<Object<ImageAnswer>>>,
+    #[serde(default)]
+    details: Option<Value>,
+}
+
+/// One image: `{"mimeType": "image/png", "data": "<base64>"}`.
+///
+/// Whether it is an image at all (bytes present, an `image/*` type) is
+/// checked by rho's core when it normalises the answer.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ImageAnswer {
+    mime_type: String,
+    #[serde(deserialize_with = "base64_data")]
+    data: Vec<u8>,
+}
+
 /// Reads the answer from the child's whole stdout.
 pub(crate) fn parse(stdout: &[u8]) -> Result<ToolOutput, Invalid> {
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Err(Invalid::Empty);
     }
-    let value: Value =
-        serde_json::from_slice(stdout).map_err(|error| Invalid::NotJson(error.to_string()))?;
-    let Value::Object(mut answer) = value else {
-        return Err(Invalid::Shape(format!(
-            "it is {}, not an object",
-            kind(&value)
-        )));
-    };
-    if let Some(unknown) = answer.keys().find(|key| !FIELDS.contains(&key.as_str())) {
-        return Err(Invalid::Shape(format!(
-            "unknown field `{}` (the fields are `text`, `error`, `images` and `details`)",
-            clip(unknown)
-        )));
-    }
-    let text = string_field(&mut answer, "text")?;
-    let error = string_field(&mut answer, "error")?;
-    let images = images_field(&mut answer)?;
-    let details = answer.remove("details").filter(|value| !value.is_null());
+    let Object(answer) = serde_json::from_slice::<Object<Answer>>(stdout).map_err(|error| {
+        let why = message(&error);
+        match error.classify() {
+            Category::Data => Invalid::Shape(why),
+            Category::Syntax | Category::Eof | Category::Io => Invalid::NotJson(why),
+        }
+    })?;
+    let Answer {
+        text,
+        error,
+        images,
+        details,
+    } = answer;
 
     let output = match (text, error, images) {
         (Some(_), Some(_), _) => {
@@ -72,7 +102,13 @@ pub(crate) fn parse(stdout: &[u8]) -> Result<ToolOutput, Invalid> {
             ));
         }
         (Some(text), None, None) => ToolOutput::text(text),
-        (Some(text), None, Some(images)) => ToolOutput::images(images, text),
+        (Some(text), None, Some(images)) => ToolOutput::images(
+            images
+                .into_iter()
+                .map(|Object(image)| Image::new(image.mime_type, image.data))
+                .collect(),
+            text,
+        ),
         (None, Some(error), None) => ToolOutput::error(error),
     };
     Ok(match details {
@@ -81,87 +117,69 @@ pub(crate) fn parse(stdout: &[u8]) -> Result<ToolOutput, Invalid> {
     })
 }
 
-/// The string field `name`, if present and not `null`.
-fn string_field(answer: &mut Map<String, Value>, name: &str) -> Result<Option<String>, Invalid> {
-    match answer.remove(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(other) => Err(Invalid::Shape(format!(
-            "`{name}` must be a string, not {}",
-            kind(&other)
-        ))),
-    }
-}
-
-/// The `images` field, if present and not `null`.
-fn images_field(answer: &mut Map<String, Value>) -> Result<Option<Vec<Image>>, Invalid> {
-    match answer.remove("images") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(items)) => items
-            .into_iter()
-            .enumerate()
-            .map(|(index, item)| image(index, item))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(other) => Err(Invalid::Shape(format!(
-            "`images` must be a list, not {}",
-            kind(&other)
-        ))),
-    }
-}
-
-/// One image: `{"mimeType": "image/png", "data": "<base64>"}`.
+/// A JSON object read as `T`, and nothing else.
 ///
-/// Whether it is an image at all (bytes present, an `image/*` type) is
-/// checked by rho's core when it normalises the answer.
-fn image(index: usize, item: Value) -> Result<Image, Invalid> {
-    let shape = |what: String| Invalid::Shape(format!("`images[{index}]` {what}"));
-    let Value::Object(mut fields) = item else {
-        return Err(shape(format!("is {}, not an object", kind(&item))));
-    };
-    if let Some(unknown) = fields
-        .keys()
-        .find(|key| !matches!(key.as_str(), "mimeType" | "data"))
-    {
-        return Err(shape(format!(
-            "has an unknown field `{}` (the fields are `mimeType` and `data`)",
-            clip(unknown)
-        )));
-    }
-    let mut text = |name: &str| match fields.remove(name) {
-        Some(Value::String(text)) => Ok(text),
-        None => Err(shape(format!("has no `{name}`"))),
-        Some(other) => Err(shape(format!(
-            "`{name}` must be a string, not {}",
-            kind(&other)
-        ))),
-    };
-    let mime_type = text("mimeType")?;
-    let data = text("data")?;
-    let bytes = base64_decode(&data).ok_or_else(|| {
-        shape("`data` is not valid base64 (the standard alphabet, with padding)".to_owned())
-    })?;
-    Ok(Image::new(mime_type, bytes))
-}
+/// serde's derived structs also take a JSON list of their fields in order
+/// (`["hi"]` for `{"text": "hi"}`); the protocol has objects only.
+struct Object<T>(T);
 
-/// "a string", "an object": the kind of a JSON value, for messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Takes a map and hands it to `T`'s own deserializer.
+        struct MapOnly<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for MapOnly<T> {
+            type Value = T;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+
+        deserializer
+            .deserialize_map(MapOnly(PhantomData))
+            .map(Object)
     }
 }
 
-/// A field name in a message, at most 64 characters of it.
-fn clip(name: &str) -> String {
-    match name.char_indices().nth(64) {
-        Some((end, _)) => format!("{}…", &name[..end]),
-        None => name.to_owned(),
+/// An image's `data`: standard base64 with padding, decoded.
+fn base64_data<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    STANDARD.decode(text).map_err(|error| {
+        de::Error::custom(format_args!(
+            "`data` is not valid base64 (the standard alphabet, with padding): {error}"
+        ))
+    })
+}
+
+/// serde_json's message, its part before the position clipped: it may quote
+/// the child's output (a field name, a string of the wrong type).
+fn message(error: &serde_json::Error) -> String {
+    let full = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    match full.strip_suffix(&position) {
+        Some(reason) if error.line() != 0 => format!("{}{position}", clip(reason)),
+        _ => clip(&full),
     }
+}
+
+/// `text`, or its first 120 and last 80 characters when it is longer than
+/// that: a long quote is cut in its middle, and what serde says after it
+/// (`expected one of ...`) is kept.
+fn clip(text: &str) -> String {
+    const HEAD: usize = 120;
+    const TAIL: usize = 80;
+    let chars = text.chars().count();
+    if chars <= HEAD + TAIL {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(HEAD).collect();
+    let tail: String = text.chars().skip(chars - TAIL).collect();
+    format!("{head}…{tail}")
 }
 
 #[cfg(test)]
@@ -214,16 +232,20 @@ mod tests {
         assert!(matches!(parse(b"hello"), Err(Invalid::NotJson(_))));
         assert!(matches!(
             parse(b"{\"text\": \"a\"} {}"),
-            Err(Invalid::NotJson(_))
+            Err(Invalid::NotJson(why)) if why == "trailing characters at line 1 column 15"
         ));
-        assert_eq!(shape("[1]"), "it is a list, not an object");
+        assert_eq!(
+            shape("[1]"),
+            "invalid type: sequence, expected a JSON object at line 1 column 0"
+        );
         assert_eq!(
             shape(r#"{"txt": "a"}"#),
-            "unknown field `txt` (the fields are `text`, `error`, `images` and `details`)"
+            "unknown field `txt`, expected one of `text`, `error`, `images`, `details` \
+             at line 1 column 6"
         );
         assert_eq!(
             shape(r#"{"text": 5}"#),
-            "`text` must be a string, not a number"
+            "invalid type: integer `5`, expected a string at line 1 column 10"
         );
         assert_eq!(shape("{}"), "it has neither `text` nor `error`");
         assert_eq!(
@@ -236,15 +258,84 @@ mod tests {
         );
         assert_eq!(
             shape(r#"{"text": "a", "images": [{"mimeType": "image/png", "data": "AQI"}]}"#),
-            "`images[0]` `data` is not valid base64 (the standard alphabet, with padding)"
+            "`data` is not valid base64 (the standard alphabet, with padding): \
+             Invalid padding at line 1 column 65"
         );
         assert_eq!(
             shape(r#"{"text": "a", "images": [{"data": "AQID"}]}"#),
-            "`images[0]` has no `mimeType`"
+            "missing field `mimeType` at line 1 column 41"
+        );
+        assert_eq!(
+            shape(r#"{"text": "a", "images": [{"mimeType": "image/png", "data": "", "x": 1}]}"#),
+            "unknown field `x`, expected `mimeType` or `data` at line 1 column 66"
         );
         assert_eq!(
             shape(r#"{"text": "a", "images": "x"}"#),
-            "`images` must be a list, not a string"
+            "invalid type: string \"x\", expected a sequence at line 1 column 27"
         );
+    }
+
+    #[test]
+    fn null_fields_are_absent_and_repeated_ones_refused() {
+        let ok = result(r#"{"text": "hi", "error": null, "images": null, "details": null}"#);
+        assert_eq!(
+            (ok.is_error, ok.text(), ok.details),
+            (false, "hi".into(), None)
+        );
+        assert_eq!(
+            shape(r#"{"text": "a", "text": "b"}"#),
+            "duplicate field `text` at line 1 column 20"
+        );
+    }
+
+    #[test]
+    fn an_answer_or_an_image_written_as_a_list_is_refused() {
+        // serde's derived structs would take `["hi"]` for `{"text": "hi"}`.
+        assert_eq!(
+            shape(r#"["hi"]"#),
+            "invalid type: sequence, expected a JSON object at line 1 column 0"
+        );
+        assert_eq!(
+            shape(r#"{"text": "a", "images": [["image/png", "AQID"]]}"#),
+            "invalid type: sequence, expected a JSON object at line 1 column 25"
+        );
+    }
+
+    #[test]
+    fn what_is_quoted_from_the_output_is_clipped() {
+        let long = format!(r#"{{"{}": 1}}"#, "x".repeat(100_000));
+        let why = shape(&long);
+        assert!(why.chars().count() < 250, "{why}");
+        assert!(why.starts_with("unknown field `xxx"), "{why}");
+        assert!(
+            why.ends_with(
+                "xxx`, expected one of `text`, `error`, `images`, `details` at line 1 column 100003"
+            ),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn deep_or_huge_output_is_an_error_not_a_crash() {
+        let deep = format!(r#"{{"text": "a", "details": {}}}"#, "[".repeat(1_000_000));
+        match parse(deep.as_bytes()) {
+            Err(Invalid::NotJson(why)) => {
+                assert!(
+                    why.starts_with("recursion limit exceeded at line 1"),
+                    "{why}"
+                );
+            }
+            other => panic!("expected a JSON error, got {other:?}"),
+        }
+        let deep = format!(
+            r#"{{"text": "a", "details": {}1{}}}"#,
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        assert!(parse(deep.as_bytes()).is_ok());
+        assert!(matches!(
+            parse("[".repeat(1_000_000).as_bytes()),
+            Err(Invalid::Shape(_))
+        ));
     }
 }

@@ -36,9 +36,11 @@
 //!   - `"details": <any JSON>`, beside either: data for host screens, made
 //!     plain data under the runner's limits like any tool's details.
 //!
-//!   Exactly one of `text` and `error`, no other fields; `null` counts as
-//!   absent. Answer errors with `{"error": ...}` and exit 0: the answer is
-//!   read only from a child that exits with status 0.
+//!   Exactly one of `text` and `error`, no other fields, none twice; `null`
+//!   counts as absent. Output of the wrong shape gets serde's reason and
+//!   where it is: "unknown field \`txt\`, expected one of ... at line 1
+//!   column 6". Answer errors with `{"error": ...}` and exit 0: the answer
+//!   is read only from a child that exits with status 0.
 //! - **stderr**: free text for people. It is never parsed; its last
 //!   2000 bytes are quoted when the call fails.
 //!

@@ -93,8 +93,9 @@ fn json_of_the_wrong_shape_says_what_is_wrong() {
         assert_eq!(end.outcome, Outcome::Failed, "{end:?}");
         assert_eq!(
             end.result.text(),
-            "tool `typo` gave invalid output: its stdout is not an answer: unknown field `txt` \
-             (the fields are `text`, `error`, `images` and `details`); it began: \"{\\\"txt\\\": \\\"hi\\\"}\\n\""
+            "tool `typo` gave invalid output: its stdout is not an answer: unknown field `txt`, \
+             expected one of `text`, `error`, `images`, `details` at line 1 column 6; \
+             it began: \"{\\\"txt\\\": \\\"hi\\\"}\\n\""
         );
 
         let end = run(&runner, sh("silent", "echo 'nothing to say' >&2", &scratch)).await;

@@ -10,7 +10,9 @@
 //! rho-mcp proxy [OPTIONS] --url URL   ... in front of the one at an HTTP endpoint
 //! ```
 //!
-//! The binary only reads arguments; the proxy is `rho_mcp::proxy`.
+//! The binary only reads arguments (with clap; `--help` on each command
+//! lists its flags, and a bad command line exits with code 2); the proxy is
+//! `rho_mcp::proxy`.
 //!
 //! Over HTTP the first line on stdout is the URL to connect to; the server
 //! stops when stdin ends (or at Ctrl-C).
@@ -21,23 +23,63 @@ mod sample;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
+use clap::{Parser, Subcommand};
 use rho_exec_tokio::TokioExecutor;
 use rho_mcp::{HttpOptions, McpServer};
 use rho_tool_core::Runner;
 use tokio::io::AsyncReadExt;
 
-const USAGE: &str = "usage: rho-mcp sample [--http [ADDR]] [--token TOKEN] [--allow-host HOST]... [--resume-grace MS]
-       rho-mcp proxy [OPTIONS] -- SERVER_COMMAND [ARGS...]   (rho-mcp proxy --help)
-       rho-mcp proxy [OPTIONS] --url URL
+/// rho's MCP server and proxy: rho's guarantees (deadlines, crash
+/// handling, quarantine, approval) for every MCP tool call.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rho-mcp",
+    version,
+    // No command is a mistake: say what the commands are.
+    arg_required_else_help = true,
+    // A flag given twice takes its last value, as it always has.
+    args_override_self = true,
+    // `--help` is the one way to ask.
+    disable_help_subcommand = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-  sample    serve a sample registry (one tool for each way a call can go),
-            over stdio, or over streamable HTTP with --http (loopback and a
-            port the system picks unless ADDR says otherwise; an address off
-            loopback needs --token). Over HTTP the first line on stdout is
-            the URL, and the server stops when stdin ends. A call whose
-            client closes its answer stream is cancelled unless the client
-            resumes it within --resume-grace (default 10000 ms).";
+/// What to run.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve a sample registry (one tool for each way a call can go).
+    ///
+    /// Over stdio, or over streamable HTTP with --http. Over HTTP the first
+    /// line on stdout is the URL, and the server stops when stdin ends. A
+    /// call whose client closes its answer stream is cancelled unless the
+    /// client resumes it within --resume-grace.
+    Sample(SampleArgs),
+    Proxy(proxy::ProxyArgs),
+}
+
+/// `rho-mcp sample`'s flags.
+#[derive(Debug, clap::Args)]
+struct SampleArgs {
+    /// Serve over streamable HTTP, on ADDR [default: 127.0.0.1:0, loopback
+    /// and a port the system picks]; an address off loopback needs --token.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+    http: Option<Option<SocketAddr>>,
+    /// Require `Authorization: Bearer TOKEN` (over HTTP).
+    #[arg(long, value_name = "TOKEN", requires = "http")]
+    token: Option<String>,
+    /// Accept this `Host` too (over HTTP).
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// How long a call whose client closed its answer stream waits for the
+    /// client to resume it, in milliseconds [default: 10000].
+    #[arg(long, value_name = "MS", requires = "http")]
+    resume_grace: Option<u64>,
+}
 
 /// What to serve over.
 enum Transport {
@@ -45,61 +87,33 @@ enum Transport {
     Http(HttpOptions),
 }
 
-fn parse(args: &[String]) -> Result<Transport, String> {
-    let mut args = args.iter().map(String::as_str).peekable();
-    if args.next() != Some("sample") {
-        return Err("expected a command".to_owned());
-    }
-    let mut http: Option<HttpOptions> = None;
-    while let Some(arg) = args.next() {
-        match arg {
-            "--http" => {
-                let mut options = HttpOptions::new();
-                if let Some(addr) = args.next_if(|next| !next.starts_with("--")) {
-                    let addr: SocketAddr = addr
-                        .parse()
-                        .map_err(|error| format!("--http {addr}: {error}"))?;
-                    options = options.bind(addr);
-                }
-                http = Some(options);
-            }
-            "--token" | "--allow-host" | "--resume-grace" => {
-                let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
-                let options = http
-                    .take()
-                    .ok_or_else(|| format!("{arg} goes after --http"))?;
-                http = Some(match arg {
-                    "--token" => options.with_bearer_token(value),
-                    "--allow-host" => options.allow_host(value),
-                    _ => {
-                        let ms: u64 = value
-                            .parse()
-                            .map_err(|error| format!("--resume-grace {value}: {error}"))?;
-                        options.with_resume_grace(std::time::Duration::from_millis(ms))
-                    }
-                });
-            }
-            other => return Err(format!("unknown argument `{other}`")),
+impl SampleArgs {
+    fn transport(self) -> Transport {
+        let Some(addr) = self.http else {
+            return Transport::Stdio;
+        };
+        let mut options = HttpOptions::new();
+        if let Some(addr) = addr {
+            options = options.bind(addr);
         }
+        if let Some(token) = self.token {
+            options = options.with_bearer_token(token);
+        }
+        for host in self.allow_hosts {
+            options = options.allow_host(host);
+        }
+        if let Some(ms) = self.resume_grace {
+            options = options.with_resume_grace(Duration::from_millis(ms));
+        }
+        Transport::Http(options)
     }
-    Ok(http.map_or(Transport::Stdio, Transport::Http))
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if matches!(args.first().map(String::as_str), Some("-h" | "--help")) {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    if args.first().map(String::as_str) == Some("proxy") {
-        return run_proxy(&args[1..]);
-    }
-    let transport = match parse(&args) {
-        Ok(transport) => transport,
-        Err(error) => {
-            eprintln!("rho-mcp: {error}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    // A bad command line exits with code 2, `--help` with 0.
+    let transport = match Cli::parse().command {
+        Command::Sample(args) => args.transport(),
+        Command::Proxy(args) => return run_proxy(args),
     };
     // Contained panics are the sample's point; keep them off stderr.
     rho_tool_core::untrusted::install_quiet_panic_hook();
@@ -128,15 +142,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_proxy(args: &[String]) -> ExitCode {
-    if matches!(args.first().map(String::as_str), Some("-h" | "--help")) {
-        println!("{}", proxy::USAGE);
-        return ExitCode::SUCCESS;
-    }
-    let parsed = match proxy::parse(args) {
+fn run_proxy(args: proxy::ProxyArgs) -> ExitCode {
+    let parsed = match args.into_proxy() {
         Ok(parsed) => parsed,
         Err(error) => {
-            eprintln!("rho-mcp proxy: {error}\n\n{}", proxy::USAGE);
+            eprintln!("rho-mcp proxy: {error}");
             return ExitCode::from(2);
         }
     };
@@ -207,5 +217,154 @@ async fn serve_sample(transport: Transport) -> Result<(), String> {
             let _ = tokio::io::stdin().read_to_end(&mut sink).await;
             http.shutdown().await.map_err(|error| error.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+
+    use super::*;
+
+    fn parse(line: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("rho-mcp").chain(line.iter().copied()))
+    }
+
+    fn sample(line: &[&str]) -> SampleArgs {
+        match parse(line).expect("the line parses").command {
+            Command::Sample(args) => args,
+            other => panic!("{line:?} is not the sample: {other:?}"),
+        }
+    }
+
+    fn proxy(line: &[&str]) -> proxy::ProxyArgs {
+        match parse(line).expect("the line parses").command {
+            Command::Proxy(args) => args,
+            other => panic!("{line:?} is not the proxy: {other:?}"),
+        }
+    }
+
+    fn refused(line: &[&str]) -> ErrorKind {
+        match parse(line) {
+            Err(error) => {
+                assert_eq!(error.exit_code(), 2, "{line:?}");
+                error.kind()
+            }
+            Ok(cli) => panic!("{line:?} parsed: {cli:?}"),
+        }
+    }
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_sample_serves_stdio_or_http_with_its_options() {
+        let stdio = sample(&["sample"]);
+        assert!(stdio.http.is_none());
+        assert!(matches!(stdio.transport(), Transport::Stdio));
+
+        let http = sample(&["sample", "--http", "--token", "t", "--allow-host", "a"]);
+        assert_eq!(http.http, Some(None));
+        assert_eq!(http.token.as_deref(), Some("t"));
+        let http = sample(&[
+            "sample",
+            "--http",
+            "127.0.0.1:8080",
+            "--allow-host",
+            "a",
+            "--allow-host",
+            "b",
+            "--resume-grace",
+            "500",
+        ]);
+        assert_eq!(
+            http.http,
+            Some(Some(SocketAddr::from(([127, 0, 0, 1], 8080))))
+        );
+        assert_eq!(http.allow_hosts, ["a", "b"]);
+        assert_eq!(http.resume_grace, Some(500));
+        // A flag given twice takes its last value.
+        let twice = sample(&["sample", "--http", "--token", "a", "--token", "b"]);
+        assert_eq!(twice.token.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn a_bad_sample_line_is_refused() {
+        assert_eq!(
+            refused(&[]),
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        );
+        assert_eq!(
+            refused(&["sample", "--token", "t"]),
+            ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(
+            refused(&["sample", "--http", "nowhere"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
+            refused(&["sample", "--http", "--resume-grace", "soon"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(refused(&["sample", "--bogus"]), ErrorKind::UnknownArgument);
+        assert_eq!(refused(&["serve"]), ErrorKind::InvalidSubcommand);
+        // `--help` ends the program too, with code 0.
+        for line in [&["--help"][..], &["sample", "--help"], &["proxy", "-h"]] {
+            let help = parse(line).expect_err("help is printed instead");
+            assert_eq!((help.kind(), help.exit_code()), (ErrorKind::DisplayHelp, 0));
+        }
+    }
+
+    #[test]
+    fn the_proxy_takes_everything_after_the_double_dash_as_the_command() {
+        let args = proxy(&[
+            "proxy",
+            "--timeout",
+            "30000",
+            "--audit-arguments",
+            "--",
+            "npx",
+            "--timeout",
+            "1",
+            "--",
+            "x",
+        ]);
+        assert_eq!(args.timeout(), Some(30_000));
+        assert_eq!(args.command(), ["npx", "--timeout", "1", "--", "x"]);
+
+        assert_eq!(refused(&["proxy"]), ErrorKind::MissingRequiredArgument);
+        assert_eq!(
+            refused(&["proxy", "--"]),
+            ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(
+            refused(&[
+                "proxy",
+                "--url",
+                "http://127.0.0.1:1/mcp",
+                "--",
+                "/bin/true"
+            ]),
+            ErrorKind::ArgumentConflict
+        );
+        assert_eq!(
+            refused(&["proxy", "--timeout", "0", "--", "/bin/true"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
+            refused(&[
+                "proxy",
+                "--url",
+                "http://127.0.0.1:1/mcp",
+                "--header",
+                "no colon"
+            ]),
+            ErrorKind::ValueValidation
+        );
+        // Without `--`, a command is not taken for one.
+        assert_eq!(refused(&["proxy", "/bin/true"]), ErrorKind::UnknownArgument);
     }
 }

@@ -1,130 +1,141 @@
-//! `rho-mcp proxy`: its arguments, read into the library's options.
+//! `rho-mcp proxy`: its arguments, read by clap into the library's options.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::ArgGroup;
 use rho_mcp::proxy::{ProxyOptions, load_policy};
 use rho_tool_core::AnnotationGate;
 
-pub(crate) const USAGE: &str =
-    "usage: rho-mcp proxy [--policy FILE] [--audit FILE] [--audit-arguments]
-                     [--timeout MS] [--output-cap BYTES] [--quarantine-after N]
-                     [--name NAME] -- SERVER_COMMAND [ARGS...]
-       rho-mcp proxy [OPTIONS] --url URL [--bearer-token-env VAR]
-                     [--header 'NAME: VALUE']...
-
-  proxy     serve the MCP server that SERVER_COMMAND runs (over its stdio),
-            or the one at the streamable HTTP endpoint URL, over stdio, with
-            rho's guarantees on every call:
-    --policy FILE          allow, deny or ask, by tool name or annotation
-                           (TOML; see the README); default: allow all
-    --audit FILE           append a JSON line per call end to FILE
-    --audit-arguments      ... with each call's arguments (left out by default)
-    --timeout MS           each call's limit from approval (default 120000)
-    --output-cap BYTES     cut each text part of a result to BYTES (default: none)
-    --quarantine-after N   quarantine a tool after N crashes or timeouts, and
-                           the server after N deaths in 5 minutes (default 3;
-                           0: never); `kill -USR1` the proxy to lift them
-    --name NAME            the server's name in error texts (default: the
-                           command's file name, or the URL's host)
-    --bearer-token-env VAR send the token in environment variable VAR as
-                           `Authorization: Bearer` (kept out of the command
-                           line, which other users can read)
-    --header 'NAME: VALUE' send this header with every request";
-
-/// What `rho-mcp proxy ...` asked for: the options, and the policy file
-/// to read (read by the caller, whose error has an exit code of its own).
+/// Serve an MCP server over stdio, with rho's guarantees on every call.
+///
+/// The server is the one SERVER_COMMAND runs (over its stdio), or the one
+/// at the streamable HTTP endpoint URL. `kill -USR1` the proxy to lift
+/// every quarantine.
+#[derive(Debug, clap::Args)]
+#[command(
+    override_usage = "rho-mcp proxy [OPTIONS] -- SERVER_COMMAND [ARGS]...\n       \
+                      rho-mcp proxy [OPTIONS] --url URL",
+    // The server: a command after `--`, or a URL; one of them.
+    group(ArgGroup::new("server").required(true).args(["url", "command"])),
+)]
 pub(crate) struct ProxyArgs {
+    /// Allow, deny or ask, by tool name or annotation (TOML; see the
+    /// README) [default: allow all].
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Append a JSON line per call end to FILE.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Log each call's arguments in the audit too (left out by default).
+    #[arg(long)]
+    audit_arguments: bool,
+    /// Each call's limit, counted from approval [default: 120000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: Option<u64>,
+    /// Cut each text part of a result to BYTES [default: none].
+    #[arg(long, value_name = "BYTES")]
+    output_cap: Option<usize>,
+    /// Quarantine a tool after N crashes or timeouts, and the server after
+    /// N deaths in 5 minutes (0: never) [default: 3].
+    #[arg(long, value_name = "N")]
+    quarantine_after: Option<u32>,
+    /// The server's name in error texts [default: the command's file name,
+    /// or the URL's host].
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// Proxy the server at this streamable HTTP endpoint.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// Send the token in environment variable VAR as `Authorization:
+    /// Bearer` (kept out of the command line, which other users can read).
+    #[arg(long, value_name = "VAR")]
+    bearer_token_env: Option<String>,
+    /// Send this header with every request.
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = header)]
+    headers: Vec<(String, String)>,
+    /// The command that runs the server, and its arguments (after `--`).
+    #[arg(last = true, value_name = "SERVER_COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// What `rho-mcp proxy ...` asked for: the options, and the policy file to
+/// read (read by the caller, whose error has an exit code of its own).
+pub(crate) struct Proxy {
     pub(crate) options: ProxyOptions,
     pub(crate) policy: Option<PathBuf>,
 }
 
-/// Reads the arguments after `proxy`.
-pub(crate) fn parse(args: &[String]) -> Result<ProxyArgs, String> {
-    let (flags, command) = match args.iter().position(|arg| arg == "--") {
-        Some(split) => (&args[..split], Some(&args[split + 1..])),
-        None => (args, None),
-    };
-    let mut settings: Vec<(&str, &str)> = Vec::new();
-    let mut url = None;
-    let mut audit_arguments = false;
-    let mut flags = flags.iter().map(String::as_str);
-    while let Some(flag) = flags.next() {
-        if flag == "--audit-arguments" {
-            audit_arguments = true;
-            continue;
-        }
-        let value = flags
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag {
-            "--url" => url = Some(value),
-            "--policy" | "--audit" | "--timeout" | "--output-cap" | "--quarantine-after"
-            | "--name" | "--bearer-token-env" | "--header" => settings.push((flag, value)),
-            other => return Err(format!("unknown argument `{other}`")),
-        }
-    }
-    let mut options = match (url, command) {
-        (Some(_), Some(_)) => {
-            return Err("give the server's command after `--` or --url, not both".to_owned());
-        }
-        (None, None) => {
-            return Err("the server's command goes after `--` (or its URL after --url)".to_owned());
-        }
-        (None, Some(command)) => {
-            let Some((program, server_args)) = command.split_first() else {
-                return Err("no server command after `--`".to_owned());
-            };
-            ProxyOptions::new(program).args(server_args)
-        }
-        (Some(url), None) => ProxyOptions::http(url),
-    };
-    options = options.audit_arguments(audit_arguments);
-    let mut policy = None;
-    for (flag, value) in settings {
-        options = match flag {
-            "--policy" => {
-                policy = Some(PathBuf::from(value));
-                options
-            }
-            "--audit" => options.audit(value),
-            "--timeout" => {
-                let ms: u64 = number(flag, value)?;
-                if ms == 0 {
-                    return Err("--timeout must be at least 1 ms".to_owned());
-                }
-                options.timeout(Duration::from_millis(ms))
-            }
-            "--output-cap" => options.output_cap(number(flag, value)?),
-            "--quarantine-after" => options.quarantine_after(number(flag, value)?),
-            "--name" => options.name(value),
-            "--bearer-token-env" => {
-                let token = std::env::var(value).map_err(|_| {
-                    format!("--bearer-token-env: environment variable `{value}` is not set")
-                })?;
-                options.bearer_token(token)
-            }
-            "--header" => {
-                let Some((name, header_value)) = value.split_once(':') else {
-                    return Err(format!("--header needs `NAME: VALUE`, not `{value}`"));
-                };
-                options.header(name.trim(), header_value.trim())
-            }
-            _ => unreachable!("only the flags matched above are kept"),
+impl ProxyArgs {
+    /// The library's options; an error for what clap cannot check (an
+    /// environment variable that is not set).
+    pub(crate) fn into_proxy(self) -> Result<Proxy, String> {
+        let mut options = match (self.url, self.command.split_first()) {
+            (Some(url), _) => ProxyOptions::http(url),
+            (None, Some((program, server_args))) => ProxyOptions::new(program).args(server_args),
+            (None, None) => return Err("no server command after `--`".to_owned()),
         };
+        options = options.audit_arguments(self.audit_arguments);
+        if let Some(path) = self.audit {
+            options = options.audit(path);
+        }
+        if let Some(ms) = self.timeout {
+            options = options.timeout(Duration::from_millis(ms));
+        }
+        if let Some(bytes) = self.output_cap {
+            options = options.output_cap(bytes);
+        }
+        if let Some(failures) = self.quarantine_after {
+            options = options.quarantine_after(failures);
+        }
+        if let Some(name) = self.name {
+            options = options.name(name);
+        }
+        if let Some(variable) = self.bearer_token_env {
+            let token = std::env::var(&variable).map_err(|_| {
+                format!("--bearer-token-env: environment variable `{variable}` is not set")
+            })?;
+            options = options.bearer_token(token);
+        }
+        for (name, value) in self.headers {
+            options = options.header(name, value);
+        }
+        Ok(Proxy {
+            options,
+            policy: self.policy,
+        })
     }
-    Ok(ProxyArgs { options, policy })
 }
 
-fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{flag} needs a whole number, not `{value}`"))
+#[cfg(test)]
+impl ProxyArgs {
+    /// `--timeout`, as given.
+    pub(crate) fn timeout(&self) -> Option<u64> {
+        self.timeout
+    }
+
+    /// The server's command and its arguments, as given.
+    pub(crate) fn command(&self) -> Vec<&str> {
+        self.command
+            .iter()
+            .map(|arg| arg.to_str().expect("UTF-8"))
+            .collect()
+    }
+}
+
+/// `NAME: VALUE`, each trimmed.
+fn header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or("a header is `NAME: VALUE`, with a colon")?;
+    Ok((name.trim().to_owned(), value.trim().to_owned()))
 }
 
 /// Reads the policy file, if one was given, into the gate it configures.
-pub(crate) fn policy(args: &ProxyArgs) -> Result<Option<AnnotationGate>, String> {
-    args.policy
+pub(crate) fn policy(proxy: &Proxy) -> Result<Option<AnnotationGate>, String> {
+    proxy
+        .policy
         .as_deref()
         .map(load_policy)
         .transpose()
