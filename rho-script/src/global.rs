@@ -36,7 +36,8 @@ use rquickjs::{
 };
 
 use crate::convert::{Originals, WalkError, Walker};
-use crate::slot::{Callee, HostAsk, Slot};
+use crate::host::{Callee, HostAsk};
+use crate::slot::Slot;
 
 /// The most sleeps one call may have pending at once.
 pub(crate) const MAX_SLEEPS: usize = 10_000;

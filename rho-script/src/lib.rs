@@ -448,6 +448,8 @@ mod declare;
 mod define_tool;
 mod global;
 mod grant;
+mod host;
+mod limits;
 mod output;
 mod pool;
 mod run_script;
@@ -461,12 +463,13 @@ pub mod worker;
 pub use code::{CodeLimits, CodeMode};
 pub use define_tool::DefineTool;
 pub use grant::{Grant, GrantError, HostFunction, HostFuture};
+pub use limits::{DEFAULT_MEMORY_LIMIT, ScriptLimits};
 pub use pool::{DEFAULT_STACK_LIMIT, Isolation, PoolOptions, PoolState, ScriptPool};
 pub use run_script::RunScript;
 pub use source::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_SOURCE, DEFAULT_MAX_TOOLS, DefineError, Defined,
     MAX_NAME_LEN, ScriptDefinition, ScriptSource, ScriptSourceBuilder,
 };
-pub use tool::{DEFAULT_MEMORY_LIMIT, ScriptLimits, ScriptTool};
+pub use tool::ScriptTool;
 #[cfg(unix)]
 pub use worker::{WorkerCommand, WorkerNotFound};

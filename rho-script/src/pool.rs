@@ -30,13 +30,11 @@ use std::time::{Duration, Instant};
 
 use rho_tool_core::{ToolContext, ToolOutput};
 
-use crate::ScriptLimits;
-use crate::code::CodeMode;
-use crate::grant::GrantSet;
+use crate::host::HostCalls;
+use crate::limits::ScriptLimits;
 use crate::output::ScriptOutput;
 use crate::sandbox::{self, CheckFailure, Engine, Halt, Halted, Spent};
 use crate::slot::{Reply, ScriptCall, Slot};
-use crate::tool::Origin;
 
 /// The default JavaScript stack limit: 512 KiB.
 pub const DEFAULT_STACK_LIMIT: usize = 512 << 10;
@@ -424,21 +422,20 @@ impl ScriptPool {
     /// Queues `job` and gives the future of its answer, or an error answer
     /// at once when the queue is full.
     /// Partial results and sleeps of the script go to `context`; its calls
-    /// of host functions go to `grants`.
+    /// of the host (what `job` lists as its grants and tools) go to `host`.
     pub(crate) fn submit(
         &self,
         job: JobSpec,
         context: ToolContext,
-        grants: GrantSet,
-        code: Option<CodeMode>,
+        host: Box<dyn HostCalls>,
     ) -> ScriptCall<ToolOutput> {
-        self.enqueue(job, Answer::into_output, Some(context), grants, code)
+        self.enqueue(job, Answer::into_output, Some(context), Some(host))
     }
 
     /// Queues the definition check `job` (its kind is [`JobKind::Check`])
     /// and gives the future of its verdict.
     pub(crate) fn check(&self, job: JobSpec) -> ScriptCall<Result<(), CheckFailure>> {
-        self.enqueue(job, Answer::into_checked, None, GrantSet::default(), None)
+        self.enqueue(job, Answer::into_checked, None, None)
     }
 
     fn enqueue<T>(
@@ -446,8 +443,7 @@ impl ScriptPool {
         job: JobSpec,
         read: fn(Answer) -> T,
         context: Option<ToolContext>,
-        grants: GrantSet,
-        code: Option<CodeMode>,
+        host: Option<Box<dyn HostCalls>>,
     ) -> ScriptCall<T> {
         let slot = Arc::new(Slot::default());
         let stop = Arc::new(AtomicBool::new(false));
@@ -461,8 +457,7 @@ impl ScriptPool {
             Arc::clone(&stop),
             read,
             context,
-            grants,
-            code,
+            host,
             pool,
         );
         let name = Arc::clone(&job.name);
@@ -816,6 +811,18 @@ pub(crate) struct JobSpec {
     pub(crate) timeout: std::time::Duration,
     /// From when the deadline counts.
     pub(crate) clock: Clock,
+}
+
+/// Where a job's source came from, which says whose mistake a source that
+/// does not load is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The tool's own source: one that does not load is the tool's crash.
+    Defined,
+    /// The call brought it (a program the model wrote in its call): one
+    /// that does not load is the call's mistake, an error result, no
+    /// strike.
+    Given,
 }
 
 /// From when a job's deadline counts.

@@ -10,9 +10,11 @@ use serde_json::{Value, json};
 
 use crate::code::CodeMode;
 use crate::grant::Grant;
+use crate::limits::ScriptLimits;
+use crate::pool::Origin;
 use crate::pool::ScriptPool;
 use crate::source::DEFAULT_MAX_SOURCE;
-use crate::tool::{Origin, Runs, ScriptLimits};
+use crate::tool::Runs;
 
 /// The tool `run_script`: the model writes a JavaScript program in the
 /// call (`{ source, args }`) and gets what it answers, in one call.

@@ -15,10 +15,10 @@ use rquickjs::{Coerced, Context, Ctx, Promise, Runtime, Type, Value};
 
 use crate::convert::{Originals, WalkError, Walker};
 use crate::global::{self, RhoGlobal};
+use crate::host::HostAnswer;
 use crate::output::ScriptOutput;
-use crate::pool::{Answer, JobKind, JobSpec};
-use crate::slot::{HostAnswer, Slot, Woken};
-use crate::tool::Origin;
+use crate::pool::{Answer, JobKind, JobSpec, Origin};
+use crate::slot::{Slot, Woken};
 
 /// The interrupt has not fired.
 const RUNNING: u8 = 0;

@@ -11,9 +11,10 @@ use rho_tool_core::untrusted::call_contained;
 
 use crate::code::CodeMode;
 use crate::grant::{Grant, GrantSet};
-use crate::pool::{Clock, JobKind, JobSpec, ScriptPool};
+use crate::limits::ScriptLimits;
+use crate::pool::{Clock, JobKind, JobSpec, Origin, ScriptPool};
 use crate::sandbox::CheckFailure;
-use crate::tool::{Origin, ScriptLimits, ScriptTool};
+use crate::tool::ScriptTool;
 
 /// How long a definition's top level may run at its check, by default:
 /// one second. A top level that declares functions and constants takes

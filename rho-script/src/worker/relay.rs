@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 
 use rho_process::{ChildGroup, GroupKiller};
 
+use crate::host::HostAsk;
 use crate::output::ScriptOutput;
 use crate::pool::{Answer, JobSpec, STUCK_AFTER};
 use crate::sandbox::{Halt, Halted};
-use crate::slot::{HostAsk, Relayed, Slot, Woken};
+use crate::slot::{Relayed, Slot, Woken};
 use crate::worker::WorkerCommand;
 use crate::worker::wire::{self, FromWorker, ToWorker, WorkerJob};
 
