@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 use rho_tool_core::untrusted::{Limits, Plain};
 use serde_json::{Map, Value, json};
 
-use crate::host::{Callee, HostAnswer};
-use crate::limits::ScriptLimits;
-use crate::output::{ScriptOutput, plain_from_wire, plain_to_wire};
-use crate::pool::{Answer, Clock, JobKind, JobSpec, Origin};
-use crate::sandbox::CheckFailure;
+use crate::sandbox::engine::CheckFailure;
+use crate::sandbox::host::{Callee, HostAnswer};
+use crate::sandbox::job::{Answer, Clock, JobKind, JobSpec, Origin};
+use crate::sandbox::limits::ScriptLimits;
+use crate::sandbox::output::{ScriptOutput, plain_from_wire, plain_to_wire};
 
 /// A job as the worker runs it: the spec and the pool's stack limit.
 pub(crate) struct WorkerJob {

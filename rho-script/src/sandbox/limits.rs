@@ -2,6 +2,9 @@
 
 use rho_tool_core::untrusted::Limits;
 
+/// The default JavaScript stack limit: 512 KiB.
+pub const DEFAULT_STACK_LIMIT: usize = 512 << 10;
+
 /// The default memory cap of one call: 64 MiB.
 pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
 

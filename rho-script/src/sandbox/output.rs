@@ -14,7 +14,7 @@ use rho_tool_core::untrusted::Plain;
 use rho_tool_core::{Image, ToolOutput};
 use serde_json::{Map, Value, json};
 
-use crate::global::base64;
+use crate::sandbox::global::base64;
 
 /// What a script's call answered, in the forms a [`ToolOutput`] has.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,6 +13,11 @@
 //! its session entry kept inside the script's. The script sees what the
 //! model would have read: the result's details (or its text), or a thrown
 //! `Error` with the result's text.
+//!
+//! This is what `tools.<name>` stands for: the sandbox only installs the
+//! names a job lists and hands the calls across; [`CodeCalls`] runs them.
+//! Built on the sandbox; the script tools ([`crate::tool`]) take a
+//! [`CodeMode`] to grant it.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -25,9 +30,9 @@ use rho_registry::ToolInfo;
 use rho_tool_core::{CallEnd, Executor, Outcome, ToolCall, ToolContext};
 use rho_turn::WeakTurnRunner;
 
-use crate::declare;
-use crate::host::{HostAnswer, HostAsk};
-use crate::output::plain_to_wire;
+use crate::sandbox::{HostAnswer, HostAsk, plain_to_wire};
+
+mod declare;
 
 /// How much one script run may ask of the host's tools.
 ///

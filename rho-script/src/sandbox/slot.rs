@@ -22,9 +22,10 @@ use std::time::Instant;
 use rho_tool_core::ToolContext;
 use rho_tool_core::untrusted::Plain;
 
-use crate::host::{Callee, HostAnswer, HostAsk, HostCalls};
-use crate::pool::{Answer, PoolLink};
-use crate::worker::wire::FromWorker;
+use crate::sandbox::host::{Callee, HostAnswer, HostAsk, HostCalls};
+use crate::sandbox::job::Answer;
+use crate::sandbox::pool::PoolLink;
+use crate::sandbox::worker::wire::FromWorker;
 
 /// How many partial results wait between the script's thread and the
 /// call's future: past it, the oldest is dropped for the newest.
@@ -350,7 +351,7 @@ impl Drop for Reply {
 /// and on a host abort) stops the script: the engine's interrupt sees the
 /// flag at its next check and the thread is free for the next call; a
 /// thread inside a native operation that does not come back is replaced
-/// by the pool (see [`STUCK_AFTER`](crate::pool::STUCK_AFTER)). Host calls
+/// by the pool (see [`STUCK_AFTER`](crate::sandbox::pool::STUCK_AFTER)). Host calls
 /// it runs for the script are dropped with it.
 ///
 /// While it waits it forwards the script's partial results to the call's

@@ -9,10 +9,11 @@ use std::task::{Context, Poll};
 use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
 
 use crate::code::{CodeCalls, CodeMode};
-use crate::grant::{Grant, GrantSet, HostFuture};
-use crate::host::{Callee, HostAnswer, HostAsk, HostCalls};
-use crate::limits::ScriptLimits;
-use crate::pool::{Clock, JobKind, JobSpec, Origin, ScriptPool};
+use crate::sandbox::{
+    Callee, Clock, HostAnswer, HostAsk, HostCalls, JobKind, JobSpec, Origin, ScriptLimits,
+    ScriptPool,
+};
+use crate::tool::{Grant, GrantSet, HostFuture};
 
 /// How long past the tool's timeout the sandbox stops a script on its own,
 /// in case nothing drops the call's future (rho's runner drops it at the
