@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rho_tool_core::untrusted::plain::Limits;
 use rho_tool_core::untrusted::timeout_text;
 use rquickjs::{Context, Runtime, Type, Value};
+use serde::{Deserialize, Serialize};
 
 use crate::sandbox::job::{Answer, JobKind, JobSpec};
 use crate::sandbox::output::ScriptOutput;
@@ -268,8 +269,10 @@ fn halted_check(halt: Halt) -> CheckFailure {
     }
 }
 
-/// Why a definition's script was refused by its check.
-#[derive(Debug)]
+/// Why a definition's script was refused by its check. It crosses from a
+/// worker process as it is (`{"syntax": {...}}`, `"timed_out"`, ...).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum CheckFailure {
     /// The source does not parse: where, and the engine's message.
     Syntax {

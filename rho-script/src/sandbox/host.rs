@@ -11,10 +11,12 @@ use std::task::Context;
 
 use rho_tool_core::ToolContext;
 use rho_tool_core::untrusted::Plain;
+use serde::{Deserialize, Serialize};
 
 /// What a script's call from the sandbox is to: a granted host function
 /// (`rho.<name>`) or a tool (`tools.<name>`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Callee {
     /// `rho.<name>`: one of the job's grants.
     Grant,
@@ -36,6 +38,8 @@ pub(crate) struct HostAsk {
 }
 
 /// How a host function's call ended, for the script's thread.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct HostAnswer {
     /// The id the script's promise waits under.
     pub(crate) id: u64,

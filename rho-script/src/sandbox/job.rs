@@ -7,12 +7,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rho_tool_core::ToolOutput;
+use serde::{Deserialize, Serialize};
 
 use crate::sandbox::engine::CheckFailure;
 use crate::sandbox::limits::ScriptLimits;
-use crate::sandbox::output::ScriptOutput;
+use crate::sandbox::output::{ScriptOutput, output_wire};
 
 /// What a job asks of the sandbox: run a call, or check a definition.
+/// On a worker's wire: `{"call": arguments}` or `"check"`.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum JobKind {
     /// Load the script and call `run` with these arguments.
     Call(serde_json::Value),
@@ -22,9 +26,11 @@ pub(crate) enum JobKind {
 }
 
 /// What the sandbox answers a job.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum Answer {
     /// A call's output (also any job's failure to run at all).
-    Output(ScriptOutput),
+    Output(#[serde(with = "output_wire")] ScriptOutput),
     /// A definition check's verdict.
     Checked(Result<(), CheckFailure>),
 }
