@@ -335,6 +335,26 @@
 //! or on `PATH` ([`WorkerCommand::installed`]); [`WorkerCommand::find`]
 //! takes whichever is there, and its error names both when neither is.
 //!
+//! # How the crate is layered
+//!
+//! Four concepts, each a module, each importing only the ones below it:
+//!
+//! 1. **the sandbox** (`sandbox`): the engine, the plain-data walk, the
+//!    pool's threads and watchdog, the worker processes ([`worker`]) and
+//!    the limits ([`ScriptPool`], [`PoolOptions`], [`ScriptLimits`]). It
+//!    runs a job (a source, how to call it, its limits and deadline, the
+//!    names of the host calls it may make) and hands each host call to
+//!    whatever the layer above gave it with the job; it imports nothing
+//!    of the layers above.
+//! 2. **code mode** (`code`): [`CodeMode`], what `tools.<name>` stands
+//!    for, each call a rho call through the host's turn runner.
+//! 3. **script tools** (`tool`): [`ScriptTool`], [`RunScript`] and the
+//!    [`Grant`]s of host functions; a script tool's calls of the host run
+//!    its grants and, given a [`CodeMode`], its calls of tools.
+//! 4. **the agent-tools source** (`source`): [`ScriptSource`] and
+//!    [`DefineTool`], the tools the model defines at run time, each
+//!    checked in the sandbox before it is registered.
+//!
 //! # Example
 //!
 //! One tool as a [`ScriptTool`], run directly:
@@ -443,30 +463,24 @@
 //! ```
 
 mod code;
-mod convert;
-mod declare;
-mod define_tool;
-mod global;
-mod grant;
-mod output;
-mod pool;
-mod run_script;
 mod sandbox;
-mod slot;
 mod source;
 mod tool;
+
 #[cfg(unix)]
-pub mod worker;
+pub use sandbox::worker;
 
 pub use code::{CodeLimits, CodeMode};
-pub use define_tool::DefineTool;
-pub use grant::{Grant, GrantError, HostFunction, HostFuture};
-pub use pool::{DEFAULT_STACK_LIMIT, Isolation, PoolOptions, PoolState, ScriptPool};
-pub use run_script::RunScript;
-pub use source::{
-    DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_SOURCE, DEFAULT_MAX_TOOLS, DefineError, Defined,
-    MAX_NAME_LEN, ScriptDefinition, ScriptSource, ScriptSourceBuilder,
+pub use sandbox::{
+    DEFAULT_MEMORY_LIMIT, DEFAULT_STACK_LIMIT, Isolation, PoolOptions, PoolState, ScriptLimits,
+    ScriptPool,
 };
-pub use tool::{DEFAULT_MEMORY_LIMIT, ScriptLimits, ScriptTool};
+pub use source::{
+    DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_TOOLS, DefineError, DefineTool, Defined, MAX_NAME_LEN,
+    ScriptDefinition, ScriptSource, ScriptSourceBuilder,
+};
+pub use tool::{
+    DEFAULT_MAX_SOURCE, Grant, GrantError, HostFunction, HostFuture, RunScript, ScriptTool,
+};
 #[cfg(unix)]
 pub use worker::{WorkerCommand, WorkerNotFound};

@@ -19,12 +19,14 @@ use std::time::{Duration, Instant};
 
 use rho_process::{ChildGroup, GroupKiller};
 
-use crate::output::ScriptOutput;
-use crate::pool::{Answer, JobSpec, STUCK_AFTER};
-use crate::sandbox::{Halt, Halted};
-use crate::slot::{HostAsk, Relayed, Slot, Woken};
-use crate::worker::WorkerCommand;
-use crate::worker::wire::{self, FromWorker, ToWorker, WorkerJob};
+use crate::sandbox::engine::{Halt, Halted};
+use crate::sandbox::host::HostAsk;
+use crate::sandbox::job::{Answer, JobSpec};
+use crate::sandbox::output::ScriptOutput;
+use crate::sandbox::pool::STUCK_AFTER;
+use crate::sandbox::slot::{Relayed, Slot, Woken};
+use crate::sandbox::worker::WorkerCommand;
+use crate::sandbox::worker::wire::{self, FromWorker, ToWorker, WorkerJob};
 
 /// How long the pool's thread waits for a worker that closed its stdout
 /// to be reaped, for the exit status in the text.
@@ -300,7 +302,7 @@ pub(crate) fn run(
                 "tool `{}` crashed: its worker process `{}` could not be started: {error}; {}",
                 spec.name,
                 command.program().display(),
-                crate::worker::HOW,
+                crate::sandbox::worker::HOW,
             )));
         }
     };
@@ -544,7 +546,7 @@ fn not_a_worker(worker: &Worker, name: &str, command: &WorkerCommand, why: &str)
     Answer::Output(ScriptOutput::crashed(format!(
         "tool `{name}` crashed: its worker process `{}` is not a rho-script worker of this host's version: {why}; {}{stderr}",
         command.program().display(),
-        crate::worker::HOW,
+        crate::sandbox::worker::HOW,
     )))
 }
 

@@ -35,8 +35,9 @@ use rquickjs::{
     Array, Coerced, Constructor, Ctx, Exception, Function, IntoJs, Object, Promise, Proxy, Value,
 };
 
-use crate::convert::{Originals, WalkError, Walker};
-use crate::slot::{Callee, HostAsk, Slot};
+use crate::sandbox::convert::{Originals, WalkError, Walker};
+use crate::sandbox::host::{Callee, HostAsk};
+use crate::sandbox::slot::Slot;
 
 /// The most sleeps one call may have pending at once.
 pub(crate) const MAX_SLEEPS: usize = 10_000;

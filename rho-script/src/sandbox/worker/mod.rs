@@ -104,6 +104,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use clap::Parser as _;
+
 pub(crate) mod relay;
 mod serve;
 pub(crate) mod wire;
@@ -151,11 +153,30 @@ pub fn serve() -> ExitCode {
 /// before it: the worker's stdout is the pool's, and anything else written
 /// there is taken for a broken worker.
 pub fn serve_if_worker() {
-    let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() == Some(OsStr::new(EMBEDDED_WORKER_ARG)) && args.next().is_none() {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    // The host's own command line is the host's: it is parsed here only
+    // when it names the worker's marker, and then must be exactly the
+    // worker's (the marker and nothing else), or the host runs.
+    let marked = args.iter().skip(1).any(|arg| arg == EMBEDDED_WORKER_ARG);
+    if marked
+        && matches!(
+            EmbeddedWorker::try_parse_from(&args),
+            Ok(EmbeddedWorker { worker: true })
+        )
+    {
         std::process::exit(if serve::serve() { 0 } else { 1 });
     }
     EMBEDS_THE_WORKER.store(true, Ordering::Release);
+}
+
+/// The command line with which [`WorkerCommand::embedded`] starts the
+/// host's executable: [`EMBEDDED_WORKER_ARG`], the only argument.
+#[derive(clap::Parser)]
+#[command(disable_help_flag = true, disable_version_flag = true)]
+struct EmbeddedWorker {
+    /// Serve as a pool's worker process.
+    #[arg(long = "rho-script-worker")]
+    worker: bool,
 }
 
 /// How a pool starts its worker processes: a program that calls
@@ -369,5 +390,25 @@ impl WorkerNotFound {
                 searched()
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_marker_alone_is_the_embedded_workers_command_line() {
+        let parse = |args: &[&str]| {
+            EmbeddedWorker::try_parse_from(args)
+                .map(|parsed| parsed.worker)
+                .unwrap_or(false)
+        };
+        assert!(parse(&["host", EMBEDDED_WORKER_ARG]));
+        assert!(!parse(&["host"]));
+        assert!(!parse(&["host", EMBEDDED_WORKER_ARG, "x"]));
+        assert!(!parse(&["host", "x", EMBEDDED_WORKER_ARG]));
+        assert!(!parse(&["host", EMBEDDED_WORKER_ARG, EMBEDDED_WORKER_ARG]));
+        assert!(!parse(&["host", "--help"]));
     }
 }

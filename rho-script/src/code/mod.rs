@@ -13,18 +13,26 @@
 //! its session entry kept inside the script's. The script sees what the
 //! model would have read: the result's details (or its text), or a thrown
 //! `Error` with the result's text.
+//!
+//! This is what `tools.<name>` stands for: the sandbox only installs the
+//! names a job lists and hands the calls across; [`CodeCalls`] runs them.
+//! Built on the sandbox; the script tools ([`crate::tool`]) take a
+//! [`CodeMode`] to grant it.
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use rho_registry::ToolInfo;
 use rho_tool_core::{CallEnd, Executor, Outcome, ToolCall, ToolContext};
 use rho_turn::WeakTurnRunner;
 
-use crate::declare;
+use crate::sandbox::{HostAnswer, HostAsk, plain_to_wire};
+
+mod declare;
 
 /// How much one script run may ask of the host's tools.
 ///
@@ -273,7 +281,7 @@ impl CodeMode {
 
 /// What a script's call of a tool resolves to, from its whole end: its
 /// details or its text, or its text as the error.
-pub(crate) fn answer_of(tool: &str, end: Option<CallEnd>) -> Result<serde_json::Value, String> {
+fn answer_of(tool: &str, end: Option<CallEnd>) -> Result<serde_json::Value, String> {
     let Some(end) = end else {
         return Err(format!(
             "tools.{tool}: the call ended without an answer (the host's tools are gone)"
@@ -283,8 +291,80 @@ pub(crate) fn answer_of(tool: &str, end: Option<CallEnd>) -> Result<serde_json::
         return Err(end.result.text());
     }
     match end.result.details {
-        Some(details) => Ok(crate::output::plain_to_wire(&details)),
+        Some(details) => Ok(plain_to_wire(&details)),
         None => Ok(serde_json::Value::String(end.result.text())),
+    }
+}
+
+/// One script run's calls of tools (`tools.<name>`), under its
+/// [`CodeLimits`]: the code-mode half of what runs a job's host calls.
+pub(crate) struct CodeCalls {
+    mode: CodeMode,
+    /// Calls made so far (each is numbered by it).
+    made: usize,
+    bytes_back: usize,
+    in_flight: Vec<(u64, Arc<str>, EntryFuture)>,
+}
+
+impl CodeCalls {
+    /// No calls made yet, under `mode`.
+    pub(crate) fn new(mode: CodeMode) -> Self {
+        Self {
+            mode,
+            made: 0,
+            bytes_back: 0,
+            in_flight: Vec::new(),
+        }
+    }
+
+    /// Starts the script's call `ask` of a tool within `context`, or says
+    /// why it cannot run.
+    pub(crate) fn start(&mut self, ask: HostAsk, context: &ToolContext) -> Result<(), String> {
+        let limits = self.mode.limits();
+        if self.made >= limits.max_calls {
+            return Err(format!(
+                "tools.{}: this script run has made its {} calls of tools; it may make no more",
+                ask.name, limits.max_calls
+            ));
+        }
+        if self.in_flight.len() >= limits.max_in_flight {
+            return Err(format!(
+                "tools.{}: {} calls of tools are in flight from this script already; await some of them first",
+                ask.name, limits.max_in_flight
+            ));
+        }
+        let argument = plain_to_wire(&ask.argument);
+        self.made += 1;
+        let entry = self.mode.call(context, self.made, &ask.name, argument)?;
+        self.in_flight.push((ask.id, ask.name, entry));
+        Ok(())
+    }
+
+    /// Polls the calls in flight; pushes the ended ones' answers, under
+    /// the bound on bytes passed back.
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>, ended: &mut Vec<HostAnswer>) {
+        let most = self.mode.limits().max_bytes_back;
+        let mut index = 0;
+        while index < self.in_flight.len() {
+            let Poll::Ready(entry) = self.in_flight[index].2.as_mut().poll(cx) else {
+                index += 1;
+                continue;
+            };
+            let (id, name, _) = self.in_flight.swap_remove(index);
+            let mut result = answer_of(&name, entry);
+            if let Ok(value) = &result {
+                // Measured as the JSON it crosses as.
+                self.bytes_back = self
+                    .bytes_back
+                    .saturating_add(serde_json::to_string(value).map_or(0, |json| json.len()));
+                if self.bytes_back > most {
+                    result = Err(format!(
+                        "tools.{name}: this script run has been passed back more than its {most} bytes of results; this one is withheld"
+                    ));
+                }
+            }
+            ended.push(HostAnswer { id, result });
+        }
     }
 }
 

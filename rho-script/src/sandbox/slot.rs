@@ -22,43 +22,14 @@ use std::time::Instant;
 use rho_tool_core::ToolContext;
 use rho_tool_core::untrusted::Plain;
 
-use crate::code::{self, CodeMode, EntryFuture};
-use crate::grant::{GrantSet, HostFuture};
-use crate::pool::{Answer, PoolLink};
-use crate::worker::wire::FromWorker;
+use crate::sandbox::host::{Callee, HostAnswer, HostAsk, HostCalls};
+use crate::sandbox::job::Answer;
+use crate::sandbox::pool::PoolLink;
+use crate::sandbox::worker::wire::FromWorker;
 
 /// How many partial results wait between the script's thread and the
 /// call's future: past it, the oldest is dropped for the newest.
 pub(crate) const UPDATE_QUEUE: usize = 64;
-
-/// What a script's call from the sandbox is to: a granted host function
-/// (`rho.<name>`) or a tool (`tools.<name>`, code mode).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Callee {
-    Grant,
-    Tool,
-}
-
-/// A call of a granted host function or of a tool, asked by the script's
-/// thread.
-pub(crate) struct HostAsk {
-    /// The id the script's promise waits under.
-    pub(crate) id: u64,
-    /// A grant or a tool.
-    pub(crate) callee: Callee,
-    /// The grant's or the tool's name.
-    pub(crate) name: Arc<str>,
-    /// The argument, made plain in the sandbox.
-    pub(crate) argument: Plain,
-}
-
-/// How a host function's call ended, for the script's thread.
-pub(crate) struct HostAnswer {
-    /// The id the script's promise waits under.
-    pub(crate) id: u64,
-    /// What the promise resolves to, or the text it rejects with.
-    pub(crate) result: Result<serde_json::Value, String>,
-}
 
 /// What the script's thread and the call's future share: the answer, and
 /// what goes each way while the script runs.
@@ -380,7 +351,7 @@ impl Drop for Reply {
 /// and on a host abort) stops the script: the engine's interrupt sees the
 /// flag at its next check and the thread is free for the next call; a
 /// thread inside a native operation that does not come back is replaced
-/// by the pool (see [`STUCK_AFTER`](crate::pool::STUCK_AFTER)). Host calls
+/// by the pool (see [`STUCK_AFTER`](crate::sandbox::pool::STUCK_AFTER)). Host calls
 /// it runs for the script are dropped with it.
 ///
 /// While it waits it forwards the script's partial results to the call's
@@ -394,25 +365,14 @@ pub(crate) struct ScriptCall<T> {
     stop: Arc<AtomicBool>,
     read: fn(Answer) -> T,
     context: Option<ToolContext>,
-    grants: GrantSet,
+    /// What runs the script's calls of the host (none for a check).
+    host: Option<Box<dyn HostCalls>>,
     sleeping: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
-    host_calls: Vec<(u64, HostFuture)>,
-    /// Code mode: the tools the script may call, and its calls of them.
-    code: Option<CodeCalls>,
     /// The pool to tell when the call is dropped unanswered, so that it
     /// can give up on a thread that does not come back from the script.
     pool: Option<PoolLink>,
     /// The answer was taken: the job is over, nothing is left to stop.
     answered: bool,
-}
-
-/// A script run's calls of tools, under its [`CodeLimits`](crate::CodeLimits).
-struct CodeCalls {
-    mode: CodeMode,
-    /// Calls made so far (each is numbered by it).
-    made: usize,
-    bytes_back: usize,
-    in_flight: Vec<(u64, Arc<str>, EntryFuture)>,
 }
 
 impl<T> ScriptCall<T> {
@@ -421,8 +381,7 @@ impl<T> ScriptCall<T> {
         stop: Arc<AtomicBool>,
         read: fn(Answer) -> T,
         context: Option<ToolContext>,
-        grants: GrantSet,
-        code: Option<CodeMode>,
+        host: Option<Box<dyn HostCalls>>,
         pool: Option<PoolLink>,
     ) -> Self {
         Self {
@@ -430,15 +389,8 @@ impl<T> ScriptCall<T> {
             stop,
             read,
             context,
-            grants,
+            host,
             sleeping: None,
-            host_calls: Vec::new(),
-            code: code.map(|mode| CodeCalls {
-                mode,
-                made: 0,
-                bytes_back: 0,
-                in_flight: Vec::new(),
-            }),
             pool,
             answered: false,
         }
@@ -446,107 +398,24 @@ impl<T> ScriptCall<T> {
 
     /// Starts the host call `ask`, or answers it at once when it cannot run.
     fn start(&mut self, ask: HostAsk) -> Option<HostAnswer> {
-        let failed = |text: String| {
-            Some(HostAnswer {
-                id: ask.id,
-                result: Err(text),
-            })
-        };
-        let Some(context) = &self.context else {
+        let id = ask.id;
+        let (Some(context), Some(host)) = (&self.context, &mut self.host) else {
             let what = match ask.callee {
                 Callee::Grant => "rho",
                 Callee::Tool => "tools",
             };
-            return failed(format!(
-                "{what}.{} cannot be called while a tool's definition is checked",
-                ask.name
-            ));
+            return Some(HostAnswer {
+                id,
+                result: Err(format!(
+                    "{what}.{} cannot be called while a tool's definition is checked",
+                    ask.name
+                )),
+            });
         };
-        if ask.callee == Callee::Tool {
-            return self.start_tool(ask);
-        }
-        let Some(grant) = self.grants.get(&ask.name) else {
-            return failed(format!("rho.{} is not granted to this tool", ask.name));
-        };
-        // Plain data: only library-owned impls run here.
-        let argument = match serde_json::to_value(&ask.argument) {
-            Ok(argument) => argument,
-            Err(error) => return failed(format!("rho.{}: its argument: {error}", ask.name)),
-        };
-        self.host_calls
-            .push((ask.id, grant.call(argument, context.clone())));
-        None
-    }
-}
-
-impl<T> ScriptCall<T> {
-    /// Starts the script's call of a tool (code mode), or answers it at
-    /// once when it cannot run.
-    fn start_tool(&mut self, ask: HostAsk) -> Option<HostAnswer> {
-        let failed = |text: String| {
-            Some(HostAnswer {
-                id: ask.id,
-                result: Err(text),
-            })
-        };
-        let (Some(code), Some(context)) = (&mut self.code, &self.context) else {
-            return failed(format!(
-                "tools.{}: no tools are granted to this tool",
-                ask.name
-            ));
-        };
-        let limits = code.mode.limits().clone();
-        if code.made >= limits.max_calls {
-            return failed(format!(
-                "tools.{}: this script run has made its {} calls of tools; it may make no more",
-                ask.name, limits.max_calls
-            ));
-        }
-        if code.in_flight.len() >= limits.max_in_flight {
-            return failed(format!(
-                "tools.{}: {} calls of tools are in flight from this script already; await some of them first",
-                ask.name, limits.max_in_flight
-            ));
-        }
-        let argument = crate::output::plain_to_wire(&ask.argument);
-        code.made += 1;
-        match code.mode.call(context, code.made, &ask.name, argument) {
-            Ok(entry) => {
-                code.in_flight.push((ask.id, Arc::clone(&ask.name), entry));
-                None
-            }
-            Err(text) => failed(text),
-        }
-    }
-
-    /// Polls the script's calls of tools; the ended ones' answers, under
-    /// the bound on bytes passed back.
-    fn poll_tools(&mut self, cx: &mut Context<'_>, ended: &mut Vec<HostAnswer>) {
-        let Some(code) = &mut self.code else {
-            return;
-        };
-        let most = code.mode.limits().max_bytes_back;
-        let mut index = 0;
-        while index < code.in_flight.len() {
-            let Poll::Ready(entry) = code.in_flight[index].2.as_mut().poll(cx) else {
-                index += 1;
-                continue;
-            };
-            let (id, name, _) = code.in_flight.swap_remove(index);
-            let mut result = code::answer_of(&name, entry);
-            if let Ok(value) = &result {
-                // Measured as the JSON it crosses as.
-                code.bytes_back = code
-                    .bytes_back
-                    .saturating_add(serde_json::to_string(value).map_or(0, |json| json.len()));
-                if code.bytes_back > most {
-                    result = Err(format!(
-                        "tools.{name}: this script run has been passed back more than its {most} bytes of results; this one is withheld"
-                    ));
-                }
-            }
-            ended.push(HostAnswer { id, result });
-        }
+        host.start(ask, context).err().map(|text| HostAnswer {
+            id,
+            result: Err(text),
+        })
     }
 }
 
@@ -576,16 +445,9 @@ impl<T> Future for ScriptCall<T> {
         }
         let mut ended: Vec<HostAnswer> =
             asks.into_iter().filter_map(|ask| this.start(ask)).collect();
-        let mut index = 0;
-        while index < this.host_calls.len() {
-            if let Poll::Ready(result) = this.host_calls[index].1.as_mut().poll(cx) {
-                let (id, _) = this.host_calls.swap_remove(index);
-                ended.push(HostAnswer { id, result });
-            } else {
-                index += 1;
-            }
+        if let Some(host) = &mut this.host {
+            host.poll(cx, &mut ended);
         }
-        this.poll_tools(cx, &mut ended);
         if let Some(due) = timer {
             let wait = due.saturating_duration_since(Instant::now());
             this.sleeping = Some(match &this.context {

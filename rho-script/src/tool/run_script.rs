@@ -9,10 +9,9 @@ use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait}
 use serde_json::{Value, json};
 
 use crate::code::CodeMode;
-use crate::grant::Grant;
-use crate::pool::ScriptPool;
-use crate::source::DEFAULT_MAX_SOURCE;
-use crate::tool::{Origin, Runs, ScriptLimits};
+use crate::sandbox::{Origin, ScriptLimits, ScriptPool};
+use crate::tool::script_tool::Runs;
+use crate::tool::{DEFAULT_MAX_SOURCE, Grant};
 
 /// The tool `run_script`: the model writes a JavaScript program in the
 /// call (`{ source, args }`) and gets what it answers, in one call.

@@ -4,64 +4,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rho_tool_core::untrusted::Limits;
+use std::task::{Context, Poll};
+
 use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
 
-use crate::code::CodeMode;
-use crate::grant::{Grant, GrantSet};
-use crate::pool::{Clock, JobKind, JobSpec, ScriptPool};
-
-/// The default memory cap of one call: 64 MiB.
-pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
-
-/// How much a script's sandbox may take in one call, besides time.
-///
-/// ```
-/// use rho_script::ScriptLimits;
-/// use rho_tool_core::untrusted::Limits;
-///
-/// let limits = ScriptLimits::default()
-///     .with_memory(16 << 20)
-///     .with_answer(Limits::default().with_max_depth(16));
-/// assert_eq!(limits.memory, 16 << 20);
-/// assert_eq!(limits.answer.max_depth, 16);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ScriptLimits {
-    /// The memory the call's JavaScript runtime may allocate, in bytes
-    /// (default [`DEFAULT_MEMORY_LIMIT`]). Past it the call ends crashed,
-    /// with a text naming the limit.
-    pub memory: usize,
-    /// The limits of the answer's plain form: depth, number of values,
-    /// total size, one string (default: [`Limits::default`]).
-    pub answer: Limits,
-}
-
-impl ScriptLimits {
-    /// Sets the memory cap, in bytes.
-    #[must_use]
-    pub fn with_memory(mut self, bytes: usize) -> Self {
-        self.memory = bytes;
-        self
-    }
-
-    /// Sets the limits of the answer's plain form.
-    #[must_use]
-    pub fn with_answer(mut self, limits: Limits) -> Self {
-        self.answer = limits;
-        self
-    }
-}
-
-impl Default for ScriptLimits {
-    fn default() -> Self {
-        Self {
-            memory: DEFAULT_MEMORY_LIMIT,
-            answer: Limits::default(),
-        }
-    }
-}
+use crate::code::{CodeCalls, CodeMode};
+use crate::sandbox::{
+    Callee, Clock, HostAnswer, HostAsk, HostCalls, JobKind, JobSpec, Origin, ScriptLimits,
+    ScriptPool,
+};
+use crate::tool::{Grant, GrantSet, HostFuture};
 
 /// How long past the tool's timeout the sandbox stops a script on its own,
 /// in case nothing drops the call's future (rho's runner drops it at the
@@ -193,17 +145,6 @@ impl Tool for ScriptTool {
     }
 }
 
-/// Where a call's source came from, which says whose mistake a source that
-/// does not load is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origin {
-    /// The tool's own source: one that does not load is the tool's crash.
-    Defined,
-    /// The call brought it ([`RunScript`](crate::RunScript)): one that
-    /// does not load is the call's mistake, an error result, no strike.
-    Given,
-}
-
 /// What a script call needs besides its source and arguments, the same
 /// for a [`ScriptTool`] and a [`RunScript`](crate::RunScript).
 #[derive(Clone)]
@@ -267,10 +208,60 @@ impl Runs {
                     clock: Clock::Submitted,
                 },
                 context,
-                self.grants.clone(),
-                self.code.clone(),
+                Box::new(ToolCalls {
+                    grants: self.grants.clone(),
+                    calls: Vec::new(),
+                    code: self.code.clone().map(CodeCalls::new),
+                }),
             )
             .await
+    }
+}
+
+/// What runs a script tool's calls of the host: its grants (`rho.<name>`)
+/// and, in code mode, its calls of tools (`tools.<name>`).
+struct ToolCalls {
+    grants: GrantSet,
+    /// The grants' calls in flight, by the id the script waits under.
+    calls: Vec<(u64, HostFuture)>,
+    code: Option<CodeCalls>,
+}
+
+impl HostCalls for ToolCalls {
+    fn start(&mut self, ask: HostAsk, context: &ToolContext) -> Result<(), String> {
+        if ask.callee == Callee::Tool {
+            return match &mut self.code {
+                Some(code) => code.start(ask, context),
+                None => Err(format!(
+                    "tools.{}: no tools are granted to this tool",
+                    ask.name
+                )),
+            };
+        }
+        let Some(grant) = self.grants.get(&ask.name) else {
+            return Err(format!("rho.{} is not granted to this tool", ask.name));
+        };
+        // Plain data: only library-owned impls run here.
+        let argument = serde_json::to_value(&ask.argument)
+            .map_err(|error| format!("rho.{}: its argument: {error}", ask.name))?;
+        self.calls
+            .push((ask.id, grant.call(argument, context.clone())));
+        Ok(())
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>, ended: &mut Vec<HostAnswer>) {
+        let mut index = 0;
+        while index < self.calls.len() {
+            if let Poll::Ready(result) = self.calls[index].1.as_mut().poll(cx) {
+                let (id, _) = self.calls.swap_remove(index);
+                ended.push(HostAnswer { id, result });
+            } else {
+                index += 1;
+            }
+        }
+        if let Some(code) = &mut self.code {
+            code.poll(cx, ended);
+        }
     }
 }
 

@@ -30,16 +30,12 @@ use std::time::{Duration, Instant};
 
 use rho_tool_core::{ToolContext, ToolOutput};
 
-use crate::ScriptLimits;
-use crate::code::CodeMode;
-use crate::grant::GrantSet;
-use crate::output::ScriptOutput;
-use crate::sandbox::{self, CheckFailure, Engine, Halt, Halted, Spent};
-use crate::slot::{Reply, ScriptCall, Slot};
-use crate::tool::Origin;
-
-/// The default JavaScript stack limit: 512 KiB.
-pub const DEFAULT_STACK_LIMIT: usize = 512 << 10;
+use crate::sandbox::engine::{self, CheckFailure, Engine, Halt, Halted, Spent};
+use crate::sandbox::host::HostCalls;
+use crate::sandbox::job::{Answer, JobSpec};
+use crate::sandbox::options::{Isolation, PoolOptions, PoolState};
+use crate::sandbox::output::ScriptOutput;
+use crate::sandbox::slot::{Reply, ScriptCall, Slot};
 
 /// The room each thread has on its stack beyond the JavaScript stack limit,
 /// for rho-script's own frames and the engine's native ones.
@@ -53,134 +49,6 @@ pub(crate) const STACK_MARGIN: usize = 2 << 20;
 /// operation; the rest is room for a busy machine's scheduling, under the
 /// 50 ms within which the next call must find a thread.
 pub(crate) const STUCK_AFTER: Duration = Duration::from_millis(20);
-
-/// Where a pool runs its scripts.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Isolation {
-    /// On the pool's own threads, in the host's process (the default):
-    /// the fastest, and an engine bug can take the host down.
-    #[default]
-    Threads,
-    /// In worker processes, one per pool thread, each started by this
-    /// command: the same results, and an engine bug ends only the call
-    /// (as a crash) and its worker. See [`worker`](crate::worker).
-    #[cfg(unix)]
-    WorkerProcesses(crate::WorkerCommand),
-}
-
-/// How a [`ScriptPool`] is made: its threads, its queue and the JavaScript
-/// stack limit of every call it runs.
-///
-/// ```
-/// use rho_script::PoolOptions;
-/// let options = PoolOptions::new(2).with_queue(16).with_stack_limit(256 << 10);
-/// assert_eq!((options.threads, options.queue, options.stack_limit), (2, 16, 256 << 10));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PoolOptions {
-    /// How many scripts run at once, each on a thread of its own (at least 1).
-    pub threads: usize,
-    /// How many calls may wait for a thread; a call beyond that ends at once
-    /// with an error saying the pool is busy. Default: 64.
-    pub queue: usize,
-    /// The JavaScript stack limit of every call, in bytes: recursion past it
-    /// ends the call with a stack error. Default: [`DEFAULT_STACK_LIMIT`].
-    /// Each thread's own stack is this plus 2 MiB.
-    pub stack_limit: usize,
-    /// Where the scripts run. Default: [`Isolation::Threads`].
-    pub isolation: Isolation,
-    /// How many threads stuck in a stopped script may be left running at
-    /// once (threads mode). A script inside one long native operation does
-    /// not see the interrupt until the operation returns; 20 ms past the
-    /// call's stop the pool gives up on its thread, answers the call, and
-    /// starts a fresh thread in its place, so the pool keeps `threads`
-    /// threads for new calls. The stuck thread ends itself when the
-    /// operation returns. Past this many, a stuck thread is not replaced:
-    /// it keeps its place, and calls wait for it in the queue (past the
-    /// queue they end at once, as for any busy pool) until a stuck thread
-    /// returns. Default: `threads`. 0 never replaces a thread.
-    pub max_abandoned: usize,
-}
-
-impl PoolOptions {
-    /// `threads` threads (at least 1), a queue of 64, the default stack
-    /// limit, up to `threads` stuck threads replaced at once.
-    pub fn new(threads: usize) -> Self {
-        Self {
-            threads: threads.max(1),
-            queue: 64,
-            stack_limit: DEFAULT_STACK_LIMIT,
-            isolation: Isolation::Threads,
-            max_abandoned: threads.max(1),
-        }
-    }
-
-    /// Sets how many calls may wait for a thread.
-    #[must_use]
-    pub fn with_queue(mut self, queue: usize) -> Self {
-        self.queue = queue;
-        self
-    }
-
-    /// Sets the JavaScript stack limit of every call, in bytes.
-    #[must_use]
-    pub fn with_stack_limit(mut self, stack_limit: usize) -> Self {
-        self.stack_limit = stack_limit;
-        self
-    }
-
-    /// Sets where the scripts run.
-    #[must_use]
-    pub fn with_isolation(mut self, isolation: Isolation) -> Self {
-        self.isolation = isolation;
-        self
-    }
-
-    /// Sets how many threads stuck in a stopped script may be left running
-    /// at once, each replaced by a fresh thread (see
-    /// [`max_abandoned`](PoolOptions::max_abandoned)).
-    #[must_use]
-    pub fn with_max_abandoned(mut self, max_abandoned: usize) -> Self {
-        self.max_abandoned = max_abandoned;
-        self
-    }
-}
-
-/// What a [`ScriptPool`] is doing, at one moment ([`ScriptPool::state`]).
-///
-/// ```
-/// use rho_script::ScriptPool;
-/// let pool = ScriptPool::new(2)?;
-/// let state = pool.state();
-/// assert_eq!((state.threads, state.busy, state.queued), (2, 0, 0));
-/// assert_eq!((state.replaced_threads, state.abandoned_threads, state.worker_restarts), (0, 0, 0));
-/// # Ok::<(), std::io::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PoolState {
-    /// How many scripts the pool runs at once ([`PoolOptions::threads`]).
-    pub threads: usize,
-    /// How many of those threads run a call or a definition's check now
-    /// (a stuck thread kept past [`PoolOptions::max_abandoned`] included).
-    pub busy: usize,
-    /// How many calls wait for a thread.
-    pub queued: usize,
-    /// How many threads the pool has given up on and replaced since it
-    /// was made, each because its script did not come back within 20 ms of
-    /// its stop (threads mode).
-    pub replaced_threads: u64,
-    /// How many of the threads given up on are still inside their script
-    /// (at most [`PoolOptions::max_abandoned`]); each ends itself when its
-    /// script returns.
-    pub abandoned_threads: usize,
-    /// How many worker processes were started in place of one that was
-    /// killed (it did not answer within 20 ms of its call's stop), died or
-    /// broke, since the pool was made (worker-process mode).
-    pub worker_restarts: u64,
-}
 
 /// The threads that run script calls: a fixed number of std threads owned
 /// by rho-script, fed by a bounded queue.
@@ -424,21 +292,20 @@ impl ScriptPool {
     /// Queues `job` and gives the future of its answer, or an error answer
     /// at once when the queue is full.
     /// Partial results and sleeps of the script go to `context`; its calls
-    /// of host functions go to `grants`.
+    /// of the host (what `job` lists as its grants and tools) go to `host`.
     pub(crate) fn submit(
         &self,
         job: JobSpec,
         context: ToolContext,
-        grants: GrantSet,
-        code: Option<CodeMode>,
+        host: Box<dyn HostCalls>,
     ) -> ScriptCall<ToolOutput> {
-        self.enqueue(job, Answer::into_output, Some(context), grants, code)
+        self.enqueue(job, Answer::into_output, Some(context), Some(host))
     }
 
     /// Queues the definition check `job` (its kind is [`JobKind::Check`])
     /// and gives the future of its verdict.
     pub(crate) fn check(&self, job: JobSpec) -> ScriptCall<Result<(), CheckFailure>> {
-        self.enqueue(job, Answer::into_checked, None, GrantSet::default(), None)
+        self.enqueue(job, Answer::into_checked, None, None)
     }
 
     fn enqueue<T>(
@@ -446,8 +313,7 @@ impl ScriptPool {
         job: JobSpec,
         read: fn(Answer) -> T,
         context: Option<ToolContext>,
-        grants: GrantSet,
-        code: Option<CodeMode>,
+        host: Option<Box<dyn HostCalls>>,
     ) -> ScriptCall<T> {
         let slot = Arc::new(Slot::default());
         let stop = Arc::new(AtomicBool::new(false));
@@ -461,8 +327,7 @@ impl ScriptPool {
             Arc::clone(&stop),
             read,
             context,
-            grants,
-            code,
+            host,
             pool,
         );
         let name = Arc::clone(&job.name);
@@ -708,10 +573,10 @@ fn run(job: Job, shared: &Shared, own: &mut ThreadState) -> Option<(Reply, Answe
     let options = &shared.options;
     let stack_limit = options.stack_limit;
     let (answer, spent) = catch_unwind(AssertUnwindSafe(|| match &options.isolation {
-        Isolation::Threads => sandbox::run(&spec, &stop, &slot, stack_limit, own.spare.take()),
+        Isolation::Threads => engine::run(&spec, &stop, &slot, stack_limit, own.spare.take()),
         #[cfg(unix)]
         Isolation::WorkerProcesses(command) => (
-            crate::worker::relay::run(
+            crate::sandbox::worker::relay::run(
                 &mut own.worker,
                 command,
                 spec,
@@ -734,7 +599,7 @@ struct ThreadState {
     /// the first after one was lost), killed when the thread ends (with
     /// the pool).
     #[cfg(unix)]
-    worker: crate::worker::relay::WorkerSlot,
+    worker: crate::sandbox::worker::relay::WorkerSlot,
     /// A runtime and context for the next call, made while the thread had
     /// nothing to do (threads mode): the call does not wait for them.
     spare: Option<Engine>,
@@ -751,94 +616,6 @@ impl ThreadState {
         self.spare = catch_unwind(AssertUnwindSafe(|| Engine::new(options.stack_limit)))
             .ok()
             .and_then(Result::ok);
-    }
-}
-
-/// What a job asks of the sandbox: run a call, or check a definition.
-pub(crate) enum JobKind {
-    /// Load the script and call `run` with these arguments.
-    Call(serde_json::Value),
-    /// Load the script (which runs its top level) and check that it
-    /// defines a function `run`, without calling it.
-    Check,
-}
-
-/// What the sandbox answers a job.
-pub(crate) enum Answer {
-    /// A call's output (also any job's failure to run at all).
-    Output(ScriptOutput),
-    /// A definition check's verdict.
-    Checked(Result<(), CheckFailure>),
-}
-
-impl Answer {
-    /// A call's crash, in the sandbox's words.
-    pub(crate) fn crashed(text: &str) -> Self {
-        Answer::Output(ScriptOutput::crashed(text))
-    }
-
-    fn into_output(self) -> ToolOutput {
-        match self {
-            Answer::Output(output) => output.into_tool_output(),
-            Answer::Checked(_) => {
-                ToolOutput::crashed("the script's thread answered a call with a check")
-            }
-        }
-    }
-
-    fn into_checked(self) -> Result<(), CheckFailure> {
-        match self {
-            Answer::Checked(verdict) => verdict,
-            // The pool was busy, or the thread failed: no verdict.
-            Answer::Output(output) => Err(CheckFailure::Unavailable(output.message().to_owned())),
-        }
-    }
-}
-
-/// What a job asks of the sandbox.
-pub(crate) struct JobSpec {
-    pub(crate) name: Arc<str>,
-    pub(crate) source: Arc<str>,
-    /// Whose mistake a source that does not load is.
-    pub(crate) origin: Origin,
-    pub(crate) kind: JobKind,
-    pub(crate) limits: ScriptLimits,
-    /// The names of the host functions granted, installed as `rho.<name>`.
-    pub(crate) grants: Arc<[Arc<str>]>,
-    /// Code mode: the names of the tools the script may call, installed
-    /// as `tools.<name>`; `None` without code mode (no `tools` at all).
-    pub(crate) tools: Option<Arc<[Arc<str>]>>,
-    /// When the sandbox stops the script on its own, in case the future is
-    /// never dropped (a host that polls it without rho's runner); set again
-    /// when a thread takes the job if its [`Clock`] says so.
-    pub(crate) deadline: Instant,
-    /// The timeout the deadline came from, for the text.
-    pub(crate) timeout: std::time::Duration,
-    /// From when the deadline counts.
-    pub(crate) clock: Clock,
-}
-
-/// From when a job's deadline counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Clock {
-    /// From when the job was submitted: a call's, like the runner's
-    /// timeout, which also counts the wait for a free thread.
-    Submitted,
-    /// From when a script thread takes it: a definition's check, whose
-    /// short deadline is for the script's top level alone, so a wait
-    /// behind busy threads must not eat it.
-    Taken,
-}
-
-impl JobSpec {
-    /// A thread takes the job now: a deadline that counts from here starts.
-    fn taken(&mut self) {
-        if self.clock == Clock::Taken {
-            let now = Instant::now();
-            self.deadline = now
-                .checked_add(self.timeout)
-                .unwrap_or(now + std::time::Duration::from_secs(365 * 24 * 3600));
-        }
     }
 }
 

@@ -18,10 +18,10 @@ use std::task::{Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::Instant;
 
-use crate::pool::STACK_MARGIN;
-use crate::sandbox;
-use crate::slot::{Outgoing, Reply, Slot};
-use crate::worker::wire::{self, FromWorker, ToWorker, WorkerJob};
+use crate::sandbox::engine;
+use crate::sandbox::pool::STACK_MARGIN;
+use crate::sandbox::slot::{Outgoing, Reply, Slot};
+use crate::sandbox::worker::wire::{self, FromWorker, ToWorker, WorkerJob};
 
 /// The job that runs, as stdin's reader sees it.
 struct Running {
@@ -159,10 +159,10 @@ fn run(job: WorkerJob, current: &Current, out: &mut impl Write) -> io::Result<()
             // A panic of the binding leaves the reply unsent: its drop
             // answers with a crash text.
             if let Ok((answer, spent)) = catch_unwind(AssertUnwindSafe(|| {
-                sandbox::run(&spec, &sandbox_stop, &sandbox_slot, stack_limit, None)
+                engine::run(&spec, &sandbox_stop, &sandbox_slot, stack_limit, None)
             })) {
                 reply.send(answer);
-                crate::pool::free(spent);
+                crate::sandbox::pool::free(spent);
             }
         });
     let sandbox = match started {

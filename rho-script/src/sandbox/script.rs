@@ -1,331 +1,26 @@
-//! One call in a fresh QuickJS runtime: load the script, call `run(args)`,
-//! drive a returned promise, make the answer plain, and put every way it can
-//! end into one [`ScriptOutput`]. Runs on a script thread only.
+//! A job's script in its sandbox: load it, call `run(args)` (or check it
+//! defines one), drive a returned promise and its host calls and sleeps,
+//! make the answer plain, and tell every way it can fail.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU8};
+use std::time::Instant;
 
 use rho_tool_core::Image;
-use rho_tool_core::untrusted::plain::{Limits, Plain};
-use rho_tool_core::untrusted::timeout_text;
+use rho_tool_core::untrusted::plain::Plain;
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
-use rquickjs::{Coerced, Context, Ctx, Promise, Runtime, Type, Value};
+use rquickjs::{Coerced, Ctx, Promise, Value};
 
-use crate::convert::{Originals, WalkError, Walker};
-use crate::global::{self, RhoGlobal};
-use crate::output::ScriptOutput;
-use crate::pool::{Answer, JobKind, JobSpec};
-use crate::slot::{HostAnswer, Slot, Woken};
-use crate::tool::Origin;
-
-/// The interrupt has not fired.
-const RUNNING: u8 = 0;
-/// The call's future was dropped (a timeout or an abort in the loop).
-const DROPPED: u8 = 1;
-/// The sandbox's own deadline passed.
-const PAST_DEADLINE: u8 = 2;
-
-/// What QuickJS throws when an allocation fails under the memory limit.
-const OUT_OF_MEMORY: &str = "out of memory";
-/// What QuickJS throws when the stack limit is reached.
-const STACK_EXCEEDED: &str = "Maximum call stack size exceeded";
-
-/// The limits of how a thrown value that is not an `Error` is shown.
-const THROWN_LIMITS: Limits = Limits::new()
-    .with_max_depth(8)
-    .with_max_bytes(4 << 10)
-    .with_max_elements(256)
-    .with_max_string(2 << 10);
-
-/// Runs one job: a call, whose answer is plain data made on this thread,
-/// or a definition check; and the job's engine, to be freed once the
-/// answer is sent.
-pub(crate) fn run(
-    spec: &JobSpec,
-    stop: &Arc<AtomicBool>,
-    slot: &Arc<Slot>,
-    stack_limit: usize,
-    spare: Option<Engine>,
-) -> (Answer, Spent) {
-    let sandbox = Sandbox {
-        spec,
-        stop,
-        slot,
-        stack_limit,
-        spare,
-    };
-    match &spec.kind {
-        JobKind::Call(arguments) => {
-            let (output, spent) = call(sandbox, arguments);
-            (Answer::Output(output), spent)
-        }
-        JobKind::Check => {
-            let (verdict, spent) = check(sandbox);
-            (Answer::Checked(verdict), spent)
-        }
-    }
-}
-
-/// A runtime and its context that no job has used: made while a script
-/// thread has nothing to do, so that the next call does not wait for them.
-/// Each is used by one job only, then freed; a job gets its limits and
-/// interrupt when it takes it.
-pub(crate) struct Engine {
-    // Dropped in this order: the context, then its runtime.
-    context: Context,
-    runtime: Runtime,
-}
-
-impl Engine {
-    /// A fresh runtime with the pool's stack limit, and its context.
-    pub(crate) fn new(stack_limit: usize) -> rquickjs::Result<Self> {
-        let runtime = Runtime::new()?;
-        runtime.set_max_stack_size(stack_limit);
-        let context = Context::full(&runtime)?;
-        Ok(Self { context, runtime })
-    }
-}
-
-/// What one job runs with.
-struct Sandbox<'a> {
-    spec: &'a JobSpec,
-    stop: &'a Arc<AtomicBool>,
-    slot: &'a Arc<Slot>,
-    stack_limit: usize,
-    /// A fresh engine made before the job came, if the thread had one.
-    spare: Option<Engine>,
-}
-
-/// A finished job's runtime and context, freed when this is dropped.
-///
-/// Freeing a runtime takes about a fifth of a trivial call's
-/// instructions; the answer is plain data that owes nothing to the
-/// runtime, so the thread sends it first and frees the runtime after,
-/// before it takes its next job (nothing is carried over).
-pub(crate) struct Spent {
-    /// Held for its drop: the context first, then its runtime.
-    _engine: Option<(Context, Runtime)>,
-}
-
-impl Spent {
-    /// Nothing to free (the job ran elsewhere).
-    pub(crate) fn none() -> Self {
-        Spent { _engine: None }
-    }
-}
-
-/// The job's engine (the thread's spare, or a new one) with the job's
-/// memory cap and interrupt, and the flag that says why the interrupt
-/// fired.
-fn engine(sandbox: &mut Sandbox<'_>) -> rquickjs::Result<(Engine, Arc<AtomicU8>)> {
-    let engine = match sandbox.spare.take() {
-        Some(engine) => engine,
-        None => Engine::new(sandbox.stack_limit)?,
-    };
-    let spec = sandbox.spec;
-    engine.runtime.set_memory_limit(spec.limits.memory);
-    let why = Arc::new(AtomicU8::new(RUNNING));
-    {
-        let stop = Arc::clone(sandbox.stop);
-        let why = Arc::clone(&why);
-        let deadline = spec.deadline;
-        engine
-            .runtime
-            .set_interrupt_handler(Some(Box::new(move || interrupted(&stop, deadline, &why))));
-    }
-    Ok((engine, why))
-}
-
-/// How a job in a fresh sandbox went, before the job says what that means.
-enum Sandboxed<R> {
-    /// The job ran to its end and the interrupt did not fire.
-    Done(R),
-    /// The engine could not make what the job needs.
-    NoEngine {
-        /// What it was doing, for the text.
-        doing: &'static str,
-        error: rquickjs::Error,
-    },
-    /// The call's future was dropped (a timeout or an abort in the loop):
-    /// nobody waits for the answer any more.
-    Dropped,
-    /// The sandbox's own deadline passed.
-    PastDeadline,
-}
-
-/// Runs `work` in a fresh runtime and context, with the job's caps and
-/// the interrupt; the interrupt's reason, when it fired, wins over what
-/// `work` answered.
-fn in_sandbox<R>(
-    mut sandbox: Sandbox<'_>,
-    work: impl for<'a, 'js> FnOnce(&Call<'a, 'js>) -> R,
-) -> (Sandboxed<R>, Spent) {
-    let (engine, why) = match engine(&mut sandbox) {
-        Ok(made) => made,
-        Err(error) => {
-            let failed = Sandboxed::NoEngine {
-                doing: "make a script runtime and context",
-                error,
-            };
-            return (failed, Spent::none());
-        }
-    };
-    let Engine { runtime, context } = engine;
-    // Every JavaScript value of the job lives inside `with`: once it
-    // returns, only the engine is left to free.
-    let done = context.with(|ctx| {
-        work(&Call {
-            ctx: &ctx,
-            spec: sandbox.spec,
-            stop: sandbox.stop,
-            slot: sandbox.slot,
-            why: &why,
-        })
-    });
-    let spent = Spent {
-        _engine: Some((context, runtime)),
-    };
-    let sandboxed = match why.load(Ordering::Acquire) {
-        RUNNING => Sandboxed::Done(done),
-        DROPPED => Sandboxed::Dropped,
-        _ => Sandboxed::PastDeadline,
-    };
-    (sandboxed, spent)
-}
-
-/// Runs one call; the answer is plain data, made on this thread.
-fn call(sandbox: Sandbox<'_>, arguments: &serde_json::Value) -> (ScriptOutput, Spent) {
-    let spec = sandbox.spec;
-    let name = &*spec.name;
-    let (sandboxed, spent) = in_sandbox(sandbox, |call| call.run(arguments));
-    let output = match sandboxed {
-        Sandboxed::Done(answer) => answer,
-        Sandboxed::NoEngine { doing, error } => engine_failure(spec, doing, &error),
-        Sandboxed::Dropped => halted_call(name, spec.timeout, Halt::Dropped),
-        Sandboxed::PastDeadline => halted_call(name, spec.timeout, Halt::PastDeadline),
-    };
-    (output, spent)
-}
-
-/// What stopped a job from outside its script.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Halt {
-    /// The call's future was dropped (a timeout or an abort in the loop).
-    Dropped,
-    /// The sandbox's own deadline passed.
-    PastDeadline,
-}
-
-/// What a job stopped by `halt` answers: one text whether the engine's
-/// interrupt stopped the script, or the pool gave up on a thread that did
-/// not come back or killed a worker that did not answer, so that the two
-/// modes answer alike.
-#[derive(Debug, Clone)]
-pub(crate) struct Halted {
-    name: Arc<str>,
-    timeout: Duration,
-    asked: Asked,
-}
-
-/// What a job asked for, for the text of its halt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Asked {
-    Call,
-    Check,
-}
-
-impl Halted {
-    pub(crate) fn of(spec: &JobSpec) -> Self {
-        Self {
-            name: Arc::clone(&spec.name),
-            timeout: spec.timeout,
-            asked: match spec.kind {
-                JobKind::Call(_) => Asked::Call,
-                JobKind::Check => Asked::Check,
-            },
-        }
-    }
-
-    /// The job's answer when `halt` stopped it.
-    pub(crate) fn answer(&self, halt: Halt) -> Answer {
-        match self.asked {
-            Asked::Call => Answer::Output(halted_call(&self.name, self.timeout, halt)),
-            Asked::Check => Answer::Checked(Err(halted_check(halt))),
-        }
-    }
-}
-
-/// A call's answer when `halt` stopped it.
-fn halted_call(name: &str, timeout: Duration, halt: Halt) -> ScriptOutput {
-    match halt {
-        Halt::Dropped => ScriptOutput::error(format!("tool `{name}` was stopped")),
-        Halt::PastDeadline => ScriptOutput::crashed(timeout_text(name, timeout)),
-    }
-}
-
-/// A check's verdict when `halt` stopped it.
-fn halted_check(halt: Halt) -> CheckFailure {
-    match halt {
-        Halt::Dropped => CheckFailure::Unavailable("the check was stopped".to_owned()),
-        Halt::PastDeadline => CheckFailure::TimedOut,
-    }
-}
-
-/// Why a definition's script was refused by its check.
-#[derive(Debug)]
-pub(crate) enum CheckFailure {
-    /// The source does not parse: where, and the engine's message.
-    Syntax {
-        line: u32,
-        column: u32,
-        message: String,
-    },
-    /// The top level ran but left no function `run`: what `typeof run`
-    /// was instead.
-    NoRun { found: String },
-    /// The top level threw, or ran past the memory or stack limit: the
-    /// text, made in the sandbox.
-    Failed(String),
-    /// The top level was still running at the check's deadline.
-    TimedOut,
-    /// The check could not run (the pool was busy, the engine failed).
-    Unavailable(String),
-}
-
-/// Checks a definition's script: loads it in a fresh sandbox with the
-/// call's caps and interrupt (which parses it, then runs its top level),
-/// and looks for a function `run`, without calling it.
-fn check(sandbox: Sandbox<'_>) -> (Result<(), CheckFailure>, Spent) {
-    let (sandboxed, spent) = in_sandbox(sandbox, |call| call.check());
-    let verdict = match sandboxed {
-        Sandboxed::Done(verdict) => verdict,
-        Sandboxed::NoEngine { doing, error } => Err(CheckFailure::Unavailable(format!(
-            "the engine could not {doing}: {error}"
-        ))),
-        Sandboxed::Dropped => Err(halted_check(Halt::Dropped)),
-        Sandboxed::PastDeadline => Err(halted_check(Halt::PastDeadline)),
-    };
-    (verdict, spent)
-}
-
-/// The interrupt's check: the call's future is gone or its deadline passed.
-/// Sticky: once it says stop, every later check says so too.
-fn interrupted(stop: &AtomicBool, deadline: Instant, why: &AtomicU8) -> bool {
-    if why.load(Ordering::Relaxed) != RUNNING {
-        return true;
-    }
-    if stop.load(Ordering::Acquire) {
-        why.store(DROPPED, Ordering::Release);
-        return true;
-    }
-    if Instant::now() >= deadline {
-        why.store(PAST_DEADLINE, Ordering::Release);
-        return true;
-    }
-    false
-}
+use crate::sandbox::convert::{Originals, WalkError, Walker};
+use crate::sandbox::engine::{
+    CheckFailure, THROWN_LIMITS, cut, engine_failure, interrupted, limit_of,
+};
+use crate::sandbox::global::{self, RhoGlobal};
+use crate::sandbox::host::HostAnswer;
+use crate::sandbox::job::{JobSpec, Origin};
+use crate::sandbox::output::ScriptOutput;
+use crate::sandbox::slot::{Slot, Woken};
 
 /// Where in the call a failure came from, for its text.
 #[derive(Clone, Copy)]
@@ -337,12 +32,12 @@ enum Phase {
     Answer,
 }
 
-struct Call<'a, 'js> {
-    ctx: &'a Ctx<'js>,
-    spec: &'a JobSpec,
-    stop: &'a AtomicBool,
-    slot: &'a Arc<Slot>,
-    why: &'a AtomicU8,
+pub(super) struct Call<'a, 'js> {
+    pub(super) ctx: &'a Ctx<'js>,
+    pub(super) spec: &'a JobSpec,
+    pub(super) stop: &'a AtomicBool,
+    pub(super) slot: &'a Arc<Slot>,
+    pub(super) why: &'a AtomicU8,
 }
 
 impl<'js> Call<'_, 'js> {
@@ -350,7 +45,7 @@ impl<'js> Call<'_, 'js> {
     /// function `run`. A syntax error is told apart from a throw of the
     /// top level by its stack: the parser's error has one frame, the
     /// script's own position, and no function name.
-    fn check(&self) -> Result<(), CheckFailure> {
+    pub(super) fn check(&self) -> Result<(), CheckFailure> {
         let ctx = self.ctx;
         let originals = Originals::take(ctx).map_err(|error| self.check_failed(&error, None))?;
         let _global = self
@@ -438,7 +133,7 @@ impl<'js> Call<'_, 'js> {
         format!("{}.js", self.spec.name)
     }
 
-    fn run(&self, arguments: &serde_json::Value) -> ScriptOutput {
+    pub(super) fn run(&self, arguments: &serde_json::Value) -> ScriptOutput {
         let ctx = self.ctx;
         let originals = match Originals::take(ctx) {
             Ok(originals) => originals,
@@ -967,88 +662,5 @@ impl Phase {
             Phase::Promise => "settle the script's promise",
             Phase::Answer => "read the script's answer",
         }
-    }
-}
-
-/// The memory or stack limit a thrown value stands for, if any: QuickJS's
-/// own out-of-memory and stack errors, or no exception value at all (when
-/// memory ran out before one could be made).
-fn limit_of(thrown: &Value<'_>, spec: &JobSpec) -> Option<String> {
-    if thrown.type_of() == Type::Uninitialized {
-        return Some(memory_text(spec));
-    }
-    // Out of memory while it makes the error itself, the engine throws
-    // `null` instead; nothing tells that apart from a script's own
-    // `throw null`, so the text says both.
-    if thrown.is_null() {
-        return Some(format!(
-            "the script threw `null`, which is what the engine throws when a script exceeds its memory limit of {} (a script's own `throw null` reads the same)",
-            bytes_text(spec.limits.memory)
-        ));
-    }
-    if !thrown.is_error() {
-        return None;
-    }
-    let message: Value<'_> = thrown.as_object()?.get("message").ok()?;
-    let message = message.as_string()?.to_string().ok()?;
-    match message.as_str() {
-        OUT_OF_MEMORY => Some(memory_text(spec)),
-        STACK_EXCEEDED => Some(format!(
-            "the script exceeded its stack limit ({STACK_EXCEEDED}): recursion too deep"
-        )),
-        _ => None,
-    }
-}
-
-fn memory_text(spec: &JobSpec) -> String {
-    format!(
-        "the script exceeded its memory limit of {} and was stopped",
-        bytes_text(spec.limits.memory)
-    )
-}
-
-/// A failure of the engine's binding itself (not of the script).
-fn engine_failure(spec: &JobSpec, doing: &str, error: &rquickjs::Error) -> ScriptOutput {
-    ScriptOutput::crashed(format!(
-        "tool `{}` crashed: the engine could not {doing}: {error}",
-        spec.name
-    ))
-}
-
-/// `64 MiB`, `512 KiB` or `1000 bytes`.
-pub(crate) fn bytes_text(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
-        format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
-        format!("{} KiB", bytes >> 10)
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
-/// The most of a thrown error's text the model reads: 16 KiB.
-const MAX_THROWN_TEXT: usize = 16 << 10;
-
-fn cut(mut text: String) -> String {
-    if text.len() > MAX_THROWN_TEXT {
-        let mut end = MAX_THROWN_TEXT;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push_str("… (cut)");
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn byte_counts_read_as_people_write_them() {
-        assert_eq!(bytes_text(64 << 20), "64 MiB");
-        assert_eq!(bytes_text(512 << 10), "512 KiB");
-        assert_eq!(bytes_text(1000), "1000 bytes");
     }
 }

@@ -14,7 +14,7 @@ use rho_tool_core::untrusted::Plain;
 use rho_tool_core::{Image, ToolOutput};
 use serde_json::{Map, Value, json};
 
-use crate::global::base64;
+use crate::sandbox::global::base64;
 
 /// What a script's call answered, in the forms a [`ToolOutput`] has.
 #[derive(Debug, Clone, PartialEq)]
@@ -216,6 +216,57 @@ pub(crate) fn plain_from_wire(value: Value) -> Plain {
                 .map(|(key, value)| (key, plain_from_wire(value)))
                 .collect::<BTreeMap<_, _>>(),
         ),
+    }
+}
+
+/// Plain data on a worker's wire, for `#[serde(with = "plain_wire")]`.
+///
+/// Not [`Plain`]'s own `Deserialize`: that reads a one-key map
+/// `{"$bytes": ...}` as bytes and a small unsigned integer as
+/// [`Plain::UInt`], while in the sandbox a script's object of that shape
+/// is a map and its integers are signed. Read structurally
+/// ([`plain_from_wire`]), what crosses is what the in-process mode has.
+pub(crate) mod plain_wire {
+    use rho_tool_core::untrusted::Plain;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        plain: &Plain,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        plain.serialize(serializer)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Plain, D::Error> {
+        serde_json::Value::deserialize(deserializer).map(super::plain_from_wire)
+    }
+}
+
+/// A [`ScriptOutput`] on a worker's wire, for
+/// `#[serde(with = "output_wire")]`: the form of
+/// [`ScriptOutput::to_wire`], read back by [`ScriptOutput::from_wire`],
+/// which checks every field (the worker is untrusted) and keeps the
+/// details as [`plain_wire`] does.
+pub(crate) mod output_wire {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::ScriptOutput;
+
+    pub(crate) fn serialize<S: Serializer>(
+        output: &ScriptOutput,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        output.to_wire().serialize(serializer)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<ScriptOutput, D::Error> {
+        ScriptOutput::from_wire(serde_json::Value::deserialize(deserializer)?)
+            .map_err(D::Error::custom)
     }
 }
 
