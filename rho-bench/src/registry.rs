@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use rho_registry::{Accounting, Source, ToolRegistry};
 use rho_tool_core::{
-    CallEnd, Executor, Joined, Outcome, Runner, TaskId, Tool, ToolCall, ToolContext, ToolOutput,
-    ToolResult, async_trait,
+    CallEnd, Executor, Joined, Outcome, Runner, Start, TaskId, Tool, ToolCall, ToolContext,
+    ToolOutput, ToolResult, async_trait,
 };
 
 use crate::Config;
@@ -158,9 +158,9 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
             .map(|_| {
                 (0..TASK_IDS)
                     .map(|_| {
-                        let handle = runner.refuse(
+                        let handle = runner.start(
                             ToolCall::new("id", "none", serde_json::json!({})),
-                            ToolResult::error("none"),
+                            Start::refused(ToolResult::error("none")),
                         );
                         let task = handle.task();
                         drop(bench.block_on(handle));

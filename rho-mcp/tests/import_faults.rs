@@ -30,10 +30,9 @@ fn killed_mid_call_crashes_every_call_in_flight_at_once(host: impl Host) {
     host.block_on(async {
         let calls: Vec<_> = (0..3)
             .map(|n| {
-                registry.start(
-                    &runner,
-                    ToolCall::new(format!("sleep-{n}"), "sleep", json!({ "ms": 30_000 })),
-                )
+                let call = ToolCall::new(format!("sleep-{n}"), "sleep", json!({ "ms": 30_000 }));
+                let start = registry.start_for(&call.name);
+                runner.start(call, start)
             })
             .collect();
         // Let the requests reach the server.
@@ -99,7 +98,11 @@ fn a_hung_call_ends_at_rhos_timeout_and_is_cancelled(host: impl Host) {
         assert_eq!(hung.outcome, Outcome::TimedOut, "{}", hung.result.text());
         assert!(started.elapsed() < Duration::from_secs(2));
         // An abort, too.
-        let handle = registry.start(&runner, ToolCall::new("abort", "hang", json!({})));
+        let handle = {
+            let call = ToolCall::new("abort", "hang", json!({}));
+            let start = registry.start_for(&call.name);
+            runner.start(call, start)
+        };
         let abort = handle.abort_handle();
         std::thread::sleep(Duration::from_millis(100));
         abort.abort();
@@ -420,10 +423,11 @@ fn one_servers_death_leaves_another_alone() {
         .expect("imports");
     let runner = host.runner();
     host.block_on(async {
-        let slow = registry.start(
-            &runner,
-            ToolCall::new("slow", "two_sleep", json!({ "ms": 500 })),
-        );
+        let slow = {
+            let call = ToolCall::new("slow", "two_sleep", json!({ "ms": 500 }));
+            let start = registry.start_for(&call.name);
+            runner.start(call, start)
+        };
         let garbage = call(&registry, &runner, "one_garbage", json!({})).await;
         assert_eq!(garbage.outcome, Outcome::Crashed);
         let back = call(&registry, &runner, "one_echo", json!({ "text": "back" })).await;

@@ -62,10 +62,11 @@ fn calls_deaths_and_restarts_work_on_the_hosts_runtime() {
     runtime.block_on(async {
         let echo = call(&registry, &runner, "echo", json!({ "text": "on the host" })).await;
         assert_eq!(echo.result.text(), "on the host");
-        let handle = registry.start(
-            &runner,
-            ToolCall::new("sleep", "sleep", json!({ "ms": 30_000 })),
-        );
+        let handle = {
+            let call = ToolCall::new("sleep", "sleep", json!({ "ms": 30_000 }));
+            let start = registry.start_for(&call.name);
+            runner.start(call, start)
+        };
         tokio::time::sleep(Duration::from_millis(300)).await;
         let killed = Instant::now();
         kill_9(pid);
@@ -169,10 +170,11 @@ fn closing_a_source_while_it_waits_to_restart_starts_no_server() {
         .server_pid()
         .is_none()));
     let end = runtime.block_on(async {
-        let handle = registry.start(
-            &runner,
-            ToolCall::new("echo", "echo", json!({ "text": "x" })),
-        );
+        let handle = {
+            let call = ToolCall::new("echo", "echo", json!({ "text": "x" }));
+            let start = registry.start_for(&call.name);
+            runner.start(call, start)
+        };
         // The call now waits out the backoff before the restart.
         tokio::time::sleep(Duration::from_millis(200)).await;
         let closed = Instant::now();

@@ -184,14 +184,15 @@ fn a_server_killed_mid_call_crashes_its_call_and_is_reached_again(host: impl Hos
     let runner = host.runner();
     let pid = server.pid();
     let end = host.block_on(async {
-        let handle = registry.start(
-            &runner,
-            ToolCall::new(
+        let handle = {
+            let call = ToolCall::new(
                 "long",
                 "trigger-long-running-operation",
                 json!({ "duration": 30, "steps": 3 }),
-            ),
-        );
+            );
+            let start = registry.start_for(&call.name);
+            runner.start(call, start)
+        };
         std::thread::sleep(Duration::from_millis(500));
         let killed = Instant::now();
         kill_9(pid);

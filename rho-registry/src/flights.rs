@@ -1,7 +1,8 @@
 //! A registered tool as the watch of its own calls.
 //!
-//! A call started through the registry ([`Resolved::start`](crate::Resolved::start),
-//! [`ToolRegistry::start`](crate::ToolRegistry::start), a turn) is given
+//! A call started with what the registry resolves
+//! ([`Resolved`](crate::Resolved), [`ToolRegistry::start_for`](crate::ToolRegistry::start_for),
+//! a turn) is given
 //! its tool's entry as the call's own [`Watch`]: the core tells that entry
 //! when the call starts and how it ended, and the entry tells its source.
 //! So a source hears of exactly the calls of its own tools, also after the

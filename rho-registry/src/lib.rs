@@ -10,10 +10,11 @@
 //!   ([`Resolved`]) or the reason there is none ([`Refusal`]): no tool of
 //!   that name (with the nearest names the registry has, which is usually
 //!   what the model meant), or a tool its source disabled.
-//!   [`ToolRegistry::start`] does the look-up and starts the call on a
-//!   [`Runner`](rho_tool_core::Runner), giving back the same
-//!   [`CallHandle`](rho_tool_core::CallHandle) either way, so the loop
-//!   awaits a refused call like any other.
+//!   Either one is what a [`Runner`](rho_tool_core::Runner) starts the
+//!   call with (`runner.start(call, resolved)`, or
+//!   [`ToolRegistry::start_for`] for the look-up and the start in one),
+//!   giving back the same [`CallHandle`](rho_tool_core::CallHandle) either
+//!   way, so the loop awaits a refused call like any other.
 //! - *What may the model call?* [`ToolRegistry::tools`] lists every enabled
 //!   tool's name, description and parameter schema, sorted by name so the
 //!   model's prompt stays stable from turn to turn.
@@ -106,18 +107,19 @@
 //!
 //! runtime.block_on(async {
 //!     let call = |id: &str, name: &str| ToolCall::new(id, name, serde_json::json!({"text": "hi there"}));
+//!     let start = |id: &str, name: &str| runner.start(call(id, name), registry.start_for(name));
 //!
-//!     let end = registry.start(&runner, call("1", "echo")).await;
+//!     let end = start("1", "echo").await;
 //!     assert_eq!(end.result.text(), "hi there");
 //!
 //!     // Two crashes: the second one quarantines the tool.
 //!     for id in ["2", "3"] {
-//!         let end = registry.start(&runner, call(id, "count_words")).await;
+//!         let end = start(id, "count_words").await;
 //!         assert_eq!(end.outcome, Outcome::Crashed);
 //!     }
 //!     let names: Vec<String> = registry.tools().into_iter().map(|t| t.name).collect();
 //!     assert_eq!(names, ["echo"]);
-//!     let end = registry.start(&runner, call("4", "count_words")).await;
+//!     let end = start("4", "count_words").await;
 //!     assert!(end.result.is_error);
 //!     assert!(end.result.text().contains("disabled after 2 failures"), "{}", end.result.text());
 //!

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use rho_tool_core::{CallHandle, Executor, Runner, ToolCall};
+use rho_tool_core::Start;
 
 use crate::changes::{ChangeSubscription, ToolListNotifier};
 use crate::entry::{Entry, ToolInfo};
@@ -16,14 +16,14 @@ use crate::suggest;
 /// The tools a host offers the model, gathered from sources.
 ///
 /// Cheap to clone; clones share everything. Look-ups
-/// ([`resolve`](ToolRegistry::resolve), [`start`](ToolRegistry::start)) and
+/// ([`resolve`](ToolRegistry::resolve), [`start_for`](ToolRegistry::start_for)) and
 /// listings ([`tools`](ToolRegistry::tools)) read an immutable snapshot and
 /// never wait for a change in progress; sources change their tools through
 /// their [`SourceHandle`] at any time.
 ///
 /// Each source's [`SourcePolicy`](crate::SourcePolicy) is told of every
 /// call of its tools started through the registry
-/// ([`start`](ToolRegistry::start), [`Resolved::start`], a turn), on any
+/// ([`Runner::start`](rho_tool_core::Runner::start) with what the registry resolves, a turn), on any
 /// runner: the registry gives each such call its tool's entry as the
 /// call's own watch, so there is nothing to wire.
 pub struct ToolRegistry {
@@ -98,7 +98,7 @@ impl ToolRegistry {
     /// [`Refusal::Unknown`] (with the nearest names) when no tool has that
     /// name; [`Refusal::Disabled`] when its source disabled it. Either gives
     /// the model's error result with [`Refusal::to_result`], or a finished
-    /// call with [`Refusal::start`].
+    /// call with `runner.start(call, refusal)`.
     pub fn resolve(&self, name: &str) -> Result<Resolved, Refusal> {
         let snapshot = self.shared.load();
         let Some(entry) = snapshot.tools.get(name) else {
@@ -117,14 +117,24 @@ impl ToolRegistry {
         }
     }
 
-    /// Starts `call` on `runner`: its tool if the registry has it (see
-    /// [`Resolved::start`]), otherwise a call that ends at once with the
-    /// refusal's error result (see [`Refusal::start`]). Either way the host
-    /// awaits one [`CallHandle`], as for any call.
-    pub fn start<E: Executor>(&self, runner: &Runner<E>, call: ToolCall) -> CallHandle<E> {
-        match self.resolve(&call.name) {
-            Ok(resolved) => resolved.start(runner, call),
-            Err(refusal) => refusal.start(runner, call),
+    /// What a call of `name` starts with, for
+    /// [`Runner::start`](rho_tool_core::Runner::start): its tool,
+    /// with its source as the call's watch, if the registry has it
+    /// ([`Resolved`]); otherwise a refusal that ends the call at once with
+    /// the refusal's error result, told to a disabled tool's source
+    /// ([`Refusal`]). Either way the host awaits one
+    /// [`CallHandle`](rho_tool_core::CallHandle), as for any call:
+    ///
+    /// ```
+    /// # async fn demo<E: rho_tool_core::Executor>(registry: rho_registry::ToolRegistry, runner: rho_tool_core::Runner<E>) {
+    /// let call = rho_tool_core::ToolCall::new("1", "echo", serde_json::json!({}));
+    /// let end = runner.start(call.clone(), registry.start_for(&call.name)).await;
+    /// # }
+    /// ```
+    pub fn start_for(&self, name: &str) -> Start {
+        match self.resolve(name) {
+            Ok(resolved) => resolved.into(),
+            Err(refusal) => refusal.into(),
         }
     }
 

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{CallHandle, Executor, Runner, Tool, ToolCall, ToolResult, Watch};
+use rho_tool_core::{Start, Tool, ToolResult, Watch};
 
 use crate::entry::{Entry, ToolInfo};
 use crate::policy::Disabled;
@@ -25,11 +25,12 @@ impl Resolved {
 
     /// The tool, to read (its name, timeout, annotations...).
     ///
-    /// A borrow, not the `Arc`: a call of a registered tool starts through
-    /// [`start`](Resolved::start) or [`refuse`](Resolved::refuse), which
-    /// tell its source. Starting it on a runner from here does not compile:
+    /// A borrow, not the `Arc`: a call of a registered tool starts with the
+    /// `Resolved` itself (`runner.start(call, resolved)`) or
+    /// [`refused`](Resolved::refused), which tell its source. Starting it
+    /// on a runner from here does not compile:
     ///
-    /// ```compile_fail,E0308
+    /// ```compile_fail,E0277
     /// # use rho_registry::Resolved;
     /// # use rho_tool_core::{Executor, Runner, ToolCall};
     /// fn sidestep<E: Executor>(resolved: &Resolved, runner: &Runner<E>, call: ToolCall) {
@@ -43,12 +44,11 @@ impl Resolved {
     /// The tool itself, for a call its source is **not** told of: no
     /// counts, no quarantine, no refusals, whatever the source's policy.
     ///
-    /// For a host that runs the tool outside a [`Runner`] (or starts it
-    /// with [`Runner::start_watched`] and [`watch`](Resolved::watch), which
-    /// does tell the source). A call started on a runner with this `Arc`
-    /// alone is invisible to the tool's source: a tool that keeps crashing
-    /// is never quarantined. Use [`start`](Resolved::start) unless that is
-    /// what you mean.
+    /// For a host that runs the tool outside a [`Runner`](rho_tool_core::Runner). A call started
+    /// on a runner with this `Arc` alone is invisible to the tool's source:
+    /// a tool that keeps crashing is never quarantined. Start the call with
+    /// the `Resolved` itself (`runner.start(call, resolved)`) unless that
+    /// is what you mean.
     pub fn unaccounted_tool(&self) -> Arc<dyn Tool> {
         self.entry.tool.clone()
     }
@@ -62,34 +62,31 @@ impl Resolved {
 
     /// The watch a call of this tool is given: the tool's own entry, which
     /// tells its source (`None` when the source has no policy, so there is
-    /// nobody to tell). For a host that starts the tool's calls itself with
-    /// [`Runner::start_watched`].
+    /// nobody to tell). For a host that builds the call's [`Start`] itself
+    /// ([`Start::maybe_watched_by`]).
     pub fn watch(&self) -> Option<Arc<dyn Watch>> {
         self.entry.call_watch()
     }
 
-    /// Starts `call` of the tool on `runner`.
-    ///
-    /// The tool's source is told of the call (when it has a policy), on any
-    /// runner: this very tool's source, even if the name has moved to
-    /// another source by the time the call starts.
-    pub fn start<E: Executor>(self, runner: &Runner<E>, call: ToolCall) -> CallHandle<E> {
-        let watch = self.entry.call_watch();
-        runner.start_watched(call, self.entry.tool.clone(), watch)
-    }
-
     /// A call of the tool refused with `result` before it ran (its
-    /// arguments do not fit its schema, say): it ends as
+    /// arguments do not fit its schema, say), for
+    /// [`Runner::start`](rho_tool_core::Runner::start): it ends as
     /// [`Outcome::Refused`](rho_tool_core::Outcome::Refused), and the tool's
     /// source is told, so it learns that the model sends its tool bad
     /// calls. A refusal never counts against the tool.
-    pub fn refuse<E: Executor>(
-        self,
-        runner: &Runner<E>,
-        call: ToolCall,
-        result: ToolResult,
-    ) -> CallHandle<E> {
-        runner.refuse_watched(call, result, self.entry.call_watch())
+    pub fn refused(self, result: ToolResult) -> Start {
+        Start::refused(result).maybe_watched_by(self.entry.call_watch())
+    }
+}
+
+impl From<Resolved> for Start {
+    /// The tool, with its source as the call's watch (when it has a
+    /// policy): on any runner, this very tool's source is told of the call,
+    /// even if the name has moved to another source by the time the call
+    /// starts.
+    fn from(resolved: Resolved) -> Self {
+        let watch = resolved.entry.call_watch();
+        Start::tool(resolved.entry.tool.clone()).maybe_watched_by(watch)
     }
 }
 
@@ -114,7 +111,7 @@ pub enum Refusal {
 /// A registered tool its source disabled: which, by whom, and why.
 ///
 /// It keeps the way to the tool's source, so a refused call of it is told
-/// to that source ([`Refusal::start`]): a host sees, in its
+/// to that source (`runner.start(call, refusal)`): a host sees, in its
 /// [`Accounting`](crate::Accounting)'s `refused` count, a model that keeps
 /// calling a quarantined tool. Two are equal when they name the same tool,
 /// source and reason.
@@ -152,7 +149,7 @@ impl DisabledTool {
     /// The watch a refused call of this tool is given, as
     /// [`Resolved::watch`]: the tool's own entry, which tells its source
     /// (`None` when the source has no policy). For a host that refuses the
-    /// call with a result of its own ([`Runner::refuse_watched`]).
+    /// call with a result of its own ([`Start::refused`]).
     pub fn watch(&self) -> Option<Arc<dyn Watch>> {
         self.entry.call_watch()
     }
@@ -178,6 +175,26 @@ impl fmt::Debug for DisabledTool {
     }
 }
 
+impl From<Refusal> for Start {
+    /// A call that ends at once as
+    /// [`Outcome::Refused`](rho_tool_core::Outcome::Refused) with the
+    /// refusal's [`to_result`](Refusal::to_result): not checked by the
+    /// runner's gate (there is nothing to approve). The runner's watch is
+    /// told, and so is the source of a disabled tool, which counts the call
+    /// as refused (a model that keeps calling a quarantined tool shows in
+    /// its health); an unknown name has no source to tell.
+    fn from(refusal: Refusal) -> Self {
+        Start::refused(refusal.to_result()).maybe_watched_by(refusal.watch())
+    }
+}
+
+impl From<&Refusal> for Start {
+    /// As `From<Refusal>`, keeping the refusal.
+    fn from(refusal: &Refusal) -> Self {
+        Start::refused(refusal.to_result()).maybe_watched_by(refusal.watch())
+    }
+}
+
 impl Refusal {
     /// The tool name the call asked for.
     pub fn name(&self) -> &str {
@@ -193,25 +210,10 @@ impl Refusal {
         ToolResult::error(self.to_string()).with_details(self.details())
     }
 
-    /// An already-finished call of `call` ending with this refusal, so the
-    /// host awaits it like any other call.
-    ///
-    /// It ends as [`Outcome::Refused`] with [`to_result`](Refusal::to_result),
-    /// through [`Runner::refuse_watched`]: not checked by the runner's gate
-    /// (there is nothing to approve). The runner's watch is told, and so is
-    /// the source of a disabled tool, which counts the call as refused (a
-    /// model that keeps calling a quarantined tool shows in its health);
-    /// an unknown name has no source to tell.
-    ///
-    /// [`Outcome::Refused`]: rho_tool_core::Outcome::Refused
-    pub fn start<E: Executor>(&self, runner: &Runner<E>, call: ToolCall) -> CallHandle<E> {
-        runner.refuse_watched(call, self.to_result(), self.watch())
-    }
-
     /// The watch a refused call is given: a disabled tool's, which tells
     /// its source ([`DisabledTool::watch`]); `None` for an unknown name,
     /// which has no source. For a host that refuses the call with a result
-    /// of its own ([`Runner::refuse_watched`]).
+    /// of its own ([`Start::refused`]).
     pub fn watch(&self) -> Option<Arc<dyn Watch>> {
         match self {
             Refusal::Unknown { .. } => None,

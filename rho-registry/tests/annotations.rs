@@ -326,17 +326,23 @@ async fn the_gate_asks_about_a_tool_of_an_untrusted_source_that_claims_read_only
         .with_gate(Arc::new(AnnotationGate::new()))
         .with_approver(Arc::new(approver));
 
-    let look = registry
-        .start(&runner, ToolCall::new("1", "look", json!({})))
-        .await;
+    let look = {
+        let call = ToolCall::new("1", "look", json!({}));
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    }
+    .await;
     assert_eq!(look.outcome, Outcome::Succeeded);
     assert_eq!(asked.load(Ordering::SeqCst), 0);
 
     // The tool does not say it is untrusted; its source does, and the gate
     // sees that through the registry.
-    let peek = registry
-        .start(&runner, ToolCall::new("2", "peek", json!({})))
-        .await;
+    let peek = {
+        let call = ToolCall::new("2", "peek", json!({}));
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    }
+    .await;
     assert_eq!(peek.outcome, Outcome::Denied);
     assert_eq!(
         peek.result.text(),

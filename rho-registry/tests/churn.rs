@@ -141,10 +141,8 @@ async fn tools_come_and_go_under_load_without_losing_a_call() {
                             // metadata is the tool's own.
                             assert_eq!(resolved.info().description, resolved.tool().description());
                             let expected = format!("{name} {}", resolved.info().description);
-                            batch.push((
-                                Some(expected),
-                                tokio::spawn(resolved.start(&runner, call)),
-                            ));
+                            batch
+                                .push((Some(expected), tokio::spawn(runner.start(call, resolved))));
                             continue;
                         }
                         Err(refusal @ Refusal::Unknown { .. }) => {
@@ -153,7 +151,7 @@ async fn tools_come_and_go_under_load_without_losing_a_call() {
                         }
                         Err(other) => panic!("nothing is disabled here: {other}"),
                     };
-                    batch.push((None, tokio::spawn(expected.start(&runner, call))));
+                    batch.push((None, tokio::spawn(runner.start(call, expected))));
                 }
                 for (expected, call) in batch {
                     let end = call.await.expect("the awaiting task does not panic");
@@ -254,7 +252,11 @@ async fn a_call_in_flight_finishes_with_its_tool_and_tells_its_source() {
 
     // v1 of `a` runs; then `a` swaps in v2, which runs too.
     a.add(held("v1")).expect("a new name");
-    let mut first = registry.start(&runner, call("1"));
+    let mut first = {
+        let call = call("1");
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    };
     // Wait until v1 runs (skipping any other event the core reports).
     loop {
         match first.next_event().await {
@@ -265,7 +267,11 @@ async fn a_call_in_flight_finishes_with_its_tool_and_tells_its_source() {
         }
     }
     assert!(a.replace(held("v2")).expect("its own name"));
-    let second = registry.start(&runner, call("2"));
+    let second = {
+        let call = call("2");
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    };
 
     // Then the name moves to `b`, and v3 runs there.
     assert!(a.remove("job"));
@@ -273,14 +279,23 @@ async fn a_call_in_flight_finishes_with_its_tool_and_tells_its_source() {
         Err(Refusal::Unknown { name, .. }) => assert_eq!(name, "job"),
         other => panic!("expected no such tool, got {other:?}"),
     }
-    let gone = registry.start(&runner, call("gone")).await;
+    let gone = {
+        let call = call("gone");
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    }
+    .await;
     assert_eq!(gone.outcome, Outcome::Refused);
     assert_eq!(
         gone.result.text(),
         "no such tool `job` (no tool has a similar name)"
     );
     b.add(held("v3")).expect("free again");
-    let third = registry.start(&runner, call("3"));
+    let third = {
+        let call = call("3");
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    };
     assert_eq!(registry.in_flight(), 3);
 
     release.add_permits(3);

@@ -50,7 +50,11 @@ fn ten_thousand_concurrent_calls_are_counted_exactly_on_smol() {
         .map(|i| {
             let (tool, class) = mix[i % mix.len()];
             *injected.entry((tool, class)).or_default() += 1;
-            let handle = registry.start(&runner, class.call(format!("call-{i}"), tool));
+            let handle = {
+                let call = class.call(format!("call-{i}"), tool);
+                let start = registry.start_for(&call.name);
+                runner.start(call, start)
+            };
             if class == Class::Abort {
                 handle.abort();
             }
@@ -105,7 +109,11 @@ fn quarantine_happens_at_exactly_the_nth_counted_failure_on_smol() {
         .expect("a new name");
     let runner = runner(&pool);
     let run = |class: Class| {
-        let handle = registry.start(&runner, class.call("c", "flaky"));
+        let handle = {
+            let call = class.call("c", "flaky");
+            let start = registry.start_for(&call.name);
+            runner.start(call, start)
+        };
         if class == Class::Abort {
             handle.abort();
         }

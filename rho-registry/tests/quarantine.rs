@@ -199,7 +199,7 @@ async fn failures_already_in_flight_do_not_move_the_quarantine() {
             } else {
                 Class::Hang
             };
-            tokio::spawn(tool.start(&runner, class.call(format!("c{i}"), "flaky")))
+            tokio::spawn(runner.start(class.call(format!("c{i}"), "flaky"), tool))
         })
         .collect();
     for call in calls {
@@ -333,7 +333,7 @@ async fn calls_of_a_quarantined_tool_reach_its_source_as_refusals_and_health_is_
 
 /// The one way to run a registered tool without its source hearing of it
 /// says so in its name: a call started with `unaccounted_tool` is not
-/// counted and cannot quarantine the tool, while `Resolved::start` is.
+/// counted and cannot quarantine the tool, while a call started with the `Resolved` is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_tool_named_unaccounted_skips_its_source() {
     let _quiet = QuietPanics::new();
@@ -348,8 +348,8 @@ async fn only_the_tool_named_unaccounted_skips_its_source() {
     assert!(accounting.tool_health("flaky").is_none(), "nobody was told");
     assert!(registry.resolve("flaky").is_ok());
 
-    let end = resolved
-        .start(&runner, Class::Panic.call("2", "flaky"))
+    let end = runner
+        .start(Class::Panic.call("2", "flaky"), resolved)
         .await;
     assert_eq!(end.outcome, Outcome::Crashed);
     let health = accounting.tool_health("flaky").expect("told");

@@ -258,9 +258,19 @@ async fn the_gate_sees_what_the_source_says_about_trust() {
 
     let executor = rho_exec_tokio::TokioExecutor::current().expect("a timer");
     let runner = rho_tool_core::Runner::new(executor).with_gate(Arc::new(TrustedOnly));
-    let mine = registry.start(&runner, Class::Ok.call("1", "mine")).await;
+    let mine = {
+        let call = Class::Ok.call("1", "mine");
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    }
+    .await;
     assert_eq!(mine.outcome, Outcome::Denied);
-    let yours = registry.start(&runner, Class::Ok.call("2", "yours")).await;
+    let yours = {
+        let call = Class::Ok.call("2", "yours");
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    }
+    .await;
     assert_eq!(yours.outcome, Outcome::Succeeded);
     assert_eq!(yours.result.text(), "yours ok");
 }

@@ -279,6 +279,12 @@ fn some_task() -> TaskId {
             .add(scripted("x"))
             .expect("a new name");
         let runner = rho_tool_core::Runner::new(executor);
-        registry.start(&runner, Class::Ok.call("1", "x")).await.task
+        {
+            let call = Class::Ok.call("1", "x");
+            let start = registry.start_for(&call.name);
+            runner.start(call, start)
+        }
+        .await
+        .task
     })
 }

@@ -303,7 +303,12 @@ async fn soak(
                         break;
                     }
                     let plan = Plan::of(seed, index, transport);
-                    let end = registry.start(&runner, plan.call(index)).await;
+                    let end = {
+                        let call = plan.call(index);
+                        let start = registry.start_for(&call.name);
+                        runner.start(call, start)
+                    }
+                    .await;
                     tally.judge(index, plan, &end, transport);
                 }
             })

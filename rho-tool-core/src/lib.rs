@@ -7,8 +7,8 @@
 //! 1. [`Runner::start`] spawns the call as one task on an [`Executor`]. Nothing
 //!    that happens in the task (a panic, a kill, a `Drop` that panics)
 //!    reaches the loop as an unwind.
-//! 2. The runner's [`Watch`] and the call's own (its tool's source, given
-//!    by a registry through [`Runner::start_watched`]) are told the task.
+//! 2. The runner's [`Watch`] and the call's own (its tool's source, which
+//!    a registry gives through [`Start::watched_by`]) are told the task.
 //! 3. Inside the task the [`Gate`] runs first; it may wait as long as it
 //!    likes, no clock runs, and the loop goes on with other calls. A denial
 //!    ends the call with an error result naming the reason; a gate that
@@ -80,6 +80,7 @@ mod notice;
 mod output;
 mod result;
 mod runner;
+mod start;
 mod tool;
 mod watch;
 
@@ -95,7 +96,8 @@ pub use gate::{AllowAll, ApprovalRequest, Approver, Gate, Verdict};
 pub use handle::{AbortHandle, CallHandle};
 pub use output::{AnswerError, Image, ToolOutput};
 pub use result::ToolResult;
-pub use runner::{DEFAULT_MAX_CLOCK_PAUSE, Runner, start};
+pub use runner::{DEFAULT_MAX_CLOCK_PAUSE, Runner};
+pub use start::Start;
 pub use tool::{ClockPause, DEFAULT_TIMEOUT, Tool, ToolContext};
 pub use watch::Watch;
 

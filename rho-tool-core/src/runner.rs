@@ -15,6 +15,7 @@ use crate::gate::{AllowAll, ApprovalRequest, Approver, Gate, Verdict};
 use crate::handle::CallHandle;
 use crate::notice::{Names, Notice};
 use crate::result::ToolResult;
+use crate::start::{Start, What};
 use crate::tool::{ExecutorTimer, Timer, Tool, ToolContext};
 use crate::watch::Watch;
 
@@ -154,19 +155,32 @@ impl<E: Executor> Runner<E> {
         &self.executor
     }
 
-    /// A call that ends at once, refused with `result`, without a gate or
-    /// a tool: for an unknown or disabled tool, or arguments that do not
-    /// fit the tool's schema. It ends with [`Outcome::Refused`](crate::Outcome::Refused)
-    /// through the same [`CallHandle`] as every other call, so a host's
-    /// loop treats all calls alike. The runner's watch is told of it like
-    /// any call (a refusal is not a crash: it never counts against a tool).
-    pub fn refuse(&self, call: ToolCall, result: ToolResult) -> CallHandle<E> {
-        self.refuse_watched(call, result, None)
+    /// Starts `call` as one task; await the handle for its end.
+    ///
+    /// `start` is what the call starts with ([`Start`]): a tool
+    /// (`runner.start(call, tool)`), a tool with its source as the call's
+    /// own watch (a registry's look-up converts into that), or a refusal
+    /// that ends the call at once. Every call starts this one way, so a
+    /// host's loop awaits one kind of handle whatever happened.
+    ///
+    /// Returns at once: the gate and the tool run in the task. The watches
+    /// (the runner's and the call's own) are told the task before it is
+    /// spawned. The tool's metadata ([`Tool::name`], [`Tool::timeout`]) is
+    /// read here, in the loop; if reading it panics, the call ends as
+    /// crashed without running.
+    pub fn start(&self, call: ToolCall, start: impl Into<Start>) -> CallHandle<E> {
+        let Start { what, watch } = start.into();
+        match what {
+            What::Tool(tool) => self.run(call, tool, watch),
+            What::Refused(result) => self.refuse(call, result, watch),
+        }
     }
 
-    /// [`refuse`](Runner::refuse), also telling `watch` (the refused
-    /// tool's source, say) of the call.
-    pub fn refuse_watched(
+    /// A call that ends at once, refused with `result`, without a gate or
+    /// a tool ([`Start::refused`]). It ends with
+    /// [`Outcome::Refused`](crate::Outcome::Refused) through the same
+    /// [`CallHandle`] as every other call.
+    fn refuse(
         &self,
         call: ToolCall,
         result: ToolResult,
@@ -195,21 +209,8 @@ impl<E: Executor> Runner<E> {
         )
     }
 
-    /// Starts `call` of `tool` as one task; await the handle for its end.
-    ///
-    /// Returns at once: the gate and the tool run in the task. The runner's
-    /// watch is told the task before it is spawned. The tool's metadata
-    /// ([`Tool::name`], [`Tool::timeout`]) is read here, in the loop; if
-    /// reading it panics, the call ends as crashed without running.
-    pub fn start(&self, call: ToolCall, tool: Arc<dyn Tool>) -> CallHandle<E> {
-        self.start_watched(call, tool, None)
-    }
-
-    /// [`start`](Runner::start), also telling `watch` of the call: the
-    /// call's own watch, beside the runner's. A registry passes its tool's
-    /// source here, so the source hears of every call of its tools however
-    /// the runner was built.
-    pub fn start_watched(
+    /// A call of `tool`: the gate, then the tool, in one task.
+    fn run(
         &self,
         call: ToolCall,
         tool: Arc<dyn Tool>,
@@ -263,21 +264,6 @@ fn tell_started(notice: &Notice, call: &ToolCall) {
     for watch in notice.watches() {
         let _ = call_contained(|| watch.started(call, notice.task));
     }
-}
-
-/// Starts `call` of `tool` on `executor`, checked by `gate`.
-///
-/// The same as [`Runner::start`] on a runner with that gate, no watch and
-/// the default limits.
-pub fn start<E: Executor>(
-    executor: &E,
-    call: ToolCall,
-    tool: Arc<dyn Tool>,
-    gate: Arc<dyn Gate>,
-) -> CallHandle<E> {
-    Runner::new(executor.clone())
-        .with_gate(gate)
-        .start(call, tool)
 }
 
 /// The body of a call's task. Only rho's code runs here unguarded: every

@@ -8,7 +8,7 @@ use crate::end::CallEnd;
 /// The runner calls [`started`](Watch::started) before the task is spawned
 /// and [`ended`](Watch::ended) once, when the loop has the call's result
 /// (a call the host drops unfinished ends as aborted). A call refused
-/// before it started ([`Runner::refuse`](crate::Runner::refuse)) is told
+/// before it started ([`Start::refused`](crate::Start::refused)) is told
 /// too, and ends as [`Outcome::Refused`](crate::Outcome::Refused): a source
 /// learns that the model sends its tool bad arguments.
 /// Both run in the loop: they must be quick (hand slow work to a queue). A
@@ -16,7 +16,7 @@ use crate::end::CallEnd;
 ///
 /// A watch is given either to the runner ([`Runner::with_watch`](crate::Runner::with_watch)),
 /// which tells it of every call, or to one call
-/// ([`Runner::start_watched`](crate::Runner::start_watched)). A registry
+/// ([`Start::watched_by`](crate::Start::watched_by)). A registry
 /// gives each call of its tools the tool's own entry this way, so the
 /// tool's source is told exactly, whatever the host did with the runner;
 /// the core only defines the hook, so it knows nothing of registries.

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use rho_tool_core::untrusted::{Exit, Plain, exit_text};
 use rho_tool_core::{
-    CallEnd, CallEvent, CallHandle, ClockPause, Executor, Outcome, TaskId, ToolCall, ToolResult,
+    CallEnd, CallEvent, CallHandle, ClockPause, Executor, Outcome, Start, TaskId, ToolCall,
+    ToolResult,
 };
 use tracing::Span;
 
@@ -275,16 +276,16 @@ impl<E: Executor> Turn<E> {
                 Fault::TooDeep => report::too_deep_result(&call.name),
                 Fault::DuplicateOf(earlier) => report::duplicate_result(&call.id, earlier),
             });
-            match (resolved, faulty) {
+            let start: Start = match (resolved, faulty) {
                 // The model's mistakes in a call of a real tool are told
                 // to its source, as refusals.
-                (Ok(resolved), Some(result)) => resolved.refuse(runner, call, result),
+                (Ok(resolved), Some(result)) => resolved.refused(result),
                 // A disabled tool's source hears of it too; an unknown
                 // name has no source.
                 (Err(refusal), Some(result)) => {
-                    runner.refuse_watched(call, result, refusal.watch())
+                    Start::refused(result).maybe_watched_by(refusal.watch())
                 }
-                (Err(refusal), None) => refusal.start(runner, call),
+                (Err(refusal), None) => refusal.into(),
                 (Ok(resolved), None) => {
                     let checked = if config.validate {
                         config.schemas.check_tool(resolved.info(), &call.arguments)
@@ -292,11 +293,12 @@ impl<E: Executor> Turn<E> {
                         Ok(())
                     };
                     match checked {
-                        Ok(()) => resolved.start(runner, call),
-                        Err(error) => resolved.refuse(runner, call, error.to_result()),
+                        Ok(()) => resolved.into(),
+                        Err(error) => resolved.refused(error.to_result()),
                     }
                 }
-            }
+            };
+            runner.start(call, start)
         };
         self.control.started(index, handle.abort_handle());
         config.nested.expect(handle.task());

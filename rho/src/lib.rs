@@ -34,7 +34,8 @@
 //! | gate | [`Gate`] | the check before a tool runs; it answers a [`Verdict`] |
 //! | approver | [`Approver`] | who decides a call the gate asks about (a person, usually); the runner's |
 //! | annotation gate | [`AnnotationGate`] | a ready gate: rules on names and annotations |
-//! | runner | [`Runner`] | starts one call on an executor |
+//! | runner | [`Runner`] | starts one call on an executor: `runner.start(call, what)`, the one way |
+//! | start | [`call::Start`] | what a call starts with: a tool, a registry's look-up, or a refusal |
 //! | call handle | [`CallHandle`] | a call in flight: events, abort, and its end |
 //! | end | [`CallEnd`] | how a call ended: [`Outcome`], result, time waited and run |
 //! | registry | [`ToolRegistry`] | the tools of all sources, by name |
@@ -144,7 +145,7 @@ pub mod tool {
 pub mod call {
     pub use rho_tool_core::{
         AbortHandle, AwaitingApproval, CallEnd, CallEvent, CallHandle, DEFAULT_MAX_CLOCK_PAUSE,
-        Outcome, Runner, Running, TaskId, ToolCall, Update, Watch,
+        Outcome, Runner, Running, Start, TaskId, ToolCall, Update, Watch,
     };
 }
 

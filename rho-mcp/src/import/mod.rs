@@ -87,7 +87,7 @@
 //!
 //! let runner = Runner::new(TokioExecutor::current()?);
 //! let call = ToolCall::new("1", "echo", serde_json::json!({ "message": "hi" }));
-//! let end = registry.start(&runner, call).await;
+//! let end = runner.start(call, registry.start_for("echo")).await;
 //! println!("{}", end.result.text());
 //! # Ok(())
 //! # }

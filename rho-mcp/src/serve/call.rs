@@ -135,14 +135,14 @@ fn observe<E: Executor>(
 fn start<E: Executor>(shared: &Shared<E>, call: ToolCall) -> (CallHandle<E>, Option<Arc<Value>>) {
     let runner = &shared.runner;
     match shared.registry.resolve(&call.name) {
-        Err(refusal) => (refusal.start(runner, call), None),
+        Err(refusal) => (runner.start(call, refusal), None),
         Ok(resolved) => {
             let info = resolved.info().clone();
             let output_schema = info.output_schema.clone().map(Arc::new);
             let handle = match shared.arguments.check_tool(&info, &call.arguments) {
-                Ok(()) => resolved.start(runner, call),
+                Ok(()) => runner.start(call, resolved),
                 // Told to the tool's source as a refusal, never a strike.
-                Err(error) => resolved.refuse(runner, call, error.to_result()),
+                Err(error) => runner.start(call, resolved.refused(error.to_result())),
             };
             (handle, output_schema)
         }

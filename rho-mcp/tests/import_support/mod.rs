@@ -243,8 +243,8 @@ pub async fn call<E: Executor>(
     arguments: Value,
 ) -> CallEnd {
     let id = format!("call-{tool}");
-    registry
-        .start(runner, ToolCall::new(id, tool, arguments))
+    runner
+        .start(ToolCall::new(id, tool, arguments), registry.start_for(tool))
         .await
 }
 
@@ -256,10 +256,11 @@ pub async fn call_with_updates<E: Executor>(
     tool: &str,
     arguments: Value,
 ) -> (CallEnd, Vec<Value>) {
-    let mut handle = registry.start(
-        runner,
-        ToolCall::new(format!("call-{tool}"), tool, arguments),
-    );
+    let mut handle = {
+        let call = ToolCall::new(format!("call-{tool}"), tool, arguments);
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    };
     let mut updates = Vec::new();
     loop {
         match handle.next_event().await.expect("the call ends") {

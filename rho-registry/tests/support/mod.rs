@@ -158,7 +158,11 @@ pub(crate) fn launch(
     class: Class,
     call: ToolCall,
 ) -> tokio::task::JoinHandle<CallEnd> {
-    let handle = registry.start(runner, call);
+    let handle = {
+        let call = call;
+        let start = registry.start_for(&call.name);
+        runner.start(call, start)
+    };
     if class == Class::Abort {
         handle.abort();
     }

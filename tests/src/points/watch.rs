@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use rho_tool_core::untrusted::timeout_text;
 use rho_tool_core::{
-    CallEnd, Executor, Outcome, Runner, TaskId, Tool, ToolCall, ToolOutput, ToolResult, Verdict,
-    Watch,
+    CallEnd, Executor, Outcome, Runner, Start, TaskId, Tool, ToolCall, ToolOutput, ToolResult,
+    Verdict, Watch,
 };
 
 use super::{Rig, call, end_of};
@@ -198,7 +198,7 @@ pub fn a_panicking_watch_changes_nothing_about_the_results<H: Harness>() {
     rig.finish();
 }
 
-/// A call's own watch ([`Runner::start_watched`], [`Runner::refuse_watched`])
+/// A call's own watch ([`Start::watched_by`], for a tool or a refusal)
 /// hears of that call alone, exactly once at its start and once at its
 /// end, beside the runner's watch, which hears every call. A refused call
 /// is told to both, as `Refused`, and no gate is asked about it.
@@ -221,11 +221,12 @@ pub fn a_calls_own_watch_hears_that_call_once_beside_the_runners<H: Harness>() {
         .with_watch(runners.clone() as Arc<dyn Watch>);
     let tool = TestTool::answering("ok", "fine").into_arc();
     let (watched, refused, plain) = rig.run(async {
-        let own_watch = Some(own.clone() as Arc<dyn Watch>);
-        let watched = runner.start_watched(call("own-1", "ok"), tool.clone(), own_watch.clone());
+        let own_watch = own.clone() as Arc<dyn Watch>;
+        let start = Start::tool(tool.clone()).watched_by(own_watch.clone());
+        let watched = runner.start(call("own-1", "ok"), start);
         let watched = end_of(&executor, watched).await;
-        let refusal = ToolResult::error("its arguments do not fit");
-        let refused = runner.refuse_watched(call("own-2", "ok"), refusal, own_watch);
+        let refusal = Start::refused(ToolResult::error("its arguments do not fit"));
+        let refused = runner.start(call("own-2", "ok"), refusal.watched_by(own_watch));
         let refused = end_of(&executor, refused).await;
         let plain = end_of(&executor, runner.start(call("plain-1", "ok"), tool)).await;
         (watched, refused, plain)

@@ -1,0 +1,114 @@
+//! What a call starts with: [`Start`], the one argument of
+//! [`Runner::start`](crate::Runner::start) besides the call.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::result::ToolResult;
+use crate::tool::Tool;
+use crate::watch::Watch;
+
+/// What [`Runner::start`](crate::Runner::start) starts a call with: the
+/// tool to run, or a refusal that ends the call at once, and the call's own
+/// watch beside the runner's.
+///
+/// Every call starts the one way, through `Runner::start`, so a host's
+/// loop awaits one kind of [`CallHandle`](crate::CallHandle) whatever
+/// happened. A tool converts into a `Start` (`runner.start(call, tool)`); so
+/// does a registry's look-up of a name, which adds the tool's source as the
+/// call's watch.
+///
+/// ```
+/// use std::sync::Arc;
+/// use rho_tool_core::{Executor, Runner, Start, Tool, ToolCall, ToolResult, Watch};
+///
+/// # fn demo<E: Executor>(runner: Runner<E>, tool: Arc<dyn Tool>, source: Arc<dyn Watch>) {
+/// let call = |id: &str| ToolCall::new(id, "echo", serde_json::json!({}));
+/// // The tool, and nothing else told of the call but the runner's watch.
+/// let _plain = runner.start(call("1"), tool.clone());
+/// // The tool, and its source told of the call too.
+/// let _watched = runner.start(call("2"), Start::tool(tool).watched_by(source));
+/// // No tool: the call ends at once, refused with this result.
+/// let _refused = runner.start(call("3"), Start::refused(ToolResult::error("not today")));
+/// # }
+/// ```
+#[must_use = "a Start does nothing until given to Runner::start"]
+pub struct Start {
+    pub(crate) what: What,
+    pub(crate) watch: Option<Arc<dyn Watch>>,
+}
+
+/// What the call's task does.
+pub(crate) enum What {
+    /// Gate, then the tool.
+    Tool(Arc<dyn Tool>),
+    /// Nothing: the call ends refused with this result.
+    Refused(ToolResult),
+}
+
+impl Start {
+    /// Runs `tool`: the gate first, then the tool under its timeout.
+    pub fn tool(tool: Arc<dyn Tool>) -> Self {
+        Self {
+            what: What::Tool(tool),
+            watch: None,
+        }
+    }
+
+    /// Runs nothing: the call ends at once as
+    /// [`Outcome::Refused`](crate::Outcome::Refused) with `result`, without
+    /// a gate: for an unknown or disabled tool, or arguments that do not
+    /// fit the tool's schema. The watches are told of it like any call (a
+    /// refusal never counts against a tool).
+    pub fn refused(result: ToolResult) -> Self {
+        Self {
+            what: What::Refused(result),
+            watch: None,
+        }
+    }
+
+    /// Also tells `watch` of the call: the call's own watch, beside the
+    /// runner's. A registry gives the tool's source here, so the source
+    /// hears of every call of its tools however the runner was built.
+    pub fn watched_by(mut self, watch: Arc<dyn Watch>) -> Self {
+        self.watch = Some(watch);
+        self
+    }
+
+    /// [`watched_by`](Start::watched_by) when there is a watch.
+    pub fn maybe_watched_by(mut self, watch: Option<Arc<dyn Watch>>) -> Self {
+        self.watch = watch;
+        self
+    }
+
+    /// Whether the call will run a tool (and not end refused).
+    pub fn runs_a_tool(&self) -> bool {
+        matches!(self.what, What::Tool(_))
+    }
+}
+
+impl From<Arc<dyn Tool>> for Start {
+    fn from(tool: Arc<dyn Tool>) -> Self {
+        Self::tool(tool)
+    }
+}
+
+impl<T: Tool + 'static> From<Arc<T>> for Start {
+    fn from(tool: Arc<T>) -> Self {
+        Self::tool(tool)
+    }
+}
+
+impl fmt::Debug for Start {
+    /// Names no foreign code: the tool's name is not read here.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match &self.what {
+            What::Tool(_) => "tool",
+            What::Refused(_) => "refused",
+        };
+        f.debug_struct("Start")
+            .field("what", &what)
+            .field("watched", &self.watch.is_some())
+            .finish()
+    }
+}
