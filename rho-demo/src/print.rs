@@ -71,7 +71,7 @@ impl Printer {
                 format!("{} {}", head("update"), update.partial)
             }
             TurnEvent::ToolExecutionEnd(end) => {
-                let end = &end.end;
+                let end = end.call_end();
                 let ran = end.ran.map_or_else(
                     || "never ran".to_owned(),
                     |ran| format!("ran {} ms", millis(ran)),

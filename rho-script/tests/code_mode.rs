@@ -407,8 +407,8 @@ async fn the_scripts_deadline_still_bounds_its_calls_and_ends_them<E: Executor>(
         .subscribe(move |event: &TurnEvent| {
             if let TurnEvent::ToolExecutionEnd(end) = event {
                 seen.lock().expect("not poisoned").push((
-                    end.end.call_id.clone(),
-                    end.end.outcome,
+                    end.call_id().to_owned(),
+                    end.outcome(),
                     end.parent_call_id.clone(),
                 ));
             }

@@ -110,7 +110,7 @@ impl TurnEvent {
     pub fn call_id(&self) -> &str {
         match self.about() {
             About::Call(call) => &call.call_id,
-            About::End(end) => &end.end.call_id,
+            About::End(end) => end.call_id(),
         }
     }
 
@@ -119,7 +119,7 @@ impl TurnEvent {
     pub fn tool(&self) -> &str {
         match self.about() {
             About::Call(call) => &call.tool,
-            About::End(end) => &end.end.tool,
+            About::End(end) => end.tool(),
         }
     }
 
@@ -223,10 +223,13 @@ pub struct ExecutionUpdate {
 /// `tool_execution_end`: the call's [`CallEnd`], whole, and where the
 /// call sits in its turn.
 ///
-/// The end is the core's one record of how a call ended (the same the
-/// loop and the tool's source get): all its text (no output cap) and its
-/// details (no keep-details policy). In JSON its fields sit at the top
-/// level beside `turn` and `index`.
+/// A view of the core's one record of how a call ended (the same the
+/// loop and the tool's source get), placed in its turn: all its text (no
+/// output cap) and its details (no keep-details policy). Its accessors
+/// read the record ([`outcome`](ExecutionEnd::outcome),
+/// [`result`](ExecutionEnd::result), ...); [`call_end`](ExecutionEnd::call_end)
+/// lends it whole. In JSON its fields sit at the top level beside `turn`
+/// and `index`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExecutionEnd {
     /// The turn.
@@ -238,10 +241,48 @@ pub struct ExecutionEnd {
     pub parent_call_id: Option<String>,
     /// How the call ended.
     #[serde(flatten)]
-    pub end: CallEnd,
+    pub(crate) end: CallEnd,
 }
 
 impl ExecutionEnd {
+    /// The call's end, placed at `index` of `turn`, made by `parent_call_id`
+    /// when a tool's own code made it. For a host that replays or tests
+    /// events; a turn makes its own.
+    pub fn new(turn: TurnId, index: usize, parent_call_id: Option<String>, end: CallEnd) -> Self {
+        Self {
+            turn,
+            index,
+            parent_call_id,
+            end,
+        }
+    }
+
+    /// The record of the end, whole: the same the loop and the tool's
+    /// source got.
+    pub fn call_end(&self) -> &CallEnd {
+        &self.end
+    }
+
+    /// The record of the end, taken.
+    pub fn into_call_end(self) -> CallEnd {
+        self.end
+    }
+
+    /// The call's id.
+    pub fn call_id(&self) -> &str {
+        &self.end.call_id
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        &self.end.tool
+    }
+
+    /// The task that ran the call.
+    pub fn task(&self) -> TaskId {
+        self.end.task
+    }
+
     /// The class of the end.
     pub fn outcome(&self) -> Outcome {
         self.end.outcome
@@ -255,5 +296,16 @@ impl ExecutionEnd {
     /// The result's details, whole.
     pub fn details(&self) -> Option<&Plain> {
         self.end.result.details.as_ref()
+    }
+
+    /// How long the call waited for its gate.
+    pub fn waited(&self) -> Duration {
+        self.end.waited
+    }
+
+    /// How long the tool ran after the gate allowed it; `None` if it never
+    /// started.
+    pub fn ran(&self) -> Option<Duration> {
+        self.end.ran
     }
 }

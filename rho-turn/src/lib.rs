@@ -85,7 +85,7 @@
 //! let (tx, ends) = std::sync::mpsc::channel();
 //! turns.events().subscribe(move |event: &TurnEvent| {
 //!     if let TurnEvent::ToolExecutionEnd(end) = event {
-//!         let _ = tx.send((end.end.call_id.clone(), end.end.outcome));
+//!         let _ = tx.send((end.call_id().to_owned(), end.outcome()));
 //!     }
 //! })?;
 //!

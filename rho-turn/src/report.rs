@@ -56,7 +56,7 @@ pub(crate) fn entry(
         waited,
         ran,
         ..
-    } = &end.end;
+    } = end.call_end();
     // Built part by part from the whole result: a text the cap cuts is
     // copied only as far as it is kept.
     let mut cut_bytes = 0;

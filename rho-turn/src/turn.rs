@@ -390,14 +390,14 @@ impl<E: Executor> Turn<E> {
 
     /// Ends a call's slot with its session entry; then its end event.
     fn record_end(&mut self, end: ExecutionEnd) {
-        let cap = self.config.cap_for(&end.end.tool);
+        let cap = self.config.cap_for(end.tool());
         let kept: Option<Plain> = self.config.keep.keep(&end);
         let index = end.index;
         let mut entry = report::entry(&end, kept, cap);
-        entry.nested = self.config.nested.take(end.end.task);
+        entry.nested = self.config.nested.take(end.task());
         self.slots[index] = Slot::Ended(entry);
         if let Some(ends) = &mut self.ends {
-            ends.push(end.end.clone());
+            ends.push(end.call_end().clone());
         }
         self.control.ended(index);
         self.left -= 1;
@@ -486,7 +486,7 @@ impl<E: Executor> Drop for Turn<E> {
             span::record_end(&started.span, outcome);
             if let Some(end) = end {
                 let end = report::end(&started.call, end);
-                self.config.nested.take(end.end.task);
+                self.config.nested.take(end.task());
                 self.config.events.publish(TurnEvent::ToolExecutionEnd(end));
             }
             *slot = Slot::Vacant;

@@ -109,7 +109,7 @@ fn keep_at_most_n_bytes_marks_what_it_left_out() {
 
 #[test]
 fn a_host_function_decides_what_is_kept() {
-    let keep = KeepDetails::with(|end| match end.end.tool.as_str() {
+    let keep = KeepDetails::with(|end| match end.tool() {
         // Keep only how many rows there were.
         "table" => {
             let rows = end.details()?.get("rows")?.as_list()?.len();
@@ -183,7 +183,7 @@ fn the_output_cap_keeps_head_and_tail_for_the_model_and_everything_for_subscribe
     let ends = recorder.ends();
     let long_end = ends
         .iter()
-        .find(|end| end.end.call_id == "1")
+        .find(|end| end.call_id() == "1")
         .expect("an end");
     assert_eq!(long_end.result().text().len(), full_len);
     let names: Vec<&str> = recorder.all().iter().map(TurnEvent::name).collect();

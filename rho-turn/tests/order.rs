@@ -65,7 +65,7 @@ fn results_come_back_in_call_order_while_ends_come_in_completion_order() {
     let end_order: Vec<String> = recorder
         .ends()
         .iter()
-        .map(|e| e.end.call_id.clone())
+        .map(|e| e.call_id().to_owned())
         .collect();
     assert_eq!(
         end_order,
