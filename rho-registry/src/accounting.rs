@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
-use rho_tool_core::{CallEnd, Outcome, TaskId};
+use rho_tool_core::{CallEnd, Outcome, TaskId, ToolCall, Watch};
 
 use crate::changes::ToolListNotifier;
 use crate::health::{Counts, HealthTable, ToolHealth};
@@ -194,9 +194,9 @@ impl Accounting {
     }
 }
 
-impl SourcePolicy for Accounting {
-    fn started(&self, tool: &str, _task: TaskId) {
-        self.ledger(tool).counts.started();
+impl Watch for Accounting {
+    fn started(&self, call: &ToolCall, _task: TaskId) {
+        self.ledger(&call.name).counts.started();
     }
 
     fn ended(&self, end: &CallEnd) {
@@ -233,7 +233,9 @@ impl SourcePolicy for Accounting {
             self.tell_registries();
         }
     }
+}
 
+impl SourcePolicy for Accounting {
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         self.quarantine(tool).map(|q| q.to_disabled())
     }

@@ -43,11 +43,11 @@ impl Entry {
 }
 
 impl Watch for Entry {
-    fn started(&self, _call: &ToolCall, task: TaskId) {
+    fn started(&self, call: &ToolCall, task: TaskId) {
         if let Some(in_flight) = self.source.in_flight() {
             in_flight.0.fetch_add(1, Ordering::AcqRel);
         }
-        self.source.started(self.name(), task);
+        self.source.started(call, task);
     }
 
     fn ended(&self, end: &CallEnd) {

@@ -2,12 +2,13 @@
 
 use std::fmt;
 
-use rho_tool_core::{CallEnd, TaskId};
+use rho_tool_core::Watch;
 
 use crate::changes::ToolListNotifier;
 
-/// A source's side of the watch: told each task of the source's tools and
-/// how it ended, and asked whether a tool is disabled.
+/// A source's rules: a [`Watch`] of each call of the source's tools (it
+/// hears of them the one way every watch does), and asked whether a tool
+/// is disabled.
 ///
 /// [`Accounting`](crate::Accounting) is the ready-made implementation
 /// (counts and quarantine); a source with its own rules implements this
@@ -15,9 +16,9 @@ use crate::changes::ToolListNotifier;
 ///
 /// # Contract
 ///
-/// - [`started`](SourcePolicy::started) and [`ended`](SourcePolicy::ended)
-///   run in the agent loop, while it starts or finishes a call (that is
-///   where the core's [`Watch`](rho_tool_core::Watch) runs). They must be
+/// - [`Watch::started`] and [`Watch::ended`] run in the agent loop, while
+///   it starts or finishes a call (that is where every watch runs). They
+///   must be
 ///   quick and must not block: a slow hook delays every call the loop
 ///   handles. Wrap a policy that needs to block (write to a database, send a
 ///   message) in [`Queued`](crate::Queued), which moves the hooks onto a
@@ -33,19 +34,7 @@ use crate::changes::ToolListNotifier;
 ///   it ran (its arguments do not fit the tool's schema, or this policy
 ///   disabled the tool) is `started` and `ended` too, as
 ///   [`Outcome::Refused`](rho_tool_core::Outcome::Refused).
-pub trait SourcePolicy: Send + Sync {
-    /// A call of `tool` is about to run in `task` (its gate has not run yet).
-    fn started(&self, tool: &str, task: TaskId) {
-        let _ = (tool, task);
-    }
-
-    /// A call of one of the source's tools ended: its outcome and the
-    /// whole result the model got (the text is what a "last error" column
-    /// should show).
-    fn ended(&self, end: &CallEnd) {
-        let _ = end;
-    }
-
+pub trait SourcePolicy: Watch {
     /// Whether `tool` is disabled now, and why. A disabled tool leaves the
     /// model's tool list, and its calls get an error result built from the
     /// answer instead of running.

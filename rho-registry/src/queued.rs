@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 
 use rho_tool_core::untrusted::call_contained;
-use rho_tool_core::{CallEnd, Content, TaskId, ToolResult};
+use rho_tool_core::{CallEnd, Content, TaskId, ToolCall, ToolResult, Watch};
 
 use crate::changes::ToolListNotifier;
 use crate::policy::{Disabled, SourcePolicy};
@@ -58,7 +58,7 @@ pub struct Drain {
 
 #[derive(Debug)]
 enum Event {
-    Started { tool: String, task: TaskId },
+    Started { call: Box<ToolCall>, task: TaskId },
     Ended(Box<CallEnd>),
 }
 
@@ -109,10 +109,13 @@ impl Queued {
     }
 }
 
-impl SourcePolicy for Queued {
-    fn started(&self, tool: &str, task: TaskId) {
+impl Watch for Queued {
+    /// Queues the call without its arguments: they may be large, and the
+    /// loop copies what it queues (the end likewise keeps only its text).
+    fn started(&self, call: &ToolCall, task: TaskId) {
+        let call = ToolCall::new(call.id.clone(), call.name.clone(), serde_json::Value::Null);
         self.send(Event::Started {
-            tool: tool.to_owned(),
+            call: Box::new(call),
             task,
         });
     }
@@ -120,7 +123,9 @@ impl SourcePolicy for Queued {
     fn ended(&self, end: &CallEnd) {
         self.send(Event::Ended(Box::new(text_only(end))));
     }
+}
 
+impl SourcePolicy for Queued {
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         self.inner.disabled(tool)
     }
@@ -178,7 +183,7 @@ impl Drain {
     fn handle(&self, event: Event) {
         // A panic of the inner policy loses that one event, not the drain.
         let _ = call_contained(|| match &event {
-            Event::Started { tool, task } => self.inner.started(tool, *task),
+            Event::Started { call, task } => self.inner.started(call, *task),
             Event::Ended(end) => self.inner.ended(end),
         });
         self.pending.fetch_sub(1, Ordering::AcqRel);
@@ -214,7 +219,7 @@ mod tests {
     #[derive(Default)]
     struct Keep(Mutex<Vec<CallEnd>>);
 
-    impl SourcePolicy for Keep {
+    impl Watch for Keep {
         fn ended(&self, end: &CallEnd) {
             self.0
                 .lock()
@@ -222,6 +227,8 @@ mod tests {
                 .push(end.clone());
         }
     }
+
+    impl SourcePolicy for Keep {}
 
     /// The loop copies only the end's text for a queued policy: a megabyte
     /// image and the details stay with the loop, and the rest of the end

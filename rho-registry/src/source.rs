@@ -103,9 +103,9 @@ impl Source {
         self.in_flight.as_deref()
     }
 
-    pub(crate) fn started(&self, tool: &str, task: rho_tool_core::TaskId) {
+    pub(crate) fn started(&self, call: &rho_tool_core::ToolCall, task: rho_tool_core::TaskId) {
         if let Some(policy) = &self.policy {
-            let _ = call_contained(|| policy.started(tool, task));
+            let _ = call_contained(|| policy.started(call, task));
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rho_registry::{
     Accounting, Disabled, QuarantineRule, Queued, Source, SourcePolicy, ToolRegistry,
 };
-use rho_tool_core::{CallEnd, TaskId};
+use rho_tool_core::{CallEnd, TaskId, ToolCall, Watch};
 use support::{Class, QuietPanics, launch, runner, scripted, scripted_with_timeout};
 
 const SHORT: Duration = Duration::from_millis(30);
@@ -97,8 +97,9 @@ struct Panicky {
     disabled: AtomicUsize,
 }
 
-impl SourcePolicy for Panicky {
-    fn started(&self, tool: &str, _task: TaskId) {
+impl Watch for Panicky {
+    fn started(&self, call: &ToolCall, _task: TaskId) {
+        let tool = call.name.as_str();
         self.started.fetch_add(1, Ordering::SeqCst);
         panic!("started({tool}) panics");
     }
@@ -107,7 +108,9 @@ impl SourcePolicy for Panicky {
         self.ended.fetch_add(1, Ordering::SeqCst);
         panic!("ended({}) panics", end.tool);
     }
+}
 
+impl SourcePolicy for Panicky {
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         self.disabled.fetch_add(1, Ordering::SeqCst);
         panic!("disabled({tool}) panics");
@@ -161,17 +164,19 @@ impl Blocking {
     }
 }
 
-impl SourcePolicy for Blocking {
-    fn started(&self, tool: &str, task: TaskId) {
+impl Watch for Blocking {
+    fn started(&self, call: &ToolCall, task: TaskId) {
         self.wait();
-        self.accounting.started(tool, task);
+        self.accounting.started(call, task);
     }
 
     fn ended(&self, end: &CallEnd) {
         self.wait();
         self.accounting.ended(end);
     }
+}
 
+impl SourcePolicy for Blocking {
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         self.accounting.disabled(tool)
     }
@@ -238,8 +243,9 @@ async fn a_policy_that_blocks_behind_a_queue_delays_no_result() {
 fn a_drain_hands_over_events_in_order_and_survives_a_panic() {
     let _quiet = QuietPanics::new();
     struct Log(Mutex<Vec<String>>);
-    impl SourcePolicy for Log {
-        fn started(&self, tool: &str, _task: TaskId) {
+    impl Watch for Log {
+        fn started(&self, call: &ToolCall, _task: TaskId) {
+            let tool = call.name.as_str();
             if tool == "bad" {
                 panic!("a policy bug");
             }
@@ -249,11 +255,13 @@ fn a_drain_hands_over_events_in_order_and_survives_a_panic() {
                 .push(format!("started {tool}"));
         }
     }
+
+    impl SourcePolicy for Log {}
     let log = Arc::new(Log(Mutex::new(Vec::new())));
     let (queued, drain) = Queued::new(log.clone());
     let task = some_task();
     for tool in ["one", "bad", "two"] {
-        queued.started(tool, task);
+        queued.started(&ToolCall::new("id", tool, serde_json::Value::Null), task);
     }
     assert_eq!(queued.pending(), 3);
     assert_eq!(drain.drain(), 3);

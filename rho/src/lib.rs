@@ -109,6 +109,21 @@
 //! }
 //! ```
 //!
+//! # Hearing of a call's end
+//!
+//! Every call ends in one record, [`CallEnd`]; who hears of it depends on
+//! where the listener sits, and each place has one hook:
+//!
+//! | hook | runs | hears | for |
+//! |---|---|---|---|
+//! | [`Watch`](call::Watch) | in the loop, as the call starts and ends (must be quick) | the call, then its [`CallEnd`] | the runner's own record; a registry's sources |
+//! | [`SourcePolicy`](registry::SourcePolicy) | as a `Watch` (it is one), for its source's tools only | the same, plus "is this tool disabled?" | counts, quarantine ([`Accounting`]) |
+//! | [`Subscriber`] | on a thread of its own, never blocking a turn | every [`TurnEvent`]: start, approval, running, updates, end | a host's screen or log |
+//! | `mcp::CallObserver` | in the MCP server, per served call | the [`CallEnd`] and the MCP result the client got (after the output cap) | an audit log of a server or proxy |
+//!
+//! A host's loop needs none of them: awaiting a call's [`CallHandle`] gives
+//! its [`CallEnd`].
+//!
 //! # Which boundary each kind of tool gets
 //!
 //! An async task can only be stopped at an `.await`: rho ends the *call* at

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rho_registry::{Accounting, Disabled, SourcePolicy, ToolListNotifier};
-use rho_tool_core::{CallEnd, TaskId};
+use rho_tool_core::{CallEnd, TaskId, ToolCall, Watch};
 
 use super::health::Health;
 
@@ -16,15 +16,17 @@ pub(crate) struct ImportPolicy {
     pub(crate) health: Arc<Health>,
 }
 
-impl SourcePolicy for ImportPolicy {
-    fn started(&self, tool: &str, task: TaskId) {
-        self.accounting.started(tool, task);
+impl Watch for ImportPolicy {
+    fn started(&self, call: &ToolCall, task: TaskId) {
+        self.accounting.started(call, task);
     }
 
     fn ended(&self, end: &CallEnd) {
         self.accounting.ended(end);
     }
+}
 
+impl SourcePolicy for ImportPolicy {
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         self.health
             .quarantine()
