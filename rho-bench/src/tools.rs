@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rho_tool_core::{DEFAULT_TIMEOUT, Gate, Tool, ToolCall, ToolContext, ToolOutput, Verdict};
+use rho_tool_core::{Gate, Tool, ToolCall, ToolContext, ToolOutput, Verdict};
 use tokio::sync::Semaphore;
 
 use crate::floor::{FloorGate, FloorTool};
@@ -33,7 +33,7 @@ impl Tool for NoOp {
 #[async_trait]
 impl FloorTool for NoOp {
     fn timeout(&self) -> Duration {
-        DEFAULT_TIMEOUT
+        <dyn Tool>::DEFAULT_TIMEOUT
     }
 
     async fn run(&self, _arguments: serde_json::Value) -> String {

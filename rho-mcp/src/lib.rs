@@ -142,8 +142,7 @@ pub mod serve;
 
 pub use error::ServeError;
 pub use serve::{
-    CallObserver, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CALLS_PER_SESSION, ElicitationApprover,
-    HttpOptions, HttpServer, McpServer, ServedCall, Session,
+    CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpServer, ServedCall, Session,
 };
 
 /// Re-exported: the MCP SDK the server is built on, for hosts that wire

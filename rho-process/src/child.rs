@@ -25,9 +25,11 @@ use std::time::{Duration, Instant};
 use crate::group::Group;
 use crate::report::signal_text;
 
-/// How much of the end of a child's stderr a [`ChildGroup`] keeps by
-/// default: 16 KiB.
-pub const DEFAULT_STDERR_TAIL: usize = 16 << 10;
+impl ChildGroup {
+    /// How much of the end of a child's stderr a [`ChildGroup`] keeps by
+    /// default: 16 KiB.
+    pub const DEFAULT_STDERR_TAIL: usize = 16 << 10;
+}
 
 /// A child process in a process group of its own, with piped stdin and
 /// stdout, reaped by a thread of its own.
@@ -43,7 +45,7 @@ pub const DEFAULT_STDERR_TAIL: usize = 16 << 10;
 ///   blocks for it, [`exited`](ChildGroup::exited) is a future of it (on
 ///   any executor), [`status`](ChildGroup::status) reads it.
 /// - **Its stderr is kept, bounded**: the last
-///   [`DEFAULT_STDERR_TAIL`] bytes (or what
+///   [`ChildGroup::DEFAULT_STDERR_TAIL`] bytes (or what
 ///   [`spawn_with_stderr_tail`](ChildGroup::spawn_with_stderr_tail) says),
 ///   read by a thread so the child never blocks on a full pipe.
 ///
@@ -143,7 +145,7 @@ impl Watch {
 impl ChildGroup {
     /// Starts `command` as the leader of a new process group, with its
     /// stdin and stdout piped to the caller and its stderr kept (the last
-    /// [`DEFAULT_STDERR_TAIL`] bytes).
+    /// [`ChildGroup::DEFAULT_STDERR_TAIL`] bytes).
     ///
     /// # Errors
     ///
@@ -151,7 +153,7 @@ impl ChildGroup {
     /// be started (the child is then killed and reaped before this
     /// returns).
     pub fn spawn(command: Command) -> io::Result<Self> {
-        Self::spawn_with_stderr_tail(command, DEFAULT_STDERR_TAIL)
+        Self::spawn_with_stderr_tail(command, ChildGroup::DEFAULT_STDERR_TAIL)
     }
 
     /// As [`spawn`](ChildGroup::spawn), keeping the last `tail` bytes of

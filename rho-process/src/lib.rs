@@ -152,5 +152,5 @@ mod report;
 mod supervise;
 mod tool;
 
-pub use child::{ChildExit, ChildGroup, DEFAULT_STDERR_TAIL, Exited, GroupKiller};
-pub use tool::{DEFAULT_MAX_STDERR, DEFAULT_MAX_STDOUT, ProcessTool};
+pub use child::{ChildExit, ChildGroup, Exited, GroupKiller};
+pub use tool::ProcessTool;

@@ -6,16 +6,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 
 use crate::report;
 use crate::supervise::{self, Caps, Finished};
 
-/// The default cap on what is read from the child's stdout: 16 MiB.
-pub const DEFAULT_MAX_STDOUT: usize = 16 * 1024 * 1024;
+impl ProcessTool {
+    /// The default cap on what is read from the child's stdout: 16 MiB.
+    pub const DEFAULT_MAX_STDOUT: usize = 16 * 1024 * 1024;
 
-/// The default cap on what is read from the child's stderr: 1 MiB.
-pub const DEFAULT_MAX_STDERR: usize = 1024 * 1024;
+    /// The default cap on what is read from the child's stderr: 1 MiB.
+    pub const DEFAULT_MAX_STDERR: usize = 1024 * 1024;
+}
 
 /// A [`Tool`] that runs a command as a child process, in its own process
 /// group. See the [crate docs](crate) for the protocol and what is killed
@@ -55,9 +57,9 @@ pub const DEFAULT_MAX_STDERR: usize = 1024 * 1024;
 /// # Output caps
 ///
 /// At most [`with_max_stdout`](ProcessTool::with_max_stdout) bytes
-/// (default [`DEFAULT_MAX_STDOUT`]) are read from stdout and at most
+/// (default [`ProcessTool::DEFAULT_MAX_STDOUT`]) are read from stdout and at most
 /// [`with_max_stderr`](ProcessTool::with_max_stderr) (default
-/// [`DEFAULT_MAX_STDERR`]) from stderr. A child that writes more to either
+/// [`ProcessTool::DEFAULT_MAX_STDERR`]) from stderr. A child that writes more to either
 /// is stopped: rho stops reading at the cap, kills the process group, and
 /// the call fails with a text saying which stream passed which cap. Nothing
 /// beyond the caps is ever held in memory.
@@ -86,7 +88,7 @@ impl ProcessTool {
             name: name.into(),
             description: String::new(),
             parameters: serde_json::json!({ "type": "object" }),
-            timeout: DEFAULT_TIMEOUT,
+            timeout: <dyn Tool>::DEFAULT_TIMEOUT,
             untrusted: false,
             annotations: ToolAnnotations::default(),
             program: program.as_ref().to_owned(),
@@ -95,8 +97,8 @@ impl ProcessTool {
             inherit_env: false,
             env: Vec::new(),
             caps: Caps {
-                stdout: DEFAULT_MAX_STDOUT,
-                stderr: DEFAULT_MAX_STDERR,
+                stdout: ProcessTool::DEFAULT_MAX_STDOUT,
+                stderr: ProcessTool::DEFAULT_MAX_STDERR,
             },
         }
     }
@@ -115,7 +117,7 @@ impl ProcessTool {
 
     /// How long the child may run once the gate allowed the call; at the
     /// deadline rho ends the call and the whole process group is killed.
-    /// Default: [`DEFAULT_TIMEOUT`].
+    /// Default: `<dyn Tool>::DEFAULT_TIMEOUT`.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -175,14 +177,14 @@ impl ProcessTool {
     }
 
     /// The most bytes read from stdout; more stops the child. Default:
-    /// [`DEFAULT_MAX_STDOUT`].
+    /// [`ProcessTool::DEFAULT_MAX_STDOUT`].
     pub fn with_max_stdout(mut self, bytes: usize) -> Self {
         self.caps.stdout = bytes;
         self
     }
 
     /// The most bytes read from stderr; more stops the child. Default:
-    /// [`DEFAULT_MAX_STDERR`].
+    /// [`ProcessTool::DEFAULT_MAX_STDERR`].
     pub fn with_max_stderr(mut self, bytes: usize) -> Self {
         self.caps.stderr = bytes;
         self

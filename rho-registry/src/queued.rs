@@ -12,8 +12,8 @@ use rho_tool_core::{CallEnd, Content, TaskId, ToolCall, ToolResult, Watch};
 use crate::changes::ToolListNotifier;
 use crate::policy::{Disabled, SourcePolicy};
 
-/// Wraps a policy whose [`started`](SourcePolicy::started) and
-/// [`ended`](SourcePolicy::ended) may be slow or block: the loop only puts
+/// Wraps a policy whose [`started`](rho_tool_core::Watch::started) and
+/// [`ended`](rho_tool_core::Watch::ended) may be slow or block: the loop only puts
 /// each event on a channel (one allocation, no waiting) and a [`Drain`]
 /// elsewhere hands the events to the inner policy, in order.
 ///

@@ -243,14 +243,14 @@
 //!
 //! [`ScriptSource::define`] checks it **at definition time**, and
 //! registers nothing unless every check passes: the name; the size of the
-//! source (at most [`DEFAULT_MAX_SOURCE`] bytes unless the host sets
+//! source (at most [`ScriptTool::DEFAULT_MAX_SOURCE`] bytes unless the host sets
 //! another cap, checked before anything parses it); room for a new name
-//! (a source holds at most [`DEFAULT_MAX_TOOLS`] tools; redefining a held
+//! (a source holds at most [`ScriptSource::DEFAULT_MAX_TOOLS`] tools; redefining a held
 //! one needs none); the schema
 //! (valid by its meta-schema, compiled, of an object); the script, in a
 //! fresh sandbox with the call's caps and interrupt, where it is parsed (a
 //! syntax error is refused with its line and column) and its top level
-//! runs under a short deadline ([`DEFAULT_CHECK_TIMEOUT`]), after which
+//! runs under a short deadline ([`ScriptSource::DEFAULT_CHECK_TIMEOUT`]), after which
 //! `typeof run` must be `"function"` (`run` is not called); last, the
 //! registry refuses a name another source holds. Each refusal is a
 //! [`DefineError`] whose text is written for the model. **At call time**
@@ -471,16 +471,10 @@ mod tool;
 pub use sandbox::worker;
 
 pub use code::{CodeLimits, CodeMode};
-pub use sandbox::{
-    DEFAULT_MEMORY_LIMIT, DEFAULT_STACK_LIMIT, Isolation, PoolOptions, PoolState, ScriptLimits,
-    ScriptPool,
-};
+pub use sandbox::{Isolation, PoolOptions, PoolState, ScriptLimits, ScriptPool};
 pub use source::{
-    DEFAULT_CHECK_TIMEOUT, DEFAULT_MAX_TOOLS, DefineError, DefineTool, Defined, MAX_NAME_LEN,
-    ScriptDefinition, ScriptSource, ScriptSourceBuilder,
+    DefineError, DefineTool, Defined, ScriptDefinition, ScriptSource, ScriptSourceBuilder,
 };
-pub use tool::{
-    DEFAULT_MAX_SOURCE, Grant, GrantError, HostFunction, HostFuture, RunScript, ScriptTool,
-};
+pub use tool::{Grant, GrantError, HostFunction, HostFuture, RunScript, ScriptTool};
 #[cfg(unix)]
 pub use worker::{WorkerCommand, WorkerNotFound};

@@ -302,7 +302,7 @@ async fn a_definition_waiting_for_a_busy_thread_gets_its_whole_check_deadline<E:
         defined.expect_err("refused")
     );
     assert!(
-        waited > rho_script::DEFAULT_CHECK_TIMEOUT,
+        waited > ScriptSource::DEFAULT_CHECK_TIMEOUT,
         "the definition waited only {waited:?}: the threads were not busy"
     );
     for sleeping in busy {
@@ -398,7 +398,7 @@ async fn a_source_of_many_megabytes_is_refused_before_it_is_parsed<E: Executor>(
     let started = Instant::now();
     let error = refused(&turns, &source, definition("huge", &huge)).await;
     assert!(
-        matches!(error, DefineError::SourceTooLarge { max, .. } if max == rho_script::DEFAULT_MAX_SOURCE),
+        matches!(error, DefineError::SourceTooLarge { max, .. } if max == rho_script::ScriptTool::DEFAULT_MAX_SOURCE),
         "{error:?}"
     );
     assert!(

@@ -96,9 +96,9 @@ pub use gate::{AllowAll, ApprovalRequest, Approver, Gate, Verdict};
 pub use handle::{AbortHandle, CallHandle};
 pub use output::{AnswerError, Image, ToolOutput};
 pub use result::ToolResult;
-pub use runner::{DEFAULT_MAX_CLOCK_PAUSE, Runner};
+pub use runner::Runner;
 pub use start::Start;
-pub use tool::{ClockPause, DEFAULT_TIMEOUT, Tool, ToolContext};
+pub use tool::{ClockPause, Tool, ToolContext};
 pub use watch::Watch;
 
 /// Re-exported so tool authors use the same `async_trait` as the traits.

@@ -16,7 +16,7 @@ use crate::handle::CallHandle;
 use crate::notice::{Names, Notice};
 use crate::result::ToolResult;
 use crate::start::{Start, What};
-use crate::tool::{ExecutorTimer, Timer, Tool, ToolContext};
+use crate::tool::{ClockPause, ExecutorTimer, Timer, Tool, ToolContext};
 use crate::watch::Watch;
 
 /// How the task of a call ended, as plain data: this is all that crosses
@@ -62,10 +62,6 @@ pub(crate) struct Parts {
     pub(crate) max_clock_pause: Duration,
 }
 
-/// The most a call's pauses of its clock move its deadline by default:
-/// one hour ([`Runner::with_max_clock_pause`]).
-pub const DEFAULT_MAX_CLOCK_PAUSE: Duration = Duration::from_secs(3600);
-
 /// Starts calls on an executor, with a gate, a watch and answer limits.
 ///
 /// Cheap to clone; clones share the gate and the watch.
@@ -108,7 +104,7 @@ impl<E: Executor> Runner<E> {
                 watch: None,
                 limits: Limits::default(),
                 timer: Arc::new(ExecutorTimer(executor.clone())),
-                max_clock_pause: DEFAULT_MAX_CLOCK_PAUSE,
+                max_clock_pause: ClockPause::DEFAULT_MAX,
             }),
             executor,
         }
@@ -137,7 +133,7 @@ impl<E: Executor> Runner<E> {
 
     /// Bounds how far a call's own pauses of its clock
     /// ([`ToolContext::pause_clock`](crate::ToolContext::pause_clock)) may
-    /// move its deadline, in all (default [`DEFAULT_MAX_CLOCK_PAUSE`]): a
+    /// move its deadline, in all (default [`ClockPause::DEFAULT_MAX`]): a
     /// tool that pauses for ever still ends at its timeout plus this.
     pub fn with_max_clock_pause(mut self, most: Duration) -> Self {
         Arc::make_mut(&mut self.parts).max_clock_pause = most;
@@ -508,7 +504,7 @@ mod tests {
             watch: None,
             limits: Limits::default(),
             timer: Arc::new(NoTimer),
-            max_clock_pause: DEFAULT_MAX_CLOCK_PAUSE,
+            max_clock_pause: ClockPause::DEFAULT_MAX,
         });
         let call = ToolCall::new("call-1", "idle", serde_json::Value::Null);
         let notice = Notice::new(

@@ -17,8 +17,10 @@ use crate::executor::Executor;
 use crate::notice::Notice;
 use crate::output::ToolOutput;
 
-/// The timeout of a tool that does not choose its own: two minutes.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+impl dyn Tool {
+    /// The timeout of a tool that does not choose its own: two minutes.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+}
 
 /// A tool the model can call.
 ///
@@ -74,9 +76,9 @@ pub trait Tool: Send + Sync {
     }
 
     /// How long the tool may run once its gate allowed it. Default:
-    /// [`DEFAULT_TIMEOUT`]. The time a gate waits is never counted.
+    /// `<dyn Tool>::DEFAULT_TIMEOUT`. The time a gate waits is never counted.
     fn timeout(&self) -> Duration {
-        DEFAULT_TIMEOUT
+        <dyn Tool>::DEFAULT_TIMEOUT
     }
 
     /// Whether the tool's code was not written by the host (written by the
@@ -217,6 +219,12 @@ impl fmt::Debug for ToolContext {
 #[must_use = "the clock runs again as soon as the pause is dropped"]
 pub struct ClockPause {
     notice: Arc<Notice>,
+}
+
+impl ClockPause {
+    /// The most a call's pauses of its clock move its deadline by default:
+    /// one hour ([`Runner::with_max_clock_pause`](crate::Runner::with_max_clock_pause)).
+    pub const DEFAULT_MAX: Duration = Duration::from_secs(3600);
 }
 
 impl Drop for ClockPause {

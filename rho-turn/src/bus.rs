@@ -10,9 +10,11 @@ use crate::mailbox::Mailbox;
 use crate::stream::EventStream;
 use crate::subscriber::{Subscriber, Subscription};
 
-/// How many updates a subscriber's buffer keeps by default before it drops
-/// the oldest.
-pub const DEFAULT_BUFFER: usize = 1024;
+impl EventBus {
+    /// How many updates a subscriber's buffer keeps by default before it drops
+    /// the oldest.
+    pub const DEFAULT_BUFFER: usize = 1024;
+}
 
 /// Identifies one subscriber of a bus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -48,7 +50,7 @@ impl fmt::Display for SubscriberId {
 /// - Start, approval, running and end events are never dropped: every call
 ///   a subscriber saw start, it sees end (unless it unsubscribes).
 /// - Updates are kept up to the buffer's size (per subscriber, default
-///   [`DEFAULT_BUFFER`]); when a subscriber falls that far behind, its
+///   [`EventBus::DEFAULT_BUFFER`]); when a subscriber falls that far behind, its
 ///   oldest buffered update is dropped and its lag count grows
 ///   ([`Subscriber::on_lagged`], [`Subscription::lagged`],
 ///   [`EventStream::lagged`]). Updates are progress: the newest is kept.
@@ -79,10 +81,10 @@ struct Entry {
 }
 
 impl EventBus {
-    /// A bus without subscribers, whose subscribers keep [`DEFAULT_BUFFER`]
+    /// A bus without subscribers, whose subscribers keep [`EventBus::DEFAULT_BUFFER`]
     /// updates each.
     pub fn new() -> Self {
-        Self::with_buffer(DEFAULT_BUFFER)
+        Self::with_buffer(EventBus::DEFAULT_BUFFER)
     }
 
     /// A bus whose subscribers keep at most `updates` updates each (at

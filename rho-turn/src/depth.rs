@@ -5,14 +5,17 @@
 //! (a host that builds them, a model told to) would overflow the loop's
 //! stack at the first of these, and a stack overflow ends the process. So
 //! a turn measures each call's nesting without recursion first, and takes
-//! arguments past [`MAX_ARGUMENT_DEPTH`] apart without recursion before
+//! arguments past [`ArgumentError::MAX_DEPTH`] apart without recursion before
 //! anything else sees them: the call is refused with a clear error instead.
 
+use crate::validate::ArgumentError;
 use serde_json::Value;
 
-/// How deep a call's arguments may nest: serde_json's own limit when it
-/// parses text, so arguments a model sent as JSON never reach it.
-pub const MAX_ARGUMENT_DEPTH: usize = 128;
+impl ArgumentError {
+    /// How deep a call's arguments may nest: serde_json's own limit when it
+    /// parses text, so arguments a model sent as JSON never reach it.
+    pub const MAX_DEPTH: usize = 128;
+}
 
 /// Whether `value` nests deeper than `max` levels (a scalar is level 0).
 /// Looks at most at `max + 1` levels of any branch, without recursion.
@@ -48,7 +51,8 @@ pub(crate) fn dismantle(value: Value) {
 /// What events show in place of arguments nested too deep.
 pub(crate) fn placeholder() -> Value {
     Value::String(format!(
-        "<arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels: not shown>"
+        "<arguments nested deeper than {} levels: not shown>",
+        ArgumentError::MAX_DEPTH
     ))
 }
 
@@ -82,7 +86,7 @@ mod tests {
     #[test]
     fn a_million_levels_are_measured_and_dropped_without_recursion() {
         let deep = nested(1_000_000);
-        assert!(nests_deeper_than(&deep, MAX_ARGUMENT_DEPTH));
+        assert!(nests_deeper_than(&deep, ArgumentError::MAX_DEPTH));
         dismantle(deep);
     }
 }

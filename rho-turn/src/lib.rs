@@ -126,9 +126,8 @@ mod typed;
 mod validate;
 
 pub use abort::TurnAbort;
-pub use bus::{DEFAULT_BUFFER, EventBus, SubscriberId};
+pub use bus::{EventBus, SubscriberId};
 pub use cap::OutputCap;
-pub use depth::MAX_ARGUMENT_DEPTH;
 pub use entry::SessionEntry;
 pub use event::{
     CallRef, ExecutionAwaitingApproval, ExecutionEnd, ExecutionRunning, ExecutionStart,
@@ -140,7 +139,7 @@ pub use stream::EventStream;
 pub use subscriber::{Subscriber, Subscription};
 pub use turn::Turn;
 pub use typed::{Typed, TypedTool};
-pub use validate::{ArgumentError, Failure, MAX_ECHO, MAX_LISTED, SchemaCache};
+pub use validate::{ArgumentError, Failure, SchemaCache};
 
 /// Re-exported so typed tools derive `JsonSchema` from the same `schemars`.
 pub use schemars;

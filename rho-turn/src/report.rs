@@ -1,5 +1,6 @@
 //! Turning a call's core events into the turn's events and entries.
 
+use crate::validate::ArgumentError;
 use rho_tool_core::untrusted::Plain;
 use rho_tool_core::{CallEnd, CallEvent, ToolResult};
 
@@ -85,9 +86,9 @@ pub(crate) fn entry(
 }
 
 /// The result of a call whose arguments nested deeper than
-/// [`MAX_ARGUMENT_DEPTH`](crate::MAX_ARGUMENT_DEPTH).
+/// [`ArgumentError::MAX_DEPTH`](ArgumentError::MAX_DEPTH).
 pub(crate) fn too_deep_result(tool: &str) -> ToolResult {
-    let max = crate::MAX_ARGUMENT_DEPTH;
+    let max = ArgumentError::MAX_DEPTH;
     ToolResult::error(format!(
         "tool `{tool}` was not run: its arguments are nested deeper than {max} levels"
     ))

@@ -1,5 +1,6 @@
 //! `Turn`: the calls of one model message, run side by side, as one future.
 
+use crate::validate::ArgumentError;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
@@ -150,8 +151,7 @@ impl<E: Executor> Turn<E> {
             .into_iter()
             .enumerate()
             .map(|(index, mut call)| {
-                let fault = if depth::nests_deeper_than(&call.arguments, depth::MAX_ARGUMENT_DEPTH)
-                {
+                let fault = if depth::nests_deeper_than(&call.arguments, ArgumentError::MAX_DEPTH) {
                     // Taken apart now, before anything (an event, the
                     // validator, a drop) can recurse through them.
                     let arguments = std::mem::replace(&mut call.arguments, depth::placeholder());

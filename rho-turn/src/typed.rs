@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -60,9 +60,9 @@ pub trait TypedTool: Send + Sync + 'static {
     fn description(&self) -> &str;
 
     /// How long the tool may run once its gate allowed it. Default:
-    /// [`DEFAULT_TIMEOUT`].
+    /// `<dyn Tool>::DEFAULT_TIMEOUT`.
     fn timeout(&self) -> Duration {
-        DEFAULT_TIMEOUT
+        <dyn Tool>::DEFAULT_TIMEOUT
     }
 
     /// Whether the tool's code was not written by the host. Default:

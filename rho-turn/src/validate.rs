@@ -12,11 +12,15 @@ use serde_json::Value;
 
 use crate::cap::cut_middle;
 
-/// How many failures an error lists; the rest are counted.
-pub const MAX_LISTED: usize = 50;
-/// How many bytes of the received arguments an error echoes (head and tail
-/// kept, the middle cut).
-pub const MAX_ECHO: usize = 2048;
+impl ArgumentError {
+    /// How many failures an error lists; the rest are counted.
+    pub const MAX_LISTED: usize = 50;
+
+    /// How many bytes of the received arguments an error echoes (head and
+    /// tail kept, the middle cut).
+    pub const MAX_ECHO: usize = 2048;
+}
+
 /// How many bytes of one failure's message an error keeps.
 const MAX_MESSAGE: usize = 300;
 /// How many failures are counted at most (a huge array of wrong items
@@ -106,7 +110,7 @@ impl SchemaCache {
     /// # Errors
     ///
     /// [`ArgumentError::Invalid`] with every failure (up to
-    /// [`MAX_LISTED`]) when the arguments do not fit; [`ArgumentError::BadSchema`]
+    /// [`ArgumentError::MAX_LISTED`]) when the arguments do not fit; [`ArgumentError::BadSchema`]
     /// when the schema itself is not a valid JSON Schema.
     pub fn check(
         &self,
@@ -187,7 +191,7 @@ fn report(
     let mut total = 0;
     for error in validator.iter_errors(arguments).take(MAX_COUNTED) {
         total += 1;
-        if failures.len() < MAX_LISTED {
+        if failures.len() < ArgumentError::MAX_LISTED {
             failures.push(Failure {
                 path: error.instance_path().as_str().to_owned(),
                 message: cut_middle(&error.to_string(), MAX_MESSAGE).0,
@@ -201,7 +205,7 @@ fn report(
         tool: tool.to_owned(),
         failures,
         total,
-        received: cut_middle(&arguments.to_string(), MAX_ECHO).0,
+        received: cut_middle(&arguments.to_string(), ArgumentError::MAX_ECHO).0,
     })
 }
 
@@ -233,12 +237,12 @@ pub enum ArgumentError {
         /// The tool.
         tool: String,
         /// The failures, in the schema crate's order (at most
-        /// [`MAX_LISTED`]).
+        /// [`ArgumentError::MAX_LISTED`]).
         failures: Vec<Failure>,
         /// How many failures there are in all (counted up to 1,000).
         total: usize,
         /// The arguments received, as compact JSON, cut in the middle
-        /// past [`MAX_ECHO`] bytes.
+        /// past [`ArgumentError::MAX_ECHO`] bytes.
         received: String,
     },
     /// The tool's schema is not a valid JSON Schema: no call of it can be

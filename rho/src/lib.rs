@@ -148,9 +148,8 @@ pub use rho_untrusted::Plain;
 /// what the model reads.
 pub mod tool {
     pub use rho_tool_core::{
-        AnswerError, Audio, ClockPause, Content, DEFAULT_TIMEOUT, EmbeddedResource, Image,
-        ResourceContents, ResourceLink, Tool, ToolAnnotations, ToolContext, ToolOutput, ToolResult,
-        async_trait,
+        AnswerError, Audio, ClockPause, Content, EmbeddedResource, Image, ResourceContents,
+        ResourceLink, Tool, ToolAnnotations, ToolContext, ToolOutput, ToolResult, async_trait,
     };
     pub use rho_turn::{Typed, TypedTool, schemars};
 }
@@ -159,8 +158,8 @@ pub mod tool {
 /// ended.
 pub mod call {
     pub use rho_tool_core::{
-        AbortHandle, AwaitingApproval, CallEnd, CallEvent, CallHandle, DEFAULT_MAX_CLOCK_PAUSE,
-        Outcome, Runner, Running, Start, TaskId, ToolCall, Update, Watch,
+        AbortHandle, AwaitingApproval, CallEnd, CallEvent, CallHandle, Outcome, Runner, Running,
+        Start, TaskId, ToolCall, Update, Watch,
     };
 }
 
@@ -187,11 +186,10 @@ pub mod registry {
 /// subscribers, and what the session keeps.
 pub mod turn {
     pub use rho_turn::{
-        ArgumentError, CallRef, DEFAULT_BUFFER, EventBus, EventStream, ExecutionAwaitingApproval,
-        ExecutionEnd, ExecutionRunning, ExecutionStart, ExecutionUpdate, Failure, KeepDetails,
-        KeepFn, MAX_ARGUMENT_DEPTH, MAX_ECHO, MAX_LISTED, OutputCap, SchemaCache, SessionEntry,
-        Subscriber, SubscriberId, Subscription, Turn, TurnAbort, TurnEvent, TurnId, TurnRunner,
-        WeakTurnRunner, json_size,
+        ArgumentError, CallRef, EventBus, EventStream, ExecutionAwaitingApproval, ExecutionEnd,
+        ExecutionRunning, ExecutionStart, ExecutionUpdate, Failure, KeepDetails, KeepFn, OutputCap,
+        SchemaCache, SessionEntry, Subscriber, SubscriberId, Subscription, Turn, TurnAbort,
+        TurnEvent, TurnId, TurnRunner, WeakTurnRunner, json_size,
     };
 }
 

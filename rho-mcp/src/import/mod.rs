@@ -12,7 +12,7 @@
 //!   them). `notifications/tools/list_changed` lists them again, and so
 //!   does a restart.
 //! - **rho's deadline.** Every call has the tool's rho timeout (the
-//!   builder's, or [`DEFAULT_TIMEOUT`](rho_tool_core::DEFAULT_TIMEOUT)),
+//!   builder's, or two minutes: `<dyn Tool>::DEFAULT_TIMEOUT`),
 //!   whatever the server and the SDK would wait. At the deadline or a host
 //!   abort the call ends at once and the server is sent
 //!   `notifications/cancelled` for it; the server keeps serving the
@@ -25,7 +25,7 @@
 //!   [`extras`](rho_tool_core::ToolResult::extras); `isError` as sent
 //!   (an error keeps its images); `structuredContent` as the details.
 //!   Served on (the proxy), it is the answer the server gave. Bytes are
-//!   kept up to the message limit ([`DEFAULT_MAX_MESSAGE`] unless set),
+//!   kept up to the message limit ([`McpSource::DEFAULT_MAX_MESSAGE`] unless set),
 //!   past which the call ends with an error naming the limit. Progress
 //!   notifications become partial results
 //!   ([`ToolContext::update`](rho_tool_core::ToolContext::update)).
@@ -51,7 +51,7 @@
 //!   call the server refuses in its own answer crashes alone.
 //! - **Garbage is a clear error, in bounded memory.** A line on stdout
 //!   that is not an MCP message, a line longer than the cap
-//!   ([`DEFAULT_MAX_MESSAGE`] unless set), or an answer to a request that
+//!   ([`McpSource::DEFAULT_MAX_MESSAGE`] unless set), or an answer to a request that
 //!   was never sent ends the connection: the server is killed and its
 //!   calls crash with a text quoting what it wrote. Nothing past the cap is
 //!   held, and no other server notices.
@@ -143,6 +143,4 @@ mod transport;
 pub use error::ImportError;
 pub use health::Backoff;
 pub(crate) use http::HttpSpec;
-pub use source::{
-    DEFAULT_MAX_MESSAGE, DEFAULT_STARTUP_TIMEOUT, Http, McpSource, McpSourceBuilder, Stdio,
-};
+pub use source::{Http, McpSource, McpSourceBuilder, Stdio};

@@ -1,5 +1,6 @@
 //! [`McpSource`]: an MCP server's tools as a source of a rho registry.
 
+use rho_tool_core::Tool;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
@@ -9,7 +10,6 @@ use std::time::Duration;
 use rho_registry::{
     Accounting, ChangeSubscription, Disabled, QuarantineRule, Source, ToolRegistry,
 };
-use rho_tool_core::DEFAULT_TIMEOUT;
 use tokio::sync::oneshot;
 
 use super::connection::Limits;
@@ -21,11 +21,15 @@ use super::runtime::{RuntimeThread, SourceRuntime};
 use super::server::{Endpoint, Server, Settings};
 use super::stdio::CommandSpec;
 
-/// The largest message a server may write by default: 16 MiB.
-pub const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
-/// How long a server has by default to start, answer `initialize` and
-/// list its tools: 30 s.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+impl McpSource {
+    /// The largest message a server may write by default: 16 MiB.
+    pub const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
+}
+impl McpSource {
+    /// How long a server has by default to start, answer `initialize` and
+    /// list its tools: 30 s.
+    pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+}
 
 /// An MCP server imported into a [`ToolRegistry`] as an untrusted source.
 ///
@@ -257,10 +261,10 @@ impl<K> McpSourceBuilder<K> {
         Self {
             name,
             endpoint,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: <dyn Tool>::DEFAULT_TIMEOUT,
             prefix: String::new(),
-            max_message: DEFAULT_MAX_MESSAGE,
-            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            max_message: McpSource::DEFAULT_MAX_MESSAGE,
+            startup_timeout: McpSource::DEFAULT_STARTUP_TIMEOUT,
             rule: QuarantineRule::after(3).within(Duration::from_secs(300)),
             backoff: Backoff::default(),
             accounting: None,
@@ -285,7 +289,7 @@ impl<K> McpSourceBuilder<K> {
         self
     }
 
-    /// Every tool's rho timeout (default [`DEFAULT_TIMEOUT`]), which holds
+    /// Every tool's rho timeout (default `<dyn Tool>::DEFAULT_TIMEOUT`), which holds
     /// whatever the server and the SDK would wait: at the deadline the call
     /// ends and the server is sent `notifications/cancelled`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -302,7 +306,7 @@ impl<K> McpSourceBuilder<K> {
     }
 
     /// The largest message the server may send (default
-    /// [`DEFAULT_MAX_MESSAGE`]): one line of a stdio server, one response
+    /// [`McpSource::DEFAULT_MAX_MESSAGE`]): one line of a stdio server, one response
     /// body or stream event of an HTTP server. A longer one is refused with
     /// no more of it held than this: on stdio it ends the connection as a
     /// protocol violation; over HTTP a response body past it crashes its
@@ -315,7 +319,7 @@ impl<K> McpSourceBuilder<K> {
 
     /// How long the server has to start (or be reached) and answer
     /// `initialize`, and to answer each `tools/list` (default
-    /// [`DEFAULT_STARTUP_TIMEOUT`]).
+    /// [`McpSource::DEFAULT_STARTUP_TIMEOUT`]).
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.startup_timeout = timeout;
         self

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rho_process::{ChildGroup, DEFAULT_STDERR_TAIL, Exited, GroupKiller};
+use rho_process::{ChildGroup, Exited, GroupKiller};
 use tokio::sync::{Notify, oneshot, watch};
 
 use super::connection::{Connection, Death, DeathSender, Limits, Remote, publish};
@@ -101,7 +101,8 @@ pub(crate) async fn start(
     let copy = limits
         .forward_stderr
         .then(|| Box::new(std::io::stderr()) as Box<dyn std::io::Write + Send>);
-    let spawned = ChildGroup::spawn_with_stderr(spec.command(), DEFAULT_STDERR_TAIL, copy);
+    let spawned =
+        ChildGroup::spawn_with_stderr(spec.command(), ChildGroup::DEFAULT_STDERR_TAIL, copy);
     let mut child = spawned.map_err(|error| {
         format!(
             "could not be started (`{}`: {error})",

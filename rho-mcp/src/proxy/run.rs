@@ -2,6 +2,7 @@
 //! registry, and that registry served to one client with the policy's
 //! gate, the output cap and the audit log.
 
+use rho_tool_core::Tool;
 use std::ffi::OsString;
 use std::fmt;
 use std::io::Write as _;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use rho_exec_tokio::TokioExecutor;
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
-use rho_tool_core::{AnnotationGate, DEFAULT_TIMEOUT, Runner, Verdict};
+use rho_tool_core::{AnnotationGate, Runner, Verdict};
 use rho_turn::OutputCap;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -58,7 +59,7 @@ pub struct ProxyOptions {
 impl ProxyOptions {
     /// A proxy in front of the stdio MCP server `program` runs, with the
     /// defaults: every call allowed, no audit log, rho's
-    /// [`DEFAULT_TIMEOUT`], no output cap, quarantine after 3.
+    /// `<dyn Tool>::DEFAULT_TIMEOUT`, no output cap, quarantine after 3.
     pub fn new(program: impl Into<OsString>) -> Self {
         let program = program.into();
         let name = Path::new(&program).file_name().map_or_else(
@@ -103,7 +104,7 @@ impl ProxyOptions {
             policy: allow_all(),
             audit: None,
             audit_arguments: false,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: <dyn Tool>::DEFAULT_TIMEOUT,
             output_cap: None,
             quarantine_after: 3,
         }
@@ -176,7 +177,7 @@ impl ProxyOptions {
 
     /// Every call's time limit, counted from the policy's approval: at the
     /// deadline the call ends with an error result and the server is sent
-    /// `notifications/cancelled` (default [`DEFAULT_TIMEOUT`]).
+    /// `notifications/cancelled` (default `<dyn Tool>::DEFAULT_TIMEOUT`).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self

@@ -33,7 +33,7 @@ mod stdio_fd;
 mod stream;
 
 pub use elicit::ElicitationApprover;
-pub use http::{DEFAULT_MAX_BODY_BYTES, HttpOptions, HttpServer};
+pub use http::{HttpOptions, HttpServer};
 pub use observe::{CallObserver, ServedCall};
-pub use server::{DEFAULT_MAX_CALLS_PER_SESSION, McpServer};
+pub use server::McpServer;
 pub use session::Session;

@@ -70,10 +70,10 @@ impl<E: Executor> Clone for Shared<E> {
     }
 }
 
-/// How many calls one session may have in flight by default.
-pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
-
 impl<E: Executor> McpServer<E> {
+    /// How many calls one session may have in flight by default.
+    pub const DEFAULT_MAX_CALLS_PER_SESSION: usize = 64;
+
     /// Serves `registry`'s tools, each call started on `runner` (an
     /// executor, or a [`Runner`] with the host's gate and limits).
     ///
@@ -88,7 +88,7 @@ impl<E: Executor> McpServer<E> {
                 outputs: SchemaCache::new(),
                 identity: Implementation::new("rho-mcp", env!("CARGO_PKG_VERSION")),
                 instructions: None,
-                max_calls_per_session: DEFAULT_MAX_CALLS_PER_SESSION,
+                max_calls_per_session: Self::DEFAULT_MAX_CALLS_PER_SESSION,
                 elicitation: None,
                 sessions: Arc::default(),
                 output_cap: None,
@@ -123,7 +123,7 @@ impl<E: Executor> McpServer<E> {
     }
 
     /// How many calls one session may have in flight (at least one;
-    /// default [`DEFAULT_MAX_CALLS_PER_SESSION`]). A call beyond that is
+    /// default [`DEFAULT_MAX_CALLS_PER_SESSION`](McpServer::DEFAULT_MAX_CALLS_PER_SESSION)). A call beyond that is
     /// answered at once with an error result saying so, without running.
     pub fn with_max_calls_per_session(self, calls: usize) -> Self {
         self.change(|shared| shared.max_calls_per_session = calls.max(1))

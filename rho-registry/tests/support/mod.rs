@@ -13,8 +13,7 @@ use rho_exec_tokio::TokioExecutor;
 use rho_registry::ToolRegistry;
 use rho_tool_core::untrusted::{install_quiet_panic_hook, restore_panic_hook};
 use rho_tool_core::{
-    CallEnd, DEFAULT_TIMEOUT, Gate, Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput,
-    Verdict, async_trait,
+    CallEnd, Gate, Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
 };
 
 /// What a call of a [`Scripted`] tool is told to do.
@@ -81,7 +80,7 @@ pub(crate) struct Scripted {
 
 /// A scripted tool with the default timeout.
 pub(crate) fn scripted(name: &str) -> Arc<dyn Tool> {
-    scripted_with_timeout(name, DEFAULT_TIMEOUT)
+    scripted_with_timeout(name, <dyn Tool>::DEFAULT_TIMEOUT)
 }
 
 /// A scripted tool with `timeout`.
@@ -158,11 +157,8 @@ pub(crate) fn launch(
     class: Class,
     call: ToolCall,
 ) -> tokio::task::JoinHandle<CallEnd> {
-    let handle = {
-        let call = call;
-        let start = registry.start_for(&call.name);
-        runner.start(call, start)
-    };
+    let start = registry.start_for(&call.name);
+    let handle = runner.start(call, start);
     if class == Class::Abort {
         handle.abort();
     }

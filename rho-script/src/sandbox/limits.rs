@@ -2,11 +2,13 @@
 
 use rho_tool_core::untrusted::Limits;
 
-/// The default JavaScript stack limit: 512 KiB.
-pub const DEFAULT_STACK_LIMIT: usize = 512 << 10;
+impl ScriptLimits {
+    /// The default JavaScript stack limit: 512 KiB.
+    pub const DEFAULT_STACK: usize = 512 << 10;
 
-/// The default memory cap of one call: 64 MiB.
-pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
+    /// The default memory cap of one call: 64 MiB.
+    pub const DEFAULT_MEMORY: usize = 64 << 20;
+}
 
 /// How much a script's sandbox may take in one call, besides time.
 ///
@@ -24,7 +26,7 @@ pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
 #[non_exhaustive]
 pub struct ScriptLimits {
     /// The memory the call's JavaScript runtime may allocate, in bytes
-    /// (default [`DEFAULT_MEMORY_LIMIT`]). Past it the call ends crashed,
+    /// (default [`ScriptLimits::DEFAULT_MEMORY`]). Past it the call ends crashed,
     /// with a text naming the limit.
     pub memory: usize,
     /// The limits of the answer's plain form: depth, number of values,
@@ -51,7 +53,7 @@ impl ScriptLimits {
 impl Default for ScriptLimits {
     fn default() -> Self {
         Self {
-            memory: DEFAULT_MEMORY_LIMIT,
+            memory: ScriptLimits::DEFAULT_MEMORY,
             answer: Limits::default(),
         }
     }

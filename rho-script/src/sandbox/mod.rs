@@ -37,7 +37,7 @@ pub mod worker;
 pub(crate) use engine::CheckFailure;
 pub(crate) use host::{Callee, HostAnswer, HostAsk, HostCalls};
 pub(crate) use job::{Clock, JobKind, JobSpec, Origin};
-pub use limits::{DEFAULT_MEMORY_LIMIT, DEFAULT_STACK_LIMIT, ScriptLimits};
+pub use limits::ScriptLimits;
 pub use options::{Isolation, PoolOptions, PoolState};
 pub(crate) use output::plain_to_wire;
 pub use pool::ScriptPool;

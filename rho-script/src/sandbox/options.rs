@@ -1,7 +1,7 @@
 //! How a [`ScriptPool`] is made ([`PoolOptions`], [`Isolation`]) and what
 //! it reports of itself ([`PoolState`]).
 
-use crate::sandbox::limits::DEFAULT_STACK_LIMIT;
+use crate::ScriptLimits;
 #[cfg(doc)]
 use crate::sandbox::pool::ScriptPool;
 
@@ -37,7 +37,7 @@ pub struct PoolOptions {
     /// with an error saying the pool is busy. Default: 64.
     pub queue: usize,
     /// The JavaScript stack limit of every call, in bytes: recursion past it
-    /// ends the call with a stack error. Default: [`DEFAULT_STACK_LIMIT`].
+    /// ends the call with a stack error. Default: [`ScriptLimits::DEFAULT_STACK`].
     /// Each thread's own stack is this plus 2 MiB.
     pub stack_limit: usize,
     /// Where the scripts run. Default: [`Isolation::Threads`].
@@ -62,7 +62,7 @@ impl PoolOptions {
         Self {
             threads: threads.max(1),
             queue: 64,
-            stack_limit: DEFAULT_STACK_LIMIT,
+            stack_limit: ScriptLimits::DEFAULT_STACK,
             isolation: Isolation::Threads,
             max_abandoned: threads.max(1),
         }

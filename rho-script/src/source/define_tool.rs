@@ -4,7 +4,7 @@
 use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 use serde_json::{Value, json};
 
-use crate::source::{MAX_NAME_LEN, ScriptDefinition, ScriptSource};
+use crate::source::{ScriptDefinition, ScriptSource};
 
 /// The tool `define_tool`: the model defines (or redefines) a JavaScript
 /// tool of a [`ScriptSource`] during a turn.
@@ -94,7 +94,7 @@ impl Tool for DefineTool {
                     "description": "The tool's name: letters, digits, `_` or `-`.",
                     "pattern": "^[A-Za-z0-9_-]+$",
                     "minLength": 1,
-                    "maxLength": MAX_NAME_LEN,
+                    "maxLength": ScriptSource::MAX_NAME_LEN,
                 },
                 "description": {
                     "type": "string",

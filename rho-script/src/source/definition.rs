@@ -8,9 +8,9 @@ use std::time::Duration;
 use rho_registry::Disabled;
 use rho_tool_core::untrusted::call_contained;
 
-use crate::source::MAX_NAME_LEN;
+use crate::source::ScriptSource;
 #[cfg(doc)]
-use crate::source::{ScriptSource, ScriptSourceBuilder};
+use crate::source::ScriptSourceBuilder;
 
 /// One tool, as the model (or the host) defines it: what
 /// [`ScriptSource::define`] checks and registers.
@@ -246,7 +246,7 @@ impl fmt::Display for Defined {
 pub(super) fn check_name(name: &str) -> Result<(), DefineError> {
     let reason = if name.is_empty() {
         Some("it is empty".to_owned())
-    } else if name.len() > MAX_NAME_LEN {
+    } else if name.len() > ScriptSource::MAX_NAME_LEN {
         Some(format!("it has {} characters", name.chars().count()))
     } else {
         name.chars()
@@ -255,7 +255,7 @@ pub(super) fn check_name(name: &str) -> Result<(), DefineError> {
     };
     match reason {
         Some(reason) => Err(DefineError::BadName {
-            name: name.chars().take(2 * MAX_NAME_LEN).collect(),
+            name: name.chars().take(2 * ScriptSource::MAX_NAME_LEN).collect(),
             reason,
         }),
         None => Ok(()),

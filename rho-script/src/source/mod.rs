@@ -4,17 +4,17 @@
 //! which the model defines them. Built on the script tools
 //! ([`crate::tool`]), code mode ([`crate::code`]) and the sandbox.
 
+use rho_tool_core::Tool;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rho_registry::{RegistryError, Source, SourceHandle, SourcePolicy, ToolRegistry};
-use rho_tool_core::DEFAULT_TIMEOUT;
 use rho_tool_core::untrusted::call_contained;
 
 use crate::code::CodeMode;
 use crate::sandbox::{CheckFailure, Clock, JobKind, JobSpec, Origin, ScriptLimits, ScriptPool};
-use crate::tool::{DEFAULT_MAX_SOURCE, Grant, GrantSet, ScriptTool};
+use crate::tool::{Grant, GrantSet, ScriptTool};
 
 mod define_tool;
 mod definition;
@@ -23,20 +23,22 @@ pub use define_tool::DefineTool;
 pub use definition::{DefineError, Defined, ScriptDefinition};
 use definition::{check_name, check_schema};
 
-/// How long a definition's top level may run at its check, by default:
-/// one second. A top level that declares functions and constants takes
-/// microseconds; one that loops for ever is refused at this deadline. It
-/// counts from when a script thread takes the check, not from the call of
-/// [`ScriptSource::define`].
-pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(1);
+impl ScriptSource {
+    /// How long a definition's top level may run at its check, by default:
+    /// one second. A top level that declares functions and constants takes
+    /// microseconds; one that loops for ever is refused at this deadline. It
+    /// counts from when a script thread takes the check, not from the call of
+    /// [`ScriptSource::define`].
+    pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The longest tool name: 64 characters.
-pub const MAX_NAME_LEN: usize = 64;
+    /// The longest tool name: 64 characters.
+    pub const MAX_NAME_LEN: usize = 64;
 
-/// How many tools a script source may hold by default: 64. Each new name
-/// starts a clean record in the source's accounting, so without a bound a
-/// model could keep defining a crashing tool under new names.
-pub const DEFAULT_MAX_TOOLS: usize = 64;
+    /// How many tools a script source may hold by default: 64. Each new name
+    /// starts a clean record in the source's accounting, so without a bound a
+    /// model could keep defining a crashing tool under new names.
+    pub const DEFAULT_MAX_TOOLS: usize = 64;
+}
 
 /// An untrusted registry source of JavaScript tools, defined while the
 /// session runs and each checked before it is registered.
@@ -61,7 +63,7 @@ pub const DEFAULT_MAX_TOOLS: usize = 64;
 /// 3. the script, in a fresh sandbox on the pool's threads, with the
 ///    source's memory cap, the pool's stack limit and the interrupt: it is
 ///    parsed (a syntax error is refused with its line and column), its top
-///    level runs under a short deadline ([`DEFAULT_CHECK_TIMEOUT`]; a top
+///    level runs under a short deadline ([`ScriptSource::DEFAULT_CHECK_TIMEOUT`]; a top
 ///    level that throws, or runs past a limit or the deadline, is refused),
 ///    and it must leave a function `run` (which is not called);
 /// 4. the registry: a name that another source holds is refused.
@@ -135,8 +137,8 @@ impl ScriptSource {
     /// A source named `name` whose tools run on `pool`'s threads, to be
     /// registered with [`ScriptSourceBuilder::register`]. Defaults: no
     /// policy, [`ScriptLimits::default`], tools' timeout
-    /// [`DEFAULT_TIMEOUT`], check deadline [`DEFAULT_CHECK_TIMEOUT`],
-    /// [`DEFAULT_MAX_SOURCE`] bytes of source and [`DEFAULT_MAX_TOOLS`]
+    /// `<dyn Tool>::DEFAULT_TIMEOUT`, check deadline [`ScriptSource::DEFAULT_CHECK_TIMEOUT`],
+    /// [`ScriptTool::DEFAULT_MAX_SOURCE`] bytes of source and [`ScriptSource::DEFAULT_MAX_TOOLS`]
     /// tools.
     pub fn builder(name: impl Into<String>, pool: &ScriptPool) -> ScriptSourceBuilder {
         ScriptSourceBuilder {
@@ -145,10 +147,10 @@ impl ScriptSource {
                 policy: None,
                 pool: pool.clone(),
                 limits: ScriptLimits::default(),
-                timeout: DEFAULT_TIMEOUT,
-                check_timeout: DEFAULT_CHECK_TIMEOUT,
-                max_source: DEFAULT_MAX_SOURCE,
-                max_tools: DEFAULT_MAX_TOOLS,
+                timeout: <dyn Tool>::DEFAULT_TIMEOUT,
+                check_timeout: ScriptSource::DEFAULT_CHECK_TIMEOUT,
+                max_source: ScriptTool::DEFAULT_MAX_SOURCE,
+                max_tools: ScriptSource::DEFAULT_MAX_TOOLS,
                 grants: GrantSet::default(),
                 code: None,
             },

@@ -15,7 +15,9 @@ pub use grant::{Grant, GrantError, HostFunction, HostFuture};
 pub use run_script::RunScript;
 pub use script_tool::ScriptTool;
 
-/// The largest source a definition may have by default: 256 KiB. A tool
-/// the model writes is a function or a few; a source of megabytes is a
-/// mistake or an attack, and each call would parse all of it again.
-pub const DEFAULT_MAX_SOURCE: usize = 256 << 10;
+impl ScriptTool {
+    /// The largest source a definition may have by default: 256 KiB. A tool
+    /// the model writes is a function or a few; a source of megabytes is a
+    /// mistake or an attack, and each call would parse all of it again.
+    pub const DEFAULT_MAX_SOURCE: usize = 256 << 10;
+}

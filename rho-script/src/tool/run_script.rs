@@ -1,6 +1,7 @@
 //! [`RunScript`]: the ready tool by which the model runs a program it
 //! writes in the call itself.
 
+use crate::ScriptTool;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::code::CodeMode;
 use crate::sandbox::{Origin, ScriptLimits, ScriptPool};
+use crate::tool::Grant;
 use crate::tool::script_tool::Runs;
-use crate::tool::{DEFAULT_MAX_SOURCE, Grant};
 
 /// The tool `run_script`: the model writes a JavaScript program in the
 /// call (`{ source, args }`) and gets what it answers, in one call.
@@ -46,11 +47,11 @@ impl RunScript {
     pub const NAME: &'static str = "run_script";
 
     /// A `run_script` on `pool`'s threads: the default timeout, limits and
-    /// largest source ([`DEFAULT_MAX_SOURCE`]), no grants, no code mode.
+    /// largest source ([`ScriptTool::DEFAULT_MAX_SOURCE`]), no grants, no code mode.
     pub fn new(pool: &ScriptPool) -> Self {
         Self {
             runs: Runs::new(Self::NAME.to_owned(), pool),
-            max_source: DEFAULT_MAX_SOURCE,
+            max_source: ScriptTool::DEFAULT_MAX_SOURCE,
         }
     }
 

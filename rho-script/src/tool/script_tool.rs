@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use std::task::{Context, Poll};
 
-use rho_tool_core::{DEFAULT_TIMEOUT, Tool, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
 
 use crate::code::{CodeCalls, CodeMode};
 use crate::sandbox::{
@@ -39,7 +39,7 @@ pub struct ScriptTool {
 
 impl ScriptTool {
     /// A tool called `name` that runs `source` on `pool`'s threads, with
-    /// arguments of any object, the default timeout ([`DEFAULT_TIMEOUT`])
+    /// arguments of any object, the default timeout (`<dyn Tool>::DEFAULT_TIMEOUT`)
     /// and the default limits.
     ///
     /// Nothing is checked here: a source that does not load or defines no
@@ -163,7 +163,7 @@ impl Runs {
     pub(crate) fn new(name: String, pool: &ScriptPool) -> Self {
         Self {
             name: Arc::from(name),
-            timeout: DEFAULT_TIMEOUT,
+            timeout: <dyn Tool>::DEFAULT_TIMEOUT,
             limits: ScriptLimits::default(),
             grants: GrantSet::default(),
             code: None,

@@ -10,11 +10,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{BYTES_KEY, Plain, base64_encode, non_finite_text};
 
-/// Lists and maps nest at most this deep when read by [`Plain`]'s
-/// `Deserialize`, whatever the format; serde_json refuses deeper JSON itself
-/// (its recursion limit is 128 too), formats without such a limit are
-/// stopped here before the stack is exhausted.
-pub const MAX_DESERIALIZE_DEPTH: usize = 128;
+impl Plain {
+    /// Lists and maps nest at most this deep when read by [`Plain`]'s
+    /// `Deserialize`, whatever the format; serde_json refuses deeper JSON itself
+    /// (its recursion limit is 128 too), formats without such a limit are
+    /// stopped here before the stack is exhausted.
+    pub const MAX_DESERIALIZE_DEPTH: usize = 128;
+}
 
 /// Writes the natural form; [`Plain::Bytes`] as `{"$bytes": "<base64>"}` in
 /// human-readable formats (JSON) and as native bytes in the others. A
@@ -60,7 +62,7 @@ impl Serialize for Plain {
 /// integers that do not fit 64 bits, and non-finite floats, read as text, as
 /// [`to_plain`](super::to_plain) would make them. Map keys may be text,
 /// integers or booleans (written out as text). Lists and maps nested deeper
-/// than [`MAX_DESERIALIZE_DEPTH`] are refused.
+/// than [`Plain::MAX_DESERIALIZE_DEPTH`] are refused.
 impl<'de> Deserialize<'de> for Plain {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         PlainSeed { depth: 0 }.deserialize(deserializer)
@@ -75,9 +77,10 @@ struct PlainSeed {
 
 impl PlainSeed {
     fn deeper<E: de::Error>(self) -> Result<PlainSeed, E> {
-        if self.depth >= MAX_DESERIALIZE_DEPTH {
+        if self.depth >= Plain::MAX_DESERIALIZE_DEPTH {
             return Err(E::custom(format_args!(
-                "plain data nested deeper than {MAX_DESERIALIZE_DEPTH} levels"
+                "plain data nested deeper than {} levels",
+                Plain::MAX_DESERIALIZE_DEPTH
             )));
         }
         Ok(PlainSeed {
@@ -306,18 +309,18 @@ mod tests {
         // Our own limit stops a deserializer that has none: a
         // `serde_json::Value` built by hand.
         let mut value = json!(null);
-        for _ in 0..(MAX_DESERIALIZE_DEPTH + 1) {
+        for _ in 0..(Plain::MAX_DESERIALIZE_DEPTH + 1) {
             value = json!([value]);
         }
         let error = Plain::deserialize(value).expect_err("too deep");
         assert!(error.to_string().contains("deeper than 128"), "{error}");
         let mut value = json!(null);
-        for _ in 0..MAX_DESERIALIZE_DEPTH {
+        for _ in 0..Plain::MAX_DESERIALIZE_DEPTH {
             value = json!({ "k": value });
         }
         assert_eq!(
             Plain::deserialize(value).map(|p| p.depth()).ok(),
-            Some(MAX_DESERIALIZE_DEPTH)
+            Some(Plain::MAX_DESERIALIZE_DEPTH)
         );
     }
 

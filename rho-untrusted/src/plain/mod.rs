@@ -85,7 +85,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub use base64::{base64_decode, base64_encode};
-pub use de::MAX_DESERIALIZE_DEPTH;
 pub use limits::{Limit, Limits, PlainError};
 pub use owned::{Foreign, plain_owned};
 pub use ser::to_plain;

@@ -40,7 +40,7 @@ impl TestTool {
     {
         Self {
             name: name.to_owned(),
-            timeout: rho_tool_core::DEFAULT_TIMEOUT,
+            timeout: <dyn Tool>::DEFAULT_TIMEOUT,
             untrusted: false,
             run: Box::new(move |arguments, context| Box::pin(run(arguments, context))),
             runs: Arc::new(AtomicUsize::new(0)),
@@ -125,7 +125,7 @@ impl RaisesInRun {
         Self {
             name: name.to_owned(),
             reason: reason.clone(),
-            timeout: rho_tool_core::DEFAULT_TIMEOUT,
+            timeout: <dyn Tool>::DEFAULT_TIMEOUT,
         }
     }
 

@@ -8,7 +8,7 @@
 //!   names, the bound address, the hosts the host allows), and a request
 //!   that carries an `Origin` (a browser's) must come from a loopback
 //!   origin or one the host allows; others get `403`.
-//! - **Bounded.** A request body is at most [`DEFAULT_MAX_BODY_BYTES`]
+//! - **Bounded.** A request body is at most [`HttpOptions::DEFAULT_MAX_BODY_BYTES`]
 //!   unless set otherwise (`413` beyond); a session has at most its
 //!   server's calls in flight ([`McpServer::with_max_calls_per_session`]).
 //! - **Malformed JSON-RPC** gets a JSON-RPC error, and the server goes on.
@@ -43,8 +43,10 @@ use self::sessions::ClosingSessions;
 use super::server::McpServer;
 use crate::error::ServeError;
 
-/// The largest request body accepted by default: 4 MiB.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
+impl HttpOptions {
+    /// The largest request body accepted by default: 4 MiB.
+    pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
+}
 
 /// Where and how [`McpServer::serve_http`] serves.
 ///
@@ -74,7 +76,7 @@ pub struct HttpOptions {
 
 impl HttpOptions {
     /// `127.0.0.1`, a port the system picks, at `/mcp`, no token, bodies
-    /// up to [`DEFAULT_MAX_BODY_BYTES`].
+    /// up to [`HttpOptions::DEFAULT_MAX_BODY_BYTES`].
     pub fn new() -> Self {
         Self {
             addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
@@ -82,7 +84,7 @@ impl HttpOptions {
             bearer_token: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
-            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_body_bytes: HttpOptions::DEFAULT_MAX_BODY_BYTES,
             resume_grace: vanished::DEFAULT_RESUME_GRACE,
         }
     }
