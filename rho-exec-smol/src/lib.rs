@@ -177,12 +177,8 @@ use async_task::FallibleTask;
 use rho_tool_core::untrusted::call_contained;
 use rho_tool_core::{Executor, Joined, TaskHandle};
 
-mod names;
 mod pool;
 
-pub use names::{CallHandle, Runner};
-#[cfg(feature = "turn")]
-pub use names::{Turn, TurnRunner};
 pub use pool::SmolPool;
 
 /// rho's [`Executor`] on smol. Cheap to clone.
@@ -254,6 +250,12 @@ impl fmt::Debug for SmolExecutor {
 }
 
 impl Executor for SmolExecutor {
+    /// smol's executor puts every woken task on its shared queue and
+    /// wakes an idle thread for it, so the loop a call's running notice
+    /// woke is never held behind the call's task on this thread. Giving way
+    /// would only requeue the task and wake another thread to take it over.
+    const HOLDS_WOKEN_TASKS: bool = false;
+
     type Handle<T: Send + 'static> = SmolTask<T>;
     type Sleep = SmolSleep;
 
@@ -293,15 +295,6 @@ impl Executor for SmolExecutor {
         SmolSleep {
             timer: Some(Timer::after(duration)),
         }
-    }
-
-    /// Goes on at once: smol's executor puts every woken task on its
-    /// shared queue and wakes an idle thread for it, so the loop a call's
-    /// running notice woke is never held behind the call's task on this
-    /// thread. Giving way would only requeue the task and wake another
-    /// thread to take it over.
-    fn poll_give_way(&self, _yielded: &mut bool, _cx: &mut Context<'_>) -> Poll<()> {
-        Poll::Ready(())
     }
 }
 

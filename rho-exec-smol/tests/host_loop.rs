@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rho_exec_smol::{SmolPool, TurnRunner};
+use rho::smol::{SmolPool, TurnRunner};
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
 use rho_tool_core::{Outcome, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
 

@@ -89,11 +89,6 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
 mod clock;
-mod names;
-
-pub use names::{CallHandle, Runner};
-#[cfg(feature = "turn")]
-pub use names::{Turn, TurnRunner};
 
 /// rho's [`Executor`] on a tokio runtime. Cheap to clone.
 #[derive(Debug, Clone)]

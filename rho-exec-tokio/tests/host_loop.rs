@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rho_exec_tokio::{TokioExecutor, TurnRunner};
+use rho::tokio::{TokioExecutor, TurnRunner};
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
 use rho_tool_core::{Outcome, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
 
@@ -102,8 +102,8 @@ async fn a_hosts_own_watch_and_the_registrys_both_hear_each_call_once() {
         .add(Arc::new(Crashing { runs }))
         .expect("a new tool");
     let own = Arc::new(Count(AtomicUsize::new(0), AtomicUsize::new(0)));
-    let runner = rho_exec_tokio::Runner::new(TokioExecutor::current().expect("a timer"))
-        .with_watch(own.clone());
+    let runner =
+        rho::tokio::Runner::new(TokioExecutor::current().expect("a timer")).with_watch(own.clone());
     let turns = TurnRunner::new(runner, registry);
 
     let entries = turns

@@ -12,9 +12,10 @@ use import_support::{
     call, check_progress_read_with_the_answer, eventually, everything_source, fault_source, kill_9,
     node, processes_with,
 };
-use rho_exec_tokio::{Runner, TokioExecutor};
+use rho_exec_tokio::TokioExecutor;
 use rho_mcp::import::{Backoff, ImportError, McpSource};
 use rho_registry::ToolRegistry;
+use rho_tool_core::Runner;
 use rho_tool_core::{Outcome, ToolCall};
 use serde_json::json;
 

@@ -1,7 +1,6 @@
 //! The runtime seam: what rho asks of an async runtime.
 
 use std::future::Future;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// How a task ended, as its handle reports it.
@@ -58,32 +57,18 @@ pub trait Executor: Clone + Send + Sync + 'static {
     /// A future that completes after `duration`.
     fn sleep(&self, duration: Duration) -> Self::Sleep;
 
-    /// Gives way once, from inside a call's task, so that a task this one
-    /// has just woken on the same thread runs before it goes on.
+    /// Whether a task this executor wakes from inside another task may
+    /// wait behind that task on the same thread.
     ///
-    /// A call's task wakes the loop with its running notice (the loop
-    /// then starts the call's clock) and gives way before its tool runs:
-    /// a runtime that runs a task woken from a worker on that same worker
-    /// next (tokio's LIFO slot) would otherwise leave the loop queued
-    /// behind a tool that never yields, with no clock started.
-    ///
-    /// Polled as a future is: `yielded` is `false` at the first poll, which
-    /// sets it and returns `Pending` having arranged for the task to be
-    /// polled again; a later poll returns `Ready`. An executor whose
-    /// freshly woken tasks can run elsewhere at once may return `Ready` at
-    /// the first poll.
-    ///
-    /// The default wakes the task at once (`wake_by_ref`), which puts it at
-    /// the back of the executor's queue. `rho-exec-tokio` defers the wake
-    /// until the worker has nothing else to run instead, so that giving way
-    /// does not also wake another worker to take the call's task over.
-    fn poll_give_way(&self, yielded: &mut bool, cx: &mut Context<'_>) -> Poll<()> {
-        if std::mem::replace(yielded, true) {
-            return Poll::Ready(());
-        }
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
+    /// A call's task wakes the loop with its running notice (the loop then
+    /// starts the call's clock). On a runtime that runs a task woken from a
+    /// worker on that same worker next (tokio's LIFO slot), the loop would
+    /// wait behind a tool that never yields, with no clock started; so the
+    /// call's task gives way once before its tool runs. A runtime that puts
+    /// every woken task on a shared queue and wakes an idle thread for it
+    /// (smol) never holds the loop so, and says `false`: its calls go on at
+    /// once. Default: `true`, the safe answer.
+    const HOLDS_WOKEN_TASKS: bool = true;
 }
 
 /// A spawned task: await it for how it ended, or kill it.

@@ -317,8 +317,8 @@ fn run_call(
                 // this thread only (tokio's LIFO slot): a tool that then
                 // never yields would keep the loop from ever starting its
                 // clock. A loop that was not waiting was not woken, and
-                // nothing queues it here. How to give way is the
-                // executor's to say.
+                // nothing queues it here. Whether to give way is the
+                // executor's to say (`Executor::HOLDS_WOKEN_TASKS`).
                 GiveWay {
                     yielded: false,
                     notice: &notice,
@@ -435,7 +435,8 @@ impl<F: Future + Unpin> Future for Gating<'_, F> {
     }
 }
 
-/// Gives way once, the executor's way ([`Executor::poll_give_way`]).
+/// Gives way once, when the executor may hold the woken loop behind this
+/// task ([`Executor::HOLDS_WOKEN_TASKS`]).
 struct GiveWay<'a> {
     yielded: bool,
     notice: &'a Notice,

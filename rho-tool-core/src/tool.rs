@@ -246,7 +246,12 @@ impl fmt::Debug for ClockPause {
 pub(crate) trait Timer: Send + Sync {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-    /// See [`Executor::poll_give_way`].
+    /// Gives way once, from inside a call's task, when the executor may
+    /// hold a task it woke behind the one that woke it
+    /// ([`Executor::HOLDS_WOKEN_TASKS`]). Polled as a future is: `yielded`
+    /// is `false` at the first poll, which sets it, wakes the task at once
+    /// (to the back of the executor's queue) and returns `Pending`; a later
+    /// poll returns `Ready`.
     fn poll_give_way(
         &self,
         yielded: &mut bool,
@@ -267,6 +272,10 @@ impl<E: Executor> Timer for ExecutorTimer<E> {
         yielded: &mut bool,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<()> {
-        self.0.poll_give_way(yielded, cx)
+        if !E::HOLDS_WOKEN_TASKS || std::mem::replace(yielded, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
     }
 }

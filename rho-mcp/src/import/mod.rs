@@ -71,10 +71,10 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use rho_exec_tokio::{Runner, TokioExecutor};
+//! use rho_exec_tokio::TokioExecutor;
 //! use rho_mcp::import::McpSource;
 //! use rho_registry::ToolRegistry;
-//! use rho_tool_core::ToolCall;
+//! use rho_tool_core::{Runner, ToolCall};
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! let registry = ToolRegistry::new();
