@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_with::DurationMilliSecondsWithFrac;
 
 use crate::call::TaskId;
 use crate::result::ToolResult;
@@ -129,6 +130,7 @@ pub struct Running {
 ///
 /// Serialises to JSON with the outcome as text and times in milliseconds
 /// (`waited_ms`, `ran_ms`).
+#[serde_with::serde_as]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallEnd {
     /// The call's id.
@@ -143,11 +145,13 @@ pub struct CallEnd {
     pub result: ToolResult,
     /// How long the call waited for its gate (until it ended, if the gate
     /// never allowed it).
-    #[serde(rename = "waited_ms", serialize_with = "crate::millis::duration")]
+    #[serde(rename = "waited_ms")]
+    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
     pub waited: Duration,
     /// How long the tool ran after the gate allowed it; `None` if it never
     /// started.
-    #[serde(rename = "ran_ms", serialize_with = "crate::millis::optional")]
+    #[serde(rename = "ran_ms")]
+    #[serde_as(as = "Option<DurationMilliSecondsWithFrac<f64>>")]
     pub ran: Option<Duration>,
 }
 

@@ -75,7 +75,6 @@ mod end;
 mod executor;
 mod gate;
 mod handle;
-pub mod millis;
 mod notice;
 mod output;
 mod result;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use rho_tool_core::{Outcome, ToolResult};
 use serde::Serialize;
+use serde_with::DurationMilliSecondsWithFrac;
 
 /// One call of a turn as the session keeps it: the result the model reads
 /// (its text under the output cap, if any) with the details the host's
@@ -21,6 +22,7 @@ use serde::Serialize;
 /// A turn returns one per call, in the order the model issued the calls.
 /// It serialises to JSON with the outcome as text and times in
 /// milliseconds (`waited_ms`, `ran_ms`).
+#[serde_with::serde_as]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionEntry {
     /// The id the model gave the call.
@@ -34,13 +36,12 @@ pub struct SessionEntry {
     /// How many bytes of text the output cap cut (0 when nothing was).
     pub cut_bytes: usize,
     /// How long the call waited for its gate.
-    #[serde(
-        rename = "waited_ms",
-        serialize_with = "rho_tool_core::millis::duration"
-    )]
+    #[serde(rename = "waited_ms")]
+    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
     pub waited: Duration,
     /// How long the tool ran; `None` if it never started.
-    #[serde(rename = "ran_ms", serialize_with = "rho_tool_core::millis::optional")]
+    #[serde(rename = "ran_ms")]
+    #[serde_as(as = "Option<DurationMilliSecondsWithFrac<f64>>")]
     pub ran: Option<Duration>,
     /// The calls this call made while it ran (a script's calls of tools,
     /// through [`TurnRunner::turn_within`](crate::TurnRunner::turn_within)),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use rho_tool_core::untrusted::Plain;
 use rho_tool_core::{CallEnd, Outcome, TaskId, ToolResult};
 use serde::Serialize;
+use serde_with::DurationMilliSecondsWithFrac;
 
 /// The id of one turn, unique in the process; every event carries it, so
 /// subscribers of an [`EventBus`](crate::EventBus) shared by several turns
@@ -192,6 +193,7 @@ pub struct ExecutionAwaitingApproval {
 }
 
 /// `tool_execution_running`.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExecutionRunning {
     /// The call.
@@ -200,10 +202,8 @@ pub struct ExecutionRunning {
     /// The task running it.
     pub task: TaskId,
     /// How long the call waited for its gate (`waited_ms` in JSON).
-    #[serde(
-        rename = "waited_ms",
-        serialize_with = "rho_tool_core::millis::duration"
-    )]
+    #[serde(rename = "waited_ms")]
+    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
     pub waited: Duration,
 }
 
