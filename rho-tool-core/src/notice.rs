@@ -17,10 +17,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use rho_untrusted::Plain;
+use rho_untrusted::{Limits, Plain};
 
 use crate::call::TaskId;
 use crate::runner::Parts;
+use crate::tool::{CallSide, Timer};
 use crate::watch::Watch;
 
 /// How many partial results wait for the loop before the oldest is dropped.
@@ -318,5 +319,39 @@ impl Notice {
         let updates = state.updates.as_mut()?;
         let update = updates.queue.pop_front()?;
         Some((update, std::mem::take(&mut updates.dropped)))
+    }
+}
+
+impl CallSide for Notice {
+    fn call_id(&self) -> &str {
+        Notice::call_id(self)
+    }
+
+    fn task(&self) -> TaskId {
+        self.task
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.parts.limits
+    }
+
+    fn push_update(&self, update: Plain) {
+        Notice::push_update(self, update);
+    }
+
+    fn hold_clock(&self) {
+        Notice::hold_clock(self);
+    }
+
+    fn release_clock(&self) {
+        Notice::release_clock(self);
+    }
+
+    fn max_clock_pause(&self) -> Duration {
+        self.parts.max_clock_pause
+    }
+
+    fn timer(&self) -> &dyn Timer {
+        self.parts.timer.as_ref()
     }
 }

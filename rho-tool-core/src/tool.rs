@@ -8,14 +8,31 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use rho_untrusted::{PlainError, plain};
+use rho_untrusted::{Limits, Plain, PlainError, plain};
 use serde::Serialize;
 
 use crate::annotations::ToolAnnotations;
 use crate::call::TaskId;
 use crate::executor::Executor;
-use crate::notice::Notice;
 use crate::output::ToolOutput;
+
+/// What a running tool reaches of its call, through its [`ToolContext`]:
+/// the loop side of the call implements it (its notice).
+///
+/// A trait here, rather than the notice's type, so that the tool's side of
+/// the contract imports nothing of the runner's: the runner runs tools,
+/// and tools see only this.
+pub(crate) trait CallSide: Send + Sync {
+    fn call_id(&self) -> &str;
+    fn task(&self) -> TaskId;
+    /// The answer limits of the call's runner.
+    fn limits(&self) -> &Limits;
+    fn push_update(&self, update: Plain);
+    fn hold_clock(&self);
+    fn release_clock(&self);
+    fn max_clock_pause(&self) -> Duration;
+    fn timer(&self) -> &dyn Timer;
+}
 
 impl dyn Tool {
     /// The timeout of a tool that does not choose its own: two minutes.
@@ -133,11 +150,11 @@ pub trait Tool: Send + Sync {
 pub struct ToolContext {
     /// The call's shared state: its id and task id, the runner's timer and
     /// limits, and where partial results go.
-    notice: Arc<Notice>,
+    notice: Arc<dyn CallSide>,
 }
 
 impl ToolContext {
-    pub(crate) fn new(notice: Arc<Notice>) -> Self {
+    pub(crate) fn new(notice: Arc<dyn CallSide>) -> Self {
         Self { notice }
     }
 
@@ -156,7 +173,7 @@ impl ToolContext {
     /// then.
     pub fn update<T: Serialize + ?Sized>(&self, partial: &T) -> Result<(), PlainError> {
         // The value is only borrowed: its own drop stays with the tool.
-        let plain = plain::plain_owned(partial, &self.notice.parts.limits)?;
+        let plain = plain::plain_owned(partial, self.notice.limits())?;
         self.notice.push_update(plain);
         Ok(())
     }
@@ -168,7 +185,7 @@ impl ToolContext {
 
     /// The task the call runs in.
     pub fn task(&self) -> TaskId {
-        self.notice.task
+        self.notice.task()
     }
 
     /// Pauses the call's timeout clock until the guard is dropped: for a
@@ -193,7 +210,7 @@ impl ToolContext {
     /// says ([`Runner::with_max_clock_pause`](crate::Runner::with_max_clock_pause)):
     /// with its timeout, the latest the call can end.
     pub fn max_clock_pause(&self) -> Duration {
-        self.notice.parts.max_clock_pause
+        self.notice.max_clock_pause()
     }
 
     /// Waits for `duration` on the timer of the executor the call runs on.
@@ -201,7 +218,7 @@ impl ToolContext {
     /// A tool that waits this way runs unchanged on tokio, on smol, or on
     /// any other [`Executor`].
     pub fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
-        self.notice.parts.timer.sleep(duration)
+        self.notice.timer().sleep(duration)
     }
 }
 
@@ -209,7 +226,7 @@ impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
             .field("call_id", &self.notice.call_id())
-            .field("task", &self.notice.task)
+            .field("task", &self.notice.task())
             .finish_non_exhaustive()
     }
 }
@@ -218,7 +235,7 @@ impl fmt::Debug for ToolContext {
 /// clock runs again when it is dropped (and no other pause holds it).
 #[must_use = "the clock runs again as soon as the pause is dropped"]
 pub struct ClockPause {
-    notice: Arc<Notice>,
+    notice: Arc<dyn CallSide>,
 }
 
 impl ClockPause {
