@@ -50,7 +50,9 @@
 //! | plain data | [`Plain`] | values made only of library-owned types |
 //! | executor | [`Executor`] | spawn, kill and sleep on a runtime (`tokio`, `smol`) |
 //!
-//! The rest sits one module down, by concept: [`tool`], [`call`],
+//! [`prelude`] holds the same names for a glob import, without the modules
+//! and the executor-generic types. The rest sits one module down, by
+//! concept: [`tool`], [`call`],
 //! [`gate`], [`registry`], [`turn`], [`untrusted`], [`executor`]; and one
 //! module per runtime and capability, behind its feature.
 //!
@@ -143,6 +145,41 @@ pub use rho_turn::{
     KeepDetails, OutputCap, SessionEntry, Subscriber, Turn, TurnEvent, TurnRunner, Typed, TypedTool,
 };
 pub use rho_untrusted::Plain;
+
+/// The names of a normal day, for `use rho::prelude::*`.
+///
+/// The root's names without its modules and without the four types generic
+/// over the executor (`Runner`, `CallHandle`, `TurnRunner`, `Turn`): a glob
+/// of the root would bring the `tokio` and `smol` modules into scope, where
+/// they clash with the crates of those names (`#[tokio::main]`), and a host
+/// names its runtime's types from [`tokio`](crate::tokio) or
+/// [`smol`](crate::smol), which then never meet a second glob's names.
+/// Code generic over the executor names `rho::Runner<E>`.
+///
+/// ```
+/// use rho::prelude::*;
+/// use rho::tokio::{TokioExecutor, TurnRunner};
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let turns = TurnRunner::new(TokioExecutor::current()?, ToolRegistry::new());
+///     let entries = turns.turn([ToolCall::new("1", "nope", serde_json::json!({}))]).await;
+///     assert_eq!(entries[0].outcome, Outcome::Refused);
+///     Ok(())
+/// }
+/// ```
+pub mod prelude {
+    pub use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
+    pub use rho_tool_core::{
+        AnnotationGate, ApprovalRequest, Approver, CallEnd, Content, Executor, Gate, Image,
+        Outcome, Tool, ToolAnnotations, ToolCall, ToolContext, ToolOutput, ToolResult, Verdict,
+        async_trait,
+    };
+    pub use rho_turn::{
+        KeepDetails, OutputCap, SessionEntry, Subscriber, TurnEvent, Typed, TypedTool,
+    };
+    pub use rho_untrusted::Plain;
+}
 
 /// Tools and their answers: the trait, its context, what it returns and
 /// what the model reads.
