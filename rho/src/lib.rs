@@ -155,11 +155,11 @@ pub mod tool {
 }
 
 /// One call: what the model asked, starting it, following it, and how it
-/// ended.
+/// ended; [`millis`] writes a host's own durations the way its records do.
 pub mod call {
     pub use rho_tool_core::{
         AbortHandle, AwaitingApproval, CallEnd, CallEvent, CallHandle, Outcome, Runner, Running,
-        Start, TaskId, ToolCall, Update, Watch,
+        Start, TaskId, ToolCall, Update, Watch, millis,
     };
 }
 
