@@ -7,7 +7,7 @@
 //!
 //! #[derive(serde::Serialize)]
 //! struct Timing {
-//!     #[serde(serialize_with = "rho_tool_core::millis::duration")]
+//!     #[serde(serialize_with = "rho::call::millis::duration")]
 //!     took_ms: Duration,
 //! }
 //!
