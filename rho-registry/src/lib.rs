@@ -70,8 +70,10 @@
 //! ```
 //! use std::sync::Arc;
 //! use rho::tokio::TokioExecutor;
-//! use rho::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
-//! use rho::{Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
+//! use rho::{
+//!     Accounting, Outcome, QuarantineRule, Refusal, Runner, Source, Tool, ToolCall, ToolContext,
+//!     ToolOutput, ToolRegistry, async_trait,
+//! };
 //!
 //! struct Echo;
 //!
