@@ -20,8 +20,8 @@ use crate::watch::Watch;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use rho::{Executor, Runner, Tool, ToolCall, ToolResult};
 /// use rho::call::{Start, Watch};
+/// use rho::{Executor, Runner, Tool, ToolCall, ToolResult};
 ///
 /// # fn demo<E: Executor>(runner: Runner<E>, tool: Arc<dyn Tool>, source: Arc<dyn Watch>) {
 /// let call = |id: &str| ToolCall::new(id, "echo", serde_json::json!({}));

@@ -231,8 +231,8 @@ impl AnnotationGate {
     /// or words its own texts.
     ///
     /// ```
-    /// use rho::{AnnotationGate, ToolAnnotations, Verdict};
     /// use rho::gate::{DecidedBy, Match};
+    /// use rho::{AnnotationGate, ToolAnnotations, Verdict};
     ///
     /// let gate = AnnotationGate::new()
     ///     .deny(Match::tool("format_disk"))
