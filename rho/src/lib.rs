@@ -155,7 +155,8 @@ pub mod tool {
 }
 
 /// One call: what the model asked, starting it, following it, and how it
-/// ended; [`millis`] writes a host's own durations the way its records do.
+/// ended; [`millis`](call::millis) writes a host's own durations the way
+/// its records do.
 pub mod call {
     pub use rho_tool_core::{
         AbortHandle, AwaitingApproval, CallEnd, CallEvent, CallHandle, Outcome, Runner, Running,
