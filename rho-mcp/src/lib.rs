@@ -44,10 +44,9 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use rho_exec_tokio::TokioExecutor;
-//! use rho_mcp::McpServer;
-//! use rho_registry::{Source, ToolRegistry};
-//! use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
+//! use rho::tokio::TokioExecutor;
+//! use rho::mcp::McpServer;
+//! use rho::{Source, Tool, ToolContext, ToolOutput, ToolRegistry, async_trait};
 //! use serde_json::{Value, json};
 //! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 //!

@@ -57,7 +57,7 @@ impl ChildGroup {
 /// use std::io::{BufRead, BufReader, Write};
 /// use std::process::Command;
 /// use std::time::Duration;
-/// use rho_process::ChildGroup;
+/// use rho::process::ChildGroup;
 ///
 /// let mut command = Command::new("/bin/sh");
 /// command.args(["-c", "while read line; do echo \"got $line\"; done"]);

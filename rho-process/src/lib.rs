@@ -123,9 +123,9 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use rho_exec_tokio::TokioExecutor;
-//! use rho_process::ProcessTool;
-//! use rho_tool_core::{Outcome, Runner, ToolCall};
+//! use rho::tokio::TokioExecutor;
+//! use rho::process::ProcessTool;
+//! use rho::{Outcome, Runner, ToolCall};
 //!
 //! let hello = ProcessTool::new("hello", "/bin/sh")
 //!     .with_description("Greets.")

@@ -27,7 +27,7 @@ impl ProcessTool {
 ///
 /// ```
 /// use std::time::Duration;
-/// use rho_process::ProcessTool;
+/// use rho::process::ProcessTool;
 ///
 /// let tool = ProcessTool::new("word_count", "/usr/local/bin/word-count")
 ///     .with_description("Counts the words of `text`.")

@@ -92,7 +92,7 @@ impl ToolHealth {
     /// `crashes`, `timeouts`, `reason`).
     ///
     /// ```
-    /// use rho_registry::Accounting;
+    /// use rho::Accounting;
     ///
     /// // Every tool's health, as a JSON array.
     /// let rows: Vec<serde_json::Value> =
@@ -211,7 +211,7 @@ impl Counts {
 /// screen or log.
 ///
 /// ```
-/// use rho_registry::Accounting;
+/// use rho::Accounting;
 ///
 /// let table = Accounting::default().health_table().to_string();
 /// assert!(table.starts_with("tool"));

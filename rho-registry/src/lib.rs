@@ -69,9 +69,11 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use rho_exec_tokio::TokioExecutor;
-//! use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
-//! use rho_tool_core::{Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
+//! use rho::tokio::TokioExecutor;
+//! use rho::{
+//!     Accounting, Outcome, QuarantineRule, Refusal, Runner, Source, Tool, ToolCall, ToolContext,
+//!     ToolOutput, ToolRegistry, async_trait,
+//! };
 //!
 //! struct Echo;
 //!

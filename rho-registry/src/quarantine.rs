@@ -15,7 +15,7 @@ use crate::policy::Disabled;
 ///
 /// ```
 /// use std::time::Duration;
-/// use rho_registry::QuarantineRule;
+/// use rho::QuarantineRule;
 ///
 /// let rule = QuarantineRule::after(3).within(Duration::from_secs(600));
 /// assert_eq!(rule.limit(), Some(3));

@@ -34,7 +34,8 @@ use crate::policy::{Disabled, SourcePolicy};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use rho_registry::{Accounting, Queued, Source};
+/// use rho::registry::Queued;
+/// use rho::{Accounting, Source};
 ///
 /// let accounting = Arc::new(Accounting::default());
 /// let queued = Queued::on_thread(accounting.clone()).expect("a thread");

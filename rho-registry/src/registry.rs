@@ -126,8 +126,8 @@ impl ToolRegistry {
     /// [`CallHandle`](rho_tool_core::CallHandle), as for any call:
     ///
     /// ```
-    /// # async fn demo<E: rho_tool_core::Executor>(registry: rho_registry::ToolRegistry, runner: rho_tool_core::Runner<E>) {
-    /// let call = rho_tool_core::ToolCall::new("1", "echo", serde_json::json!({}));
+    /// # async fn demo<E: rho::Executor>(registry: rho::ToolRegistry, runner: rho::Runner<E>) {
+    /// let call = rho::ToolCall::new("1", "echo", serde_json::json!({}));
     /// let end = runner.start(call.clone(), registry.start_for(&call.name)).await;
     /// # }
     /// ```
@@ -159,7 +159,7 @@ impl ToolRegistry {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use rho_registry::{Source, ToolRegistry};
+    /// use rho::{Source, ToolRegistry};
     ///
     /// let registry = ToolRegistry::new();
     /// let told = Arc::new(AtomicUsize::new(0));
@@ -172,7 +172,7 @@ impl ToolRegistry {
     /// drop(subscription);
     /// registry.remove_source("builtin");
     /// assert_eq!(told.load(Ordering::Relaxed), 1);
-    /// # Ok::<(), rho_registry::RegistryError>(())
+    /// # Ok::<(), rho::registry::RegistryError>(())
     /// ```
     pub fn on_tools_changed(
         &self,

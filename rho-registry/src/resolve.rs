@@ -31,8 +31,8 @@ impl Resolved {
     /// on a runner from here does not compile:
     ///
     /// ```compile_fail,E0277
-    /// # use rho_registry::Resolved;
-    /// # use rho_tool_core::{Executor, Runner, ToolCall};
+    /// # use rho::registry::Resolved;
+    /// # use rho::{Executor, Runner, ToolCall};
     /// fn sidestep<E: Executor>(resolved: &Resolved, runner: &Runner<E>, call: ToolCall) {
     ///     runner.start(call, resolved.tool().clone()); // the source would never hear of it
     /// }

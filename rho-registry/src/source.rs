@@ -21,7 +21,7 @@ use crate::snapshot::{Shared, Snapshot};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use rho_registry::{Accounting, Source};
+/// use rho::{Accounting, Source};
 ///
 /// let builtin = Source::trusted("builtin");
 /// let agent = Source::untrusted("agent-written").with_policy(Arc::new(Accounting::default()));

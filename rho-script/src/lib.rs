@@ -362,8 +362,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use rho_script::{ScriptPool, ScriptTool};
-//! use rho_tool_core::{Executor, Outcome, Runner, ToolCall};
+//! use rho::script::{ScriptPool, ScriptTool};
+//! use rho::{Executor, Outcome, Runner, ToolCall};
 //!
 //! async fn example<E: Executor>(runner: Runner<E>, pool: ScriptPool) {
 //!     // The model wrote this tool.
@@ -387,7 +387,7 @@
 //! }
 //!
 //! // Any executor works; here smol, with two script threads.
-//! let executors = rho_exec_smol::SmolPool::new(1)?;
+//! let executors = rho::smol::SmolPool::new(1)?;
 //! let pool = ScriptPool::new(2)?;
 //! smol::block_on(example(Runner::new(executors.executor()), pool));
 //! # Ok::<(), std::io::Error>(())
@@ -398,10 +398,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
-//! use rho_script::{DefineError, ScriptDefinition, ScriptPool, ScriptSource};
-//! use rho_tool_core::{Outcome, ToolCall};
-//! use rho_turn::TurnRunner;
+//! use rho::script::{DefineError, ScriptDefinition, ScriptPool, ScriptSource};
+//! use rho::{Accounting, Outcome, QuarantineRule, Source, ToolCall, ToolRegistry, TurnRunner};
 //! use serde_json::json;
 //!
 //! let registry = ToolRegistry::new();
@@ -414,7 +412,7 @@
 //! // source: it is the host's code).
 //! registry.add_source(Source::trusted("host"))?.add(Arc::new(scripts.define_tool()))?;
 //!
-//! let executors = rho_exec_smol::SmolPool::new(1)?;
+//! let executors = rho::smol::SmolPool::new(1)?;
 //! let turns = TurnRunner::new(executors.executor(), registry);
 //!
 //! smol::block_on(async {

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 /// # Example
 ///
 /// ```
-/// use rho_tool_core::ToolAnnotations;
+/// use rho::ToolAnnotations;
 ///
 /// let grep = ToolAnnotations::new().title("Search files").read_only().open_world(false);
 /// assert!(grep.is_read_only());

@@ -26,7 +26,7 @@ use crate::output::Image;
 /// `{"type": "image", "mimeType": ..., "data": <base64>}`, ...).
 ///
 /// ```
-/// use rho_tool_core::{Content, Image};
+/// use rho::{Content, Image};
 ///
 /// let parts = [Content::text("a chart"), Content::image(Image::new("image/png", [1, 2, 3]))];
 /// let json = serde_json::to_value(&parts).unwrap();

@@ -100,8 +100,7 @@ impl std::fmt::Display for Verdict {
 /// # Example
 ///
 /// ```
-/// use async_trait::async_trait;
-/// use rho_tool_core::{Gate, Tool, ToolCall, Verdict};
+/// use rho::{Gate, Tool, ToolCall, Verdict, async_trait};
 ///
 /// /// Refuses every tool whose code the host did not write.
 /// struct TrustedOnly;
@@ -195,7 +194,7 @@ impl ApprovalRequest {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use rho_tool_core::{ApprovalRequest, Approver, Verdict};
+/// use rho::{ApprovalRequest, Approver, Verdict};
 ///
 /// let approver: Arc<dyn Approver> = Arc::new(|request: ApprovalRequest| async move {
 ///     // Ask someone here; this one refuses anything that touches `/etc`.

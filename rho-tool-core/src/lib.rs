@@ -38,8 +38,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use async_trait::async_trait;
-//! use rho_tool_core::{Executor, Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput};
+//! use rho::{Executor, Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
 //!
 //! struct Add;
 //!

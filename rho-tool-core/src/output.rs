@@ -52,7 +52,7 @@ impl fmt::Debug for Image {
 /// ([`to_result`](ToolOutput::to_result)).
 ///
 /// ```
-/// use rho_tool_core::{Image, ToolOutput};
+/// use rho::{Image, ToolOutput};
 ///
 /// let shot = ToolOutput::image(Image::new("image/png", vec![0x89, b'P', b'N', b'G']), "the login page")
 ///     .with_details(serde_json::json!({ "width": 1280, "height": 800 }));
@@ -113,7 +113,7 @@ impl ToolOutput {
     /// for [`images`](ToolOutput::images).
     ///
     /// ```
-    /// use rho_tool_core::{Audio, Content, Image, ToolOutput, ToolResult};
+    /// use rho::tool::{Audio, Content, Image, ToolOutput, ToolResult};
     ///
     /// let parts = [
     ///     Content::text("the chart"),

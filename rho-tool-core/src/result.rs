@@ -12,7 +12,7 @@ use crate::output::Image;
 /// can store it in its session or forward it as is:
 ///
 /// ```
-/// use rho_tool_core::{Content, Image, ToolResult};
+/// use rho::{Content, Image, ToolResult};
 ///
 /// let result = ToolResult::from_content(
 ///     [Content::image(Image::new("image/png", vec![1, 2, 3])), Content::text("a tiny picture")],
@@ -174,7 +174,7 @@ impl ToolResult {
     /// the answer the server gave.
     ///
     /// ```
-    /// use rho_tool_core::ToolResult;
+    /// use rho::ToolResult;
     /// use serde_json::json;
     ///
     /// let sent = json!({

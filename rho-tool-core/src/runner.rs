@@ -67,8 +67,8 @@ pub(crate) struct Parts {
 /// Cheap to clone; clones share the gate and the watch.
 ///
 /// ```
-/// # async fn demo<E: rho_tool_core::Executor>(executor: E, tool: std::sync::Arc<dyn rho_tool_core::Tool>) {
-/// use rho_tool_core::{Runner, ToolCall};
+/// # async fn demo<E: rho::Executor>(executor: E, tool: std::sync::Arc<dyn rho::Tool>) {
+/// use rho::{Runner, ToolCall};
 ///
 /// let runner = Runner::new(executor);
 /// let end = runner.start(ToolCall::new("call-1", "echo", serde_json::json!({"text": "hi"})), tool).await;

@@ -20,7 +20,8 @@ use crate::watch::Watch;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use rho_tool_core::{Executor, Runner, Start, Tool, ToolCall, ToolResult, Watch};
+/// use rho::call::{Start, Watch};
+/// use rho::{Executor, Runner, Tool, ToolCall, ToolResult};
 ///
 /// # fn demo<E: Executor>(runner: Runner<E>, tool: Arc<dyn Tool>, source: Arc<dyn Watch>) {
 /// let call = |id: &str| ToolCall::new(id, "echo", serde_json::json!({}));

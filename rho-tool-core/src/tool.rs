@@ -55,8 +55,7 @@ impl dyn Tool {
 /// # Example
 ///
 /// ```
-/// use async_trait::async_trait;
-/// use rho_tool_core::{Tool, ToolContext, ToolOutput};
+/// use rho::{Tool, ToolContext, ToolOutput, async_trait};
 ///
 /// struct Echo;
 ///

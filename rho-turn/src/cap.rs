@@ -12,7 +12,7 @@ use rho_tool_core::{Content, ToolResult};
 /// `tool_execution_end`.
 ///
 /// ```
-/// use rho_turn::OutputCap;
+/// use rho::OutputCap;
 ///
 /// let (text, cut) = OutputCap::bytes(10).cut("0123456789abcdefghij");
 /// assert_eq!(cut, 10);

@@ -40,7 +40,7 @@ impl fmt::Display for TurnId {
 /// JSON object whose `type` is the event's [`name`](TurnEvent::name):
 ///
 /// ```
-/// # use rho_turn::TurnEvent;
+/// # use rho::TurnEvent;
 /// # fn show(event: &TurnEvent) {
 /// let json = serde_json::to_value(event).unwrap();
 /// assert_eq!(json["type"], event.name()); // "tool_execution_start", ...

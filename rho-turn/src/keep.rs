@@ -24,8 +24,7 @@ pub type KeepFn = dyn Fn(&ExecutionEnd) -> Option<Plain> + Send + Sync;
 /// cap are replaced by a marker saying how big they were.
 ///
 /// ```
-/// use rho_turn::KeepDetails;
-/// use rho_tool_core::untrusted::Plain;
+/// use rho::{KeepDetails, Plain};
 ///
 /// let details = Plain::from(serde_json::json!({ "rows": [1, 2, 3] }));
 /// let keep = KeepDetails::MaxBytes(8);

@@ -54,10 +54,11 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use rho_exec_tokio::TokioExecutor;
-//! use rho_registry::{Source, ToolRegistry};
-//! use rho_tool_core::{Outcome, ToolCall, ToolContext, ToolOutput, async_trait};
-//! use rho_turn::{TurnEvent, TurnRunner, Typed, TypedTool};
+//! use rho::tokio::TokioExecutor;
+//! use rho::{
+//!     Outcome, Source, ToolCall, ToolContext, ToolOutput, ToolRegistry, TurnEvent, TurnRunner, Typed,
+//!     TypedTool, async_trait,
+//! };
 //! use serde_json::json;
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]

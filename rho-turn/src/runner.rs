@@ -24,9 +24,8 @@ use crate::validate::SchemaCache;
 /// (and can count them, and quarantine a tool) with nothing more to wire.
 ///
 /// ```
-/// # fn demo<E: rho_tool_core::Executor>(executor: E, gate: std::sync::Arc<dyn rho_tool_core::Gate>) {
-/// use rho_registry::ToolRegistry;
-/// use rho_turn::{KeepDetails, OutputCap, TurnRunner};
+/// # fn demo<E: rho::Executor>(executor: E, gate: std::sync::Arc<dyn rho::Gate>) {
+/// use rho::{KeepDetails, OutputCap, ToolRegistry, TurnRunner};
 ///
 /// let turns = TurnRunner::new(executor, ToolRegistry::new())
 ///     .with_gate(gate)

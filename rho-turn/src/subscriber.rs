@@ -21,7 +21,7 @@ use crate::mailbox::Mailbox;
 /// contained on that thread, counted, and the next event comes as usual).
 ///
 /// ```
-/// use rho_turn::{EventBus, TurnEvent};
+/// use rho::turn::{EventBus, TurnEvent};
 ///
 /// let bus = EventBus::new();
 /// let subscription = bus.subscribe(|event: &TurnEvent| {

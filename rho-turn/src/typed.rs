@@ -18,8 +18,7 @@ use serde::de::DeserializeOwned;
 /// cannot express) end the call with an error result naming the problem.
 ///
 /// ```
-/// use rho_turn::{Typed, TypedTool};
-/// use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
+/// use rho::{Tool, ToolContext, ToolOutput, Typed, TypedTool, async_trait};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// #[serde(deny_unknown_fields)]

@@ -39,7 +39,7 @@ const MAX_COUNTED: usize = 1000;
 /// [`TurnRunner`](crate::TurnRunner) has one for all its turns.
 ///
 /// ```
-/// use rho_turn::SchemaCache;
+/// use rho::turn::SchemaCache;
 /// use serde_json::json;
 ///
 /// let schemas = SchemaCache::new();

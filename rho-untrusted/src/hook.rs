@@ -75,7 +75,7 @@ fn is_contained() -> bool {
 /// Like [`std::panic::set_hook`], when called from a panicking thread.
 ///
 /// ```
-/// use rho_untrusted::{install_quiet_panic_hook, restore_panic_hook};
+/// use rho::untrusted::{install_quiet_panic_hook, restore_panic_hook};
 ///
 /// assert!(install_quiet_panic_hook());
 /// assert!(!install_quiet_panic_hook()); // already there

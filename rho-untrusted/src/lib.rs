@@ -24,7 +24,7 @@
 //! # Example
 //!
 //! ```
-//! use rho_untrusted::{Limits, Phase, Plain, panic_text, plain, take_message};
+//! use rho::untrusted::{Limits, Phase, Plain, panic_text, plain, take_message};
 //!
 //! #[derive(serde::Serialize)]
 //! struct Hit { file: String, line: u32, score: f64 }

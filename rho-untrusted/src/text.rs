@@ -58,7 +58,7 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> Option<&str> {
 /// `message` is what [`panic_message`] read from the payload, if anything.
 ///
 /// ```
-/// use rho_untrusted::{Phase, panic_text};
+/// use rho::untrusted::{Phase, panic_text};
 /// assert_eq!(
 ///     panic_text("grep", Phase::Tool, Some("index out of bounds")),
 ///     "tool `grep` panicked: index out of bounds",
@@ -76,7 +76,7 @@ pub fn panic_text(tool: &str, phase: Phase, message: Option<&str>) -> String {
 /// known (see [`install_quiet_panic_hook`](crate::install_quiet_panic_hook)).
 ///
 /// ```
-/// use rho_untrusted::{Phase, panic_text_at};
+/// use rho::untrusted::{Phase, panic_text_at};
 /// assert_eq!(
 ///     panic_text_at("grep", Phase::Tool, Some("oops"), Some("src/grep.rs:10:5")),
 ///     "tool `grep` panicked at src/grep.rs:10:5: oops",
@@ -125,7 +125,7 @@ pub enum Exit {
 /// This never runs code of the reason: `exit` is rho's own plain enum.
 ///
 /// ```
-/// use rho_untrusted::{Exit, exit_text};
+/// use rho::untrusted::{Exit, exit_text};
 /// assert_eq!(exit_text("fetch", Exit::Aborted), "tool `fetch` was aborted by the host");
 /// ```
 pub fn exit_text(tool: &str, exit: Exit) -> String {
@@ -143,7 +143,7 @@ pub fn exit_text(tool: &str, exit: Exit) -> String {
 ///
 /// ```
 /// use std::time::Duration;
-/// use rho_untrusted::timeout_text;
+/// use rho::untrusted::timeout_text;
 /// assert_eq!(
 ///     timeout_text("build", Duration::from_millis(1500)),
 ///     "tool `build` timed out after 1.5s and was stopped",

@@ -26,7 +26,7 @@
 //! #     use std::pin::Pin;
 //! #     use std::task::{Context, Poll};
 //! #     use std::time::Duration;
-//! #     use rho_tool_core::{Executor, Joined, TaskHandle};
+//! #     use rho::executor::{Executor, Joined, TaskHandle};
 //! #     pub struct Runtime;
 //! #     impl Runtime {
 //! #         pub fn with_threads(_threads: usize) -> Self { Runtime }

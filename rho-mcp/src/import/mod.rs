@@ -71,10 +71,9 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use rho_exec_tokio::TokioExecutor;
-//! use rho_mcp::import::McpSource;
-//! use rho_registry::ToolRegistry;
-//! use rho_tool_core::{Runner, ToolCall};
+//! use rho::tokio::{Runner, TokioExecutor};
+//! use rho::mcp::import::McpSource;
+//! use rho::{ToolCall, ToolRegistry};
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! let registry = ToolRegistry::new();
@@ -98,8 +97,8 @@
 //! together):
 //!
 //! ```no_run
-//! # use rho_mcp::import::McpSource;
-//! # use rho_registry::ToolRegistry;
+//! # use rho::mcp::import::McpSource;
+//! # use rho::ToolRegistry;
 //! # async fn example(registry: &ToolRegistry) -> Result<(), Box<dyn std::error::Error>> {
 //! let remote = McpSource::http("remote", "http://127.0.0.1:3001/mcp")
 //!     .bearer_token(std::env::var("REMOTE_MCP_TOKEN")?)

@@ -30,11 +30,11 @@ use serde_json::json;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use rho_mcp::{ElicitationApprover, McpServer};
-/// use rho_registry::ToolRegistry;
-/// use rho_tool_core::{AnnotationGate, Match, Runner, Verdict};
+/// use rho::mcp::{ElicitationApprover, McpServer};
+/// use rho::gate::Match;
+/// use rho::{AnnotationGate, Runner, ToolRegistry, Verdict};
 ///
-/// # fn demo<E: rho_tool_core::Executor>(executor: E) {
+/// # fn demo<E: rho::Executor>(executor: E) {
 /// // No person to ask at the client: the host says no.
 /// let asks = ElicitationApprover::new(|_request| async { Verdict::deny("nobody to ask") });
 /// // Read-only tools run at once; destructive ones need a person.

@@ -37,7 +37,7 @@ mod declare;
 /// How much one script run may ask of the host's tools.
 ///
 /// ```
-/// use rho_script::CodeLimits;
+/// use rho::script::CodeLimits;
 /// let limits = CodeLimits::default().with_max_calls(50).with_max_in_flight(4);
 /// assert_eq!((limits.max_calls, limits.max_in_flight), (50, 4));
 /// ```

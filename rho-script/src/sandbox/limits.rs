@@ -13,8 +13,8 @@ impl ScriptLimits {
 /// How much a script's sandbox may take in one call, besides time.
 ///
 /// ```
-/// use rho_script::ScriptLimits;
-/// use rho_tool_core::untrusted::Limits;
+/// use rho::script::ScriptLimits;
+/// use rho::untrusted::Limits;
 ///
 /// let limits = ScriptLimits::default()
 ///     .with_memory(16 << 20)

@@ -24,7 +24,7 @@ pub enum Isolation {
 /// stack limit of every call it runs.
 ///
 /// ```
-/// use rho_script::PoolOptions;
+/// use rho::script::PoolOptions;
 /// let options = PoolOptions::new(2).with_queue(16).with_stack_limit(256 << 10);
 /// assert_eq!((options.threads, options.queue, options.stack_limit), (2, 16, 256 << 10));
 /// ```
@@ -102,7 +102,7 @@ impl PoolOptions {
 /// What a [`ScriptPool`] is doing, at one moment ([`ScriptPool::state`]).
 ///
 /// ```
-/// use rho_script::ScriptPool;
+/// use rho::script::ScriptPool;
 /// let pool = ScriptPool::new(2)?;
 /// let state = pool.state();
 /// assert_eq!((state.threads, state.busy, state.queued), (2, 0, 0));

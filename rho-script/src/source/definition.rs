@@ -16,7 +16,7 @@ use crate::source::ScriptSourceBuilder;
 /// [`ScriptSource::define`] checks and registers.
 ///
 /// ```
-/// use rho_script::ScriptDefinition;
+/// use rho::script::ScriptDefinition;
 /// use serde_json::json;
 ///
 /// let add = ScriptDefinition::new(

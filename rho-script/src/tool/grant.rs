@@ -76,7 +76,7 @@ const MAX_GRANT_NAME: usize = 64;
 /// Cheap to clone.
 ///
 /// ```
-/// use rho_script::Grant;
+/// use rho::script::Grant;
 /// use serde_json::json;
 ///
 /// // `rho.lookup({ word })` answers a definition from the host's table.
@@ -88,7 +88,7 @@ const MAX_GRANT_NAME: usize = 64;
 ///     }
 /// })?;
 /// assert_eq!(lookup.name(), "lookup");
-/// # Ok::<(), rho_script::GrantError>(())
+/// # Ok::<(), rho::script::GrantError>(())
 /// ```
 #[derive(Clone)]
 pub struct Grant {

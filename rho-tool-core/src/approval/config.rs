@@ -55,7 +55,8 @@ use crate::gate::Verdict;
 /// the line and column).
 ///
 /// ```
-/// use rho_tool_core::{AnnotationGate, GateConfig, ToolAnnotations};
+/// use rho::gate::GateConfig;
+/// use rho::{AnnotationGate, ToolAnnotations};
 ///
 /// let config: GateConfig = toml::from_str(
 ///     r#"

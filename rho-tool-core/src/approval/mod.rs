@@ -64,9 +64,10 @@ use crate::tool::Tool;
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use rho_tool_core::{
-///     AnnotationGate, ApprovalRequest, Match, Outcome, Rule, Runner, Tool, ToolAnnotations,
-///     ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
+/// use rho::gate::{Match, Rule};
+/// use rho::{
+///     AnnotationGate, ApprovalRequest, Outcome, Runner, Tool, ToolAnnotations, ToolCall,
+///     ToolContext, ToolOutput, Verdict, async_trait,
 /// };
 ///
 /// /// A tool with the annotations it is given.
@@ -89,7 +90,7 @@ use crate::tool::Tool;
 ///
 /// let runtime = tokio::runtime::Builder::new_multi_thread().enable_time().build().unwrap();
 /// runtime.block_on(async {
-///     let runner = Runner::new(rho_exec_tokio::TokioExecutor::current().unwrap())
+///     let runner = Runner::new(rho::tokio::TokioExecutor::current().unwrap())
 ///         .with_gate(Arc::new(gate))
 ///         .with_approver(Arc::new(move |request: ApprovalRequest| {
 ///             counter.fetch_add(1, Ordering::SeqCst);
@@ -230,7 +231,8 @@ impl AnnotationGate {
     /// or words its own texts.
     ///
     /// ```
-    /// use rho_tool_core::{AnnotationGate, DecidedBy, Match, ToolAnnotations, Verdict};
+    /// use rho::gate::{DecidedBy, Match};
+    /// use rho::{AnnotationGate, ToolAnnotations, Verdict};
     ///
     /// let gate = AnnotationGate::new()
     ///     .deny(Match::tool("format_disk"))

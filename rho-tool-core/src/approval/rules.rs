@@ -144,7 +144,7 @@ impl fmt::Display for Match {
 /// into one automaton.
 ///
 /// ```
-/// use rho_tool_core::ToolGlob;
+/// use rho::gate::ToolGlob;
 ///
 /// let files = ToolGlob::new(["read_*", "list_?", "{get,put}_file"]).unwrap();
 /// assert!(files.matches("read_file"));
@@ -332,7 +332,7 @@ impl GlobError {
 /// `when` matches get its [`Verdict`].
 ///
 /// ```
-/// use rho_tool_core::{Match, Rule, Verdict};
+/// use rho::gate::{Match, Rule, Verdict};
 ///
 /// let rule = Rule::deny(Match::tool("drop_table")).because("the database is read-only today");
 /// assert_eq!(rule.verdict(), &Verdict::deny("the database is read-only today"));

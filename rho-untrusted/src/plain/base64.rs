@@ -9,7 +9,7 @@ use base64::engine::general_purpose::STANDARD;
 /// Encodes `bytes` as standard base64 with padding (RFC 4648, section 4).
 ///
 /// ```
-/// use rho_untrusted::plain::base64_encode;
+/// use rho::untrusted::plain::base64_encode;
 /// assert_eq!(base64_encode(b"foob"), "Zm9vYg==");
 /// ```
 pub fn base64_encode(bytes: &[u8]) -> String {
@@ -27,7 +27,7 @@ pub fn base64_encode(bytes: &[u8]) -> String {
 /// [`Plain::Bytes`](super::Plain::Bytes) unambiguous to read back.
 ///
 /// ```
-/// use rho_untrusted::plain::base64_decode;
+/// use rho::untrusted::plain::base64_decode;
 /// assert_eq!(base64_decode("Zm9vYg==").as_deref(), Some(&b"foob"[..]));
 /// assert_eq!(base64_decode("Zm9vYg"), None); // padding missing
 /// ```

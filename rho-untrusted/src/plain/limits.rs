@@ -10,7 +10,7 @@ use std::fmt;
 /// the `with_` methods:
 ///
 /// ```
-/// use rho_untrusted::Limits;
+/// use rho::untrusted::Limits;
 /// let limits = Limits::default().with_max_depth(16).with_max_string(64 * 1024);
 /// assert_eq!(limits.max_depth, 16);
 /// assert_eq!(limits.max_elements, 1_000_000);

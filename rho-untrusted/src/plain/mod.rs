@@ -54,7 +54,7 @@
 //! was exceeded, before the excess is copied.
 //!
 //! ```
-//! use rho_untrusted::plain::{self, Limit, Limits, Plain, PlainError};
+//! use rho::untrusted::plain::{self, Limit, Limits, Plain, PlainError};
 //!
 //! #[derive(serde::Serialize)]
 //! enum Shape { Circle { r: f64 }, Dot }
@@ -146,7 +146,7 @@ impl Plain {
     /// `#Function<name/arity>`.
     ///
     /// ```
-    /// use rho_untrusted::Plain;
+    /// use rho::Plain;
     /// assert_eq!(Plain::function("map", 2), Plain::Text("#Function<map/2>".into()));
     /// ```
     pub fn function(name: &str, arity: usize) -> Plain {
@@ -157,7 +157,7 @@ impl Plain {
     /// form (a handle, a native object): `#Opaque<kind>`.
     ///
     /// ```
-    /// use rho_untrusted::Plain;
+    /// use rho::Plain;
     /// assert_eq!(Plain::opaque("Socket"), Plain::Text("#Opaque<Socket>".into()));
     /// ```
     pub fn opaque(kind: &str) -> Plain {

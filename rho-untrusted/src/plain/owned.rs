@@ -41,7 +41,7 @@ use crate::DropPanicked;
 /// takes those two apart without recursion.
 ///
 /// ```
-/// use rho_untrusted::plain::{Limits, PlainError, plain_owned};
+/// use rho::untrusted::plain::{Limits, PlainError, plain_owned};
 ///
 /// struct Bad;
 /// impl serde::Serialize for Bad {
@@ -96,7 +96,7 @@ fn convert_then_dispose<T: Serialize>(
 /// Its `Debug` prints nothing of the value.
 ///
 /// ```
-/// use rho_untrusted::plain::{Foreign, Limits, Plain};
+/// use rho::untrusted::plain::{Foreign, Limits, Plain};
 ///
 /// let answer = Foreign::new(vec![1_u8, 2]);
 /// assert_eq!(format!("{answer:?}"), "Foreign(..)");

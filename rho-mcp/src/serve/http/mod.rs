@@ -51,7 +51,7 @@ impl HttpOptions {
 /// Where and how [`McpServer::serve_http`] serves.
 ///
 /// ```
-/// use rho_mcp::HttpOptions;
+/// use rho::mcp::HttpOptions;
 ///
 /// // Loopback, a port the system picks, at `/mcp`: the default.
 /// let local = HttpOptions::new();

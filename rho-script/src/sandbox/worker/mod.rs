@@ -62,8 +62,8 @@
 //! A host that embeds the worker:
 //!
 //! ```no_run
-//! use rho_script::worker::serve_if_worker;
-//! use rho_script::{Isolation, PoolOptions, ScriptPool, WorkerCommand};
+//! use rho::script::worker::serve_if_worker;
+//! use rho::script::{Isolation, PoolOptions, ScriptPool, WorkerCommand};
 //!
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     // First thing: a pool's worker serves here and never returns.
@@ -84,7 +84,7 @@
 //! [`WorkerCommand::find`]):
 //!
 //! ```no_run
-//! use rho_script::{Isolation, PoolOptions, ScriptPool, WorkerCommand};
+//! use rho::script::{Isolation, PoolOptions, ScriptPool, WorkerCommand};
 //!
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     // `rho-script-worker` next to this executable or on `PATH`; the

@@ -47,7 +47,7 @@ const MAX_CUSTOM_MESSAGE: usize = 4096;
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use rho_untrusted::plain::{Limits, Plain, to_plain};
+/// use rho::untrusted::plain::{Limits, Plain, to_plain};
 ///
 /// let mut counts = BTreeMap::new();
 /// counts.insert(7_u8, (i128::MAX, f32::INFINITY));
