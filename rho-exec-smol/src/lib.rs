@@ -15,8 +15,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use rho_exec_smol::SmolExecutor;
-//! use rho_tool_core::{Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
+//! use rho::smol::SmolExecutor;
+//! use rho::{Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
 //!
 //! struct Hello;
 //!
@@ -46,9 +46,9 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use rho_exec_smol::SmolExecutor;
-//! use rho_tool_core::{Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
-//! use rho_tool_core::untrusted::timeout_text;
+//! use rho::smol::SmolExecutor;
+//! use rho::{Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
+//! use rho::untrusted::timeout_text;
 //!
 //! struct Slow;
 //!

@@ -17,10 +17,10 @@ use crate::SmolExecutor;
 /// tasks to finish.
 ///
 /// ```
-/// use rho_exec_smol::SmolPool;
+/// use rho::smol::SmolPool;
 ///
 /// let pool = SmolPool::new(2)?;
-/// let executor = pool.executor(); // give it to `rho_tool_core::Runner::new`
+/// let executor = pool.executor(); // give it to `rho::Runner::new`
 /// assert!(!executor.is_gone());
 /// pool.shut_down();
 /// assert!(executor.is_gone());

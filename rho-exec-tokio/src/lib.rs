@@ -10,8 +10,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use rho_exec_tokio::TokioExecutor;
-//! use rho_tool_core::{Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
+//! use rho::tokio::TokioExecutor;
+//! use rho::{Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
 //!
 //! struct Hello;
 //!
