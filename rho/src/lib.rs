@@ -67,6 +67,7 @@
 //! | `mcp-https` | `mcp`, with imports from `https://` endpoints |
 //! | `process` | `process`: a tool that is a child process, killed whole |
 //! | `full` | all of the above |
+//! | `conformance` | `conformance`: the executor conformance suite, for executor authors (not in `full`) |
 //!
 //! # A host in a few lines
 //!
@@ -152,9 +153,9 @@ pub use rho_untrusted::Plain;
 /// over the executor (`Runner`, `CallHandle`, `TurnRunner`, `Turn`): a glob
 /// of the root would bring the `tokio` and `smol` modules into scope, where
 /// they clash with the crates of those names (`#[tokio::main]`), and a host
-/// names its runtime's types from [`tokio`](crate::tokio) or
-/// [`smol`](crate::smol), which then never meet a second glob's names.
-/// Code generic over the executor names `rho::Runner<E>`.
+/// names its runtime's types from `rho::tokio` or `rho::smol`, which then
+/// never meet a second glob's names. Code generic over the executor names
+/// `rho::Runner<E>`.
 ///
 /// ```
 /// use rho::prelude::*;
@@ -233,6 +234,14 @@ pub mod turn {
 /// Plain data, panic and exit texts, contained disposal of foreign values.
 pub mod untrusted {
     pub use rho_untrusted::*;
+}
+
+/// The executor conformance suite: every point of the call contract as a
+/// named test, for an executor crate to run against itself (feature
+/// `conformance`).
+#[cfg(feature = "conformance")]
+pub mod conformance {
+    pub use rho_conformance::*;
 }
 
 /// The seam a runtime plugs into: for executor authors.

@@ -14,8 +14,9 @@
 //!
 //! # Running it against an executor
 //!
-//! Implement [`Harness`] in a test file of the executor crate (with
-//! `rho-conformance` as a dev-dependency), then expand
+//! Implement [`Harness`] in a test file of the executor crate (with `rho`
+//! and its `conformance` feature as a dev-dependency, or this crate
+//! itself), then expand
 //! [`conformance_suite!`] once per harness, each in its own module so the
 //! test names read `<module>::<point>`:
 //!
@@ -50,7 +51,7 @@
 //! #         fn sleep(&self, _duration: Duration) -> Self::Sleep { std::future::pending() }
 //! #     }
 //! # }
-//! use rho_conformance::Harness;
+//! use rho::conformance::Harness;
 //! use my_runtime::{MyExecutor, Runtime};
 //!
 //! /// A fresh two-thread runtime for each test.
@@ -75,7 +76,7 @@
 //! }
 //!
 //! mod my_runtime_suite {
-//!     rho_conformance::conformance_suite!(super::MyHarness);
+//!     rho::conformance::conformance_suite!(super::MyHarness);
 //! }
 //! # fn main() {}
 //! ```
