@@ -37,24 +37,25 @@
 //! | runner | [`Runner`] | starts one call on an executor: `runner.start(call, what)`, the one way |
 //! | start | [`call::Start`] | what a call starts with: a tool, a registry's look-up, or a refusal |
 //! | call handle | [`CallHandle`] | a call in flight: events, abort, and its end |
-//! | end | [`CallEnd`] | how a call ended: [`Outcome`], result, time waited and run |
+//! | end | [`CallEnd`] | how a call ended: [`Outcome`], result, time waited and run; the one record, of which the turn's and the server's are views |
+//! | watch | [`call::Watch`] | told of each call as it starts and ends, in the loop (see "Hearing of a call's end") |
 //! | registry | [`ToolRegistry`] | the tools of all sources, by name |
-//! | source | [`Source`] | where tools come from; told of each call of its tools |
+//! | source | [`Source`] | where tools come from; its policy is a watch of its tools' calls |
 //! | accounting | [`Accounting`] | a source's counts and quarantine ([`QuarantineRule`]) |
 //! | refusal | [`Refusal`] | why a call got no tool: an unknown name, a disabled tool |
 //! | turn | [`Turn`] | the calls of one model message, side by side |
 //! | turn runner | [`TurnRunner`] | makes turns: registry, gate, runner, event bus, policies |
 //! | event | [`TurnEvent`] | what a turn tells its subscribers as it happens |
 //! | subscriber | [`Subscriber`] | a host's screen or log: gets every event, never blocks a turn |
-//! | session entry | [`SessionEntry`] | what the session keeps of one call |
+//! | session entry | [`SessionEntry`] | what the session keeps of one call: its end under the host's policies |
 //! | plain data | [`Plain`] | values made only of library-owned types |
 //! | executor | [`Executor`] | spawn, kill and sleep on a runtime (`tokio`, `smol`) |
 //!
 //! [`prelude`] holds the same names for a glob import, without the modules
 //! and the executor-generic types. The rest sits one module down, by
-//! concept: [`tool`], [`call`],
-//! [`gate`], [`registry`], [`turn`], [`untrusted`], [`executor`]; and one
-//! module per runtime and capability, behind its feature.
+//! concept: [`tool`], [`call`], [`gate`], [`registry`], [`turn`],
+//! [`untrusted`], [`executor`]; and one module per runtime and capability,
+//! behind its feature.
 //!
 //! # Features
 //!
