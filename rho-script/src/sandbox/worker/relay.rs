@@ -36,8 +36,12 @@ const EXIT_WAIT: Duration = Duration::from_secs(2);
 const FIRST_MAX_LINE: usize = 1 << 20;
 
 /// How long a started worker has to greet (its first line on stdout)
-/// before it is taken for a program that is not a worker.
-const GREETING_WAIT: Duration = Duration::from_secs(5);
+/// before it is taken for a program that is not a worker. A worker greets
+/// within milliseconds, but a loaded host (two cores, a build and tests
+/// running) was seen to take more than 5 s to start one: a real worker
+/// must not be taken for a stranger then. The call's own timeout still
+/// ends a call sooner.
+const GREETING_WAIT: Duration = Duration::from_secs(15);
 
 /// The job a worker's reader delivers to.
 struct Delivery {
