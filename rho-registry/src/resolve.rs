@@ -188,13 +188,6 @@ impl From<Refusal> for Start {
     }
 }
 
-impl From<&Refusal> for Start {
-    /// As `From<Refusal>`, keeping the refusal.
-    fn from(refusal: &Refusal) -> Self {
-        Start::refused(refusal.to_result()).maybe_watched_by(refusal.watch())
-    }
-}
-
 impl Refusal {
     /// The tool name the call asked for.
     pub fn name(&self) -> &str {

@@ -70,12 +70,6 @@ impl Verdict {
             Self::Ask { reason } | Self::Deny { reason } => Some(reason),
         }
     }
-
-    /// Whether two verdicts say the same (allow, ask or deny), whatever
-    /// their reasons.
-    pub fn same_kind(&self, other: &Verdict) -> bool {
-        std::mem::discriminant(self) == std::mem::discriminant(other)
-    }
 }
 
 impl std::fmt::Display for Verdict {
@@ -244,7 +238,5 @@ mod tests {
         assert_eq!(Verdict::Allow.to_string(), "allow");
         assert_eq!(Verdict::ask("").to_string(), "ask");
         assert_eq!(Verdict::deny("not today").to_string(), "deny: not today");
-        assert!(Verdict::deny("a").same_kind(&Verdict::deny("b")));
-        assert!(!Verdict::ask("a").same_kind(&Verdict::deny("a")));
     }
 }

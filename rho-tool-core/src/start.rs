@@ -81,11 +81,6 @@ impl Start {
         self.watch = watch;
         self
     }
-
-    /// Whether the call will run a tool (and not end refused).
-    pub fn runs_a_tool(&self) -> bool {
-        matches!(self.what, What::Tool(_))
-    }
 }
 
 impl From<Arc<dyn Tool>> for Start {

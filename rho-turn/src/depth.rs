@@ -8,14 +8,9 @@
 //! arguments past [`ArgumentError::MAX_DEPTH`] apart without recursion before
 //! anything else sees them: the call is refused with a clear error instead.
 
-use crate::validate::ArgumentError;
 use serde_json::Value;
 
-impl ArgumentError {
-    /// How deep a call's arguments may nest: serde_json's own limit when it
-    /// parses text, so arguments a model sent as JSON never reach it.
-    pub const MAX_DEPTH: usize = 128;
-}
+use crate::validate::ArgumentError;
 
 /// Whether `value` nests deeper than `max` levels (a scalar is level 0).
 /// Looks at most at `max + 1` levels of any branch, without recursion.

@@ -13,6 +13,11 @@ use serde_json::Value;
 use crate::cap::cut_middle;
 
 impl ArgumentError {
+    /// How deep a call's arguments may nest: serde_json's own limit when it
+    /// parses text, so arguments a model sent as JSON never reach it
+    /// (checked without recursion, see the `depth` module).
+    pub const MAX_DEPTH: usize = 128;
+
     /// How many failures an error lists; the rest are counted.
     pub const MAX_LISTED: usize = 50;
 
