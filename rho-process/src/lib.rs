@@ -146,6 +146,7 @@
 mod answer;
 mod capture;
 mod child;
+pub mod confine;
 mod group;
 mod oneshot;
 mod report;

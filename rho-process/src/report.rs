@@ -24,6 +24,7 @@ use rho_tool_core::ToolOutput;
 use rustix::process::Signal;
 
 use crate::answer::{self, Invalid};
+use crate::confine::Confined;
 use crate::supervise::{Caps, Ran};
 
 /// How much of the start of stdout an error text quotes, in bytes.
@@ -31,15 +32,54 @@ pub(crate) const STDOUT_EXCERPT: usize = 200;
 /// How much of the end of stderr an error text quotes, in bytes.
 pub(crate) const STDERR_TAIL: usize = 2000;
 
-/// The answer of a child that ran.
-pub(crate) fn ran(tool: &str, ran: Ran, caps: Caps) -> ToolOutput {
+/// The answer of a child that ran, and of a confined one: the launcher's
+/// own refusals, the limit that stopped it, the rule it likely met, and
+/// what was not enforced (best effort).
+pub(crate) fn ran(tool: &str, ran: Ran, caps: Caps, confined: Option<&Confined>) -> ToolOutput {
+    let Some(confined) = confined else {
+        return ran_unconfined(tool, ran, caps, None);
+    };
+    if let Ok(status) = &ran.status {
+        if let Some(text) = confined.launcher_failure(status.code(), &ran.stderr.bytes) {
+            return ToolOutput::error(format!("tool `{tool}` {text}"));
+        }
+        if let Some(signal) = status.signal() {
+            if let Some(limit) = confined.limit_for_signal(signal, &ran.stderr.bytes) {
+                let output = ToolOutput::error(format!(
+                    "tool `{tool}` was stopped by its confinement: {limit} (its process was killed by signal {}){}",
+                    signal_text(signal),
+                    tail(&ran.stderr.bytes)
+                ));
+                return with_not_enforced(output, confined);
+            }
+        }
+    }
+    let denial = confined.denial(&ran.stderr.bytes);
+    let output = ran_unconfined(tool, ran, caps, Some(denial));
+    with_not_enforced(output, confined)
+}
+
+fn with_not_enforced(output: ToolOutput, confined: &Confined) -> ToolOutput {
+    match confined.not_enforced_note() {
+        Some(note) => output.with_note(note),
+        None => output,
+    }
+}
+
+/// The answer of a child that ran; `denial` is added to every failure
+/// rho reports (a confined child's likely denial and its confinement).
+fn ran_unconfined(tool: &str, ran: Ran, caps: Caps, denial: Option<String>) -> ToolOutput {
     let Ran {
         status,
         stdout,
         stderr,
         no_thread,
     } = ran;
-    let stderr_tail = tail(&stderr.bytes);
+    let mut stderr_tail = tail(&stderr.bytes);
+    if let Some(denial) = denial {
+        stderr_tail.push('\n');
+        stderr_tail.push_str(&denial);
+    }
     let failed = |what: String| ToolOutput::error(format!("tool `{tool}` {what}{stderr_tail}"));
 
     if let Some(error) = no_thread {

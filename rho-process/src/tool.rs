@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 
+use crate::confine::{self, Confined, Confinement, Launcher};
 use crate::report;
 use crate::supervise::{self, Caps, Finished};
 
@@ -77,6 +78,8 @@ pub struct ProcessTool {
     inherit_env: bool,
     env: Vec<(OsString, OsString)>,
     caps: Caps,
+    confinement: Option<Confinement>,
+    launcher: Option<Launcher>,
 }
 
 impl ProcessTool {
@@ -100,6 +103,8 @@ impl ProcessTool {
                 stdout: ProcessTool::DEFAULT_MAX_STDOUT,
                 stderr: ProcessTool::DEFAULT_MAX_STDERR,
             },
+            confinement: None,
+            launcher: None,
         }
     }
 
@@ -190,9 +195,55 @@ impl ProcessTool {
         self
     }
 
+    /// Runs every call confined: see [`confine`](crate::confine). The
+    /// environment is still the tool's (empty unless set, or the host's
+    /// with [`inherit_env`](ProcessTool::inherit_env)), less the variables
+    /// whose names look like secrets unless the confinement passes them;
+    /// the working directory, if set, must be inside the confinement.
+    pub fn with_confinement(mut self, confinement: Confinement) -> Self {
+        self.confinement = Some(confinement);
+        self
+    }
+
+    /// The launcher that confines this tool's calls. Default:
+    /// [`Launcher::find`] at the first call.
+    pub fn with_launcher(mut self, launcher: Launcher) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
     /// The program the tool runs.
     pub fn program(&self) -> &OsStr {
         &self.program
+    }
+
+    /// The tool's confinement, if it has one.
+    pub fn confinement(&self) -> Option<&Confinement> {
+        self.confinement.as_ref()
+    }
+
+    /// The command for one confined call: the launcher's, and what of the
+    /// confinement this kernel does not enforce.
+    fn confined_command(&self, confinement: &Confinement) -> Result<(Command, Confined), String> {
+        let mut env = if self.inherit_env {
+            confine::inherited_env(confinement)
+        } else {
+            Vec::new()
+        };
+        env.extend(self.env.iter().cloned());
+        let prepared = confine::prepare(
+            confinement,
+            self.launcher.as_ref(),
+            &self.program,
+            &self.args,
+            &env,
+            self.current_dir.as_deref(),
+        )?;
+        let confined = Confined {
+            confinement: confinement.clone(),
+            not_enforced: prepared.not_enforced,
+        };
+        Ok((prepared.command, confined))
     }
 
     /// The command for one call (stdio and the process group are set by
@@ -226,6 +277,7 @@ impl fmt::Debug for ProcessTool {
             .field("untrusted", &self.untrusted)
             .field("max_stdout", &self.caps.stdout)
             .field("max_stderr", &self.caps.stderr)
+            .field("confinement", &self.confinement)
             .finish_non_exhaustive()
     }
 }
@@ -270,12 +322,21 @@ impl Tool for ProcessTool {
             }
         };
         input.push(b'\n');
-        let running = match supervise::start(self.command(), input, self.caps) {
+        let (command, confined) = match &self.confinement {
+            None => (self.command(), None),
+            Some(confinement) => match self.confined_command(confinement) {
+                Ok((command, confined)) => (command, Some(confined)),
+                Err(text) => {
+                    return ToolOutput::error(format!("tool `{}` was not run: {text}", self.name));
+                }
+            },
+        };
+        let running = match supervise::start(command, input, self.caps) {
             Ok(running) => running,
             Err(error) => return report::no_supervisor(&self.name, &error),
         };
         match running.await {
-            Some(Finished::Ran(ran)) => report::ran(&self.name, ran, self.caps),
+            Some(Finished::Ran(ran)) => report::ran(&self.name, ran, self.caps, confined.as_ref()),
             Some(Finished::NotStarted(error)) => {
                 report::not_started(&self.name, &self.program, &error)
             }

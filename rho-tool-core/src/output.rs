@@ -166,6 +166,28 @@ impl ToolOutput {
         Self::from_answer(Answer::Crashed(text.into()))
     }
 
+    /// Appends a paragraph to what the model reads, keeping the kind of
+    /// answer (success, error or crash) and its details: a remark of the
+    /// code that ran the tool (say, what its confinement did not enforce).
+    #[must_use]
+    pub fn with_note(mut self, note: impl AsRef<str>) -> Self {
+        let note = note.as_ref();
+        let append = |text: &mut String| {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(note);
+        };
+        match &mut self.answer {
+            Answer::Text(text)
+            | Answer::Images { text, .. }
+            | Answer::Error(text)
+            | Answer::Crashed(text) => append(text),
+            Answer::Result(result) => result.push(Content::text(note)),
+        }
+        self
+    }
+
     /// Whether this is an error answer (including a crash).
     pub fn is_error(&self) -> bool {
         match &self.answer {

@@ -66,7 +66,7 @@
 //! | `script` | `script`: tools the model writes in JavaScript, and code mode |
 //! | `mcp` | `mcp`: serve a registry over MCP, import MCP servers, the proxy |
 //! | `mcp-https` | `mcp`, with imports from `https://` endpoints |
-//! | `process` | `process`: a tool that is a child process, killed whole |
+//! | `process` | `process`: a tool that is a child process, killed whole, confined by the kernel (`process::confine`) |
 //! | `full` | all of the above |
 //! | `conformance` | `conformance`: the executor conformance suite, for executor authors (not in `full`) |
 //!
@@ -135,7 +135,8 @@
 //! time it yields. Code that must really stop needs a stronger boundary:
 //! a JavaScript tool (`script`) is stopped by the engine's interrupt, and a
 //! child process (`process`, MCP servers over stdio) is killed with its
-//! whole process group.
+//! whole process group, or, confined (`process::confine`), with its whole
+//! PID namespace, and can reach only what its confinement allows.
 
 pub use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
 pub use rho_tool_core::{
@@ -298,7 +299,8 @@ pub mod mcp {
 }
 
 /// A tool that is a child process: JSON in, JSON out, its whole process
-/// group killed at the deadline or an abort.
+/// group killed at the deadline or an abort, confined by the kernel if
+/// given a [`Confinement`](process::confine::Confinement).
 #[cfg(feature = "process")]
 pub mod process {
     pub use rho_process::*;

@@ -1,0 +1,211 @@
+//! Init: PID 1 of the confinement. Sets everything up, runs the command,
+//! reaps, reports.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::process::Command;
+
+use rustix::event::{PollFd, PollFlags};
+use rustix::io::FdFlags;
+use rustix::process::{Signal, WaitOptions};
+
+use super::{Plan, Report, filter, limits, net, parse_plan, root, sys};
+use crate::confine::policy::Network;
+use crate::confine::{Mechanism, Support};
+
+/// The command with which a probe's init probes instead of running one.
+pub(super) const PROBE_COMMAND: &str = "--rho-confine-probe-init";
+
+/// Init's run: see the [module docs](super).
+pub(super) fn run(fd: i32, plan: &str, command: Vec<OsString>) -> ! {
+    let report = match sys::inherited(fd) {
+        Ok(fd) => {
+            // Not to be inherited by the command: only init reports.
+            let _ = rustix::io::fcntl_setfd(&fd, FdFlags::CLOEXEC);
+            File::from(fd)
+        }
+        Err(error) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}no report pipe: {error}",
+                super::PREFIX
+            );
+            std::process::exit(super::SETUP_FAILED)
+        }
+    };
+    let send = |message: Report| -> ! {
+        let text = serde_json::to_string(&message).unwrap_or_default();
+        let _ = (&report).write_all(text.as_bytes());
+        // Exiting ends the PID namespace: the kernel kills whatever the
+        // command left behind.
+        std::process::exit(0)
+    };
+    let plan = match parse_plan(plan) {
+        Ok(plan) => plan,
+        Err(text) => send(Report::SetupFailed(text)),
+    };
+    if plan.uses(Mechanism::Namespaces) {
+        // Outer's death (the host's kill at the deadline) is init's, and
+        // so the namespace's. Outer has one thread, the one that started
+        // init, so the "parent" of PR_SET_PDEATHSIG is outer itself.
+        if rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).is_err() {
+            send(Report::SetupFailed(
+                "could not tie the confinement to its launcher".into(),
+            ));
+        }
+        // Outer may have died before that: then nobody reads the pipe.
+        if outer_is_gone(&report) {
+            std::process::exit(0);
+        }
+    }
+    if command.first().is_some_and(|c| c == PROBE_COMMAND) {
+        send(Report::Probe(probe(&plan)));
+    }
+    if let Err(text) = setup(&plan) {
+        send(Report::SetupFailed(text));
+    }
+    let Some((program, args)) = command.split_first() else {
+        send(Report::NotStarted("no command was given".into()));
+    };
+    let child = match Command::new(program).args(args).spawn() {
+        Ok(child) => child,
+        Err(error) => send(Report::NotStarted(format!(
+            "could not start `{}` inside the confinement: {error}",
+            program.to_string_lossy()
+        ))),
+    };
+    let pid = rustix::process::Pid::from_child(&child);
+    loop {
+        match rustix::process::wait(WaitOptions::empty()) {
+            Ok(Some((reaped, status))) if reaped == pid => {
+                if let Some(code) = status.exit_status() {
+                    send(Report::Exited(code));
+                }
+                if let Some(signal) = status.terminating_signal() {
+                    send(Report::Signaled(signal));
+                }
+            }
+            // An orphan that came to PID 1, reaped.
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(error) => send(Report::SetupFailed(format!(
+                "could not wait for the command: {error}"
+            ))),
+        }
+    }
+}
+
+/// Whether the read end of the report pipe is closed.
+fn outer_is_gone(report: &File) -> bool {
+    let mut fds = [PollFd::new(report, PollFlags::OUT)];
+    let zero = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    match rustix::event::poll(&mut fds, Some(&zero)) {
+        Ok(_) => fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP),
+        Err(_) => false,
+    }
+}
+
+/// Everything before the command: new root, network, limits,
+/// capabilities, Landlock, seccomp, working directory. Any failure is the
+/// call's refusal: nothing here is skipped silently.
+fn setup(plan: &Plan) -> Result<(), String> {
+    let namespaces = plan.uses(Mechanism::Namespaces);
+    if namespaces {
+        root::build(plan)?;
+        if plan.confinement.network() == Network::Loopback {
+            net::loopback_up()?;
+        }
+        // No namespace inside this one (an escape route, and a way around
+        // the limits): the count of user namespaces this one may hold.
+        std::fs::write("/proc/sys/user/max_user_namespaces", "0")
+            .map_err(|error| format!("could not forbid nested namespaces: {error}"))?;
+        let _ = rustix::system::sethostname(b"rho");
+    }
+    limits::apply(plan)?;
+    if namespaces {
+        drop_capabilities()?;
+    }
+    if plan.uses(Mechanism::Landlock) {
+        filter::landlock(plan)?;
+    }
+    if plan.uses(Mechanism::Seccomp) {
+        filter::seccomp()?;
+    }
+    let cwd = plan.cwd.clone().or_else(|| {
+        plan.confinement
+            .workspace()
+            .map(std::path::Path::to_path_buf)
+    });
+    if let Some(cwd) = cwd {
+        std::env::set_current_dir(&cwd).map_err(|error| {
+            format!(
+                "the working directory {} is not reachable inside the confinement: {error}",
+                cwd.display()
+            )
+        })?;
+    } else if namespaces {
+        std::env::set_current_dir("/")
+            .map_err(|error| format!("could not enter the new root: {error}"))?;
+    }
+    Ok(())
+}
+
+/// Drops every capability init holds in its user namespace, for good: the
+/// command runs as root of the namespace (the only id mapped) with none,
+/// and cannot gain any by `exec`.
+fn drop_capabilities() -> Result<(), String> {
+    use rustix::thread::{CapabilitiesSecureBits as Bits, CapabilitySet, CapabilitySets};
+    let failed = |what: &str, error: rustix::io::Errno| {
+        format!("could not drop capabilities ({what}): {error}")
+    };
+    for bit in 0..64 {
+        match rustix::thread::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(
+            1 << bit,
+        )) {
+            // Past the last capability this kernel knows.
+            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+            Err(error) => return Err(failed("bounding set", error)),
+        }
+    }
+    let locked = Bits::NO_ROOT
+        | Bits::NO_ROOT_LOCKED
+        | Bits::NO_SETUID_FIXUP
+        | Bits::NO_SETUID_FIXUP_LOCKED
+        | Bits::KEEP_CAPS_LOCKED
+        | Bits::NO_CAP_AMBIENT_RAISE
+        | Bits::NO_CAP_AMBIENT_RAISE_LOCKED;
+    rustix::thread::set_capabilities_secure_bits(locked).map_err(|e| failed("secure bits", e))?;
+    rustix::thread::clear_ambient_capability_set().map_err(|e| failed("ambient set", e))?;
+    let none = CapabilitySets {
+        effective: CapabilitySet::empty(),
+        permitted: CapabilitySet::empty(),
+        inheritable: CapabilitySet::empty(),
+    };
+    rustix::thread::set_capabilities(None, none).map_err(|e| failed("sets", e))
+}
+
+/// A probe's init: tries each mechanism that needs the namespaces, then
+/// Landlock and seccomp.
+fn probe(plan: &Plan) -> Support {
+    let mut support = Support::none(String::new());
+    support.namespaces = match root::build(plan) {
+        Ok(()) => match net::loopback_up() {
+            Ok(()) => Ok(()),
+            Err(text) => Err(text),
+        },
+        Err(text) => Err(text),
+    };
+    support.process_limit = limits::probe_process_limit(plan);
+    probe_filters(&mut support);
+    support
+}
+
+/// Tries Landlock and seccomp on this (throwaway) process.
+pub(super) fn probe_filters(support: &mut Support) {
+    support.landlock = filter::probe_landlock();
+    support.seccomp = filter::seccomp();
+}

@@ -1,0 +1,207 @@
+//! Outer: the launcher in the host's namespaces. Unshares, maps, starts
+//! init, and ends the way the command ended.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::process::Command;
+
+use rustix::io::FdFlags;
+use rustix::pipe::PipeFlags;
+use rustix::process::{Resource, Rlimit, Signal};
+use rustix::thread::UnshareFlags;
+
+use super::{NOT_STARTED, PREFIX, Plan, Report, SETUP_FAILED, init, parse_plan, sys};
+use crate::confine::policy::Network;
+use crate::confine::{Mechanism, Support};
+
+/// The argument with which outer starts init.
+pub(super) const INIT_ARG: &str = "--rho-confine-init";
+
+/// Ends the launcher with `text` on stderr and the setup-failed code.
+fn fail(text: &str) -> ! {
+    let _ = writeln!(std::io::stderr(), "{PREFIX}{text}");
+    std::process::exit(SETUP_FAILED)
+}
+
+/// The namespaces a plan asks for.
+fn namespaces(plan: &Plan) -> UnshareFlags {
+    let mut flags = UnshareFlags::NEWUSER
+        | UnshareFlags::NEWPID
+        | UnshareFlags::NEWNS
+        | UnshareFlags::NEWIPC
+        | UnshareFlags::NEWUTS
+        | UnshareFlags::NEWCGROUP;
+    if plan.confinement.network() != Network::Full {
+        flags |= UnshareFlags::NEWNET;
+    }
+    flags
+}
+
+/// Enters new namespaces and maps the caller's ids to root inside.
+fn enter(flags: UnshareFlags, uid: u32, gid: u32) -> Result<(), String> {
+    sys::unshare(flags)
+        .map_err(|error| format!("user namespaces are not available: unshare: {error}"))?;
+    let write = |path: &str, text: String| {
+        std::fs::write(path, text)
+            .map_err(|error| format!("user namespaces are not usable: writing {path}: {error}"))
+    };
+    // `deny` first: an unprivileged process may write its gid map only
+    // once it can no longer drop supplementary groups (user_namespaces(7)).
+    write("/proc/self/setgroups", "deny".to_owned())?;
+    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    Ok(())
+}
+
+/// Outer's run: see the [module docs](super).
+pub(super) fn run(plan: &str, command: Vec<OsString>) -> ! {
+    let mut plan = match parse_plan(plan) {
+        Ok(plan) => plan,
+        Err(text) => fail(&text),
+    };
+    // No core files of the command or of the launcher replaying its end.
+    let _ = rustix::process::setrlimit(
+        Resource::Core,
+        Rlimit {
+            current: Some(0),
+            maximum: Some(0),
+        },
+    );
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    plan.ids = Some((uid, gid));
+    if plan.uses(Mechanism::Namespaces) {
+        if let Err(text) = enter(namespaces(&plan), uid, gid) {
+            fail(&text);
+        }
+    }
+    let plan = match serde_json::to_string(&plan) {
+        Ok(plan) => plan,
+        Err(error) => fail(&format!("the plan could not be written: {error}")),
+    };
+    match start_init(&plan, &command) {
+        Ok(report) => replay(report),
+        Err(text) => fail(&text),
+    }
+}
+
+/// Starts init with `plan` and `command`, waits for it, and returns its
+/// report.
+fn start_init(plan: &str, command: &[OsString]) -> Result<Report, String> {
+    // The report pipe: its write end is left open across init's exec (no
+    // CLOEXEC); init takes it by its number and closes it on its own
+    // exec of the command.
+    let (read, write) = rustix::pipe::pipe_with(PipeFlags::empty())
+        .map_err(|error| format!("could not make a pipe: {error}"))?;
+    rustix::io::fcntl_setfd(&read, FdFlags::CLOEXEC)
+        .map_err(|error| format!("could not make a pipe: {error}"))?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&write);
+    let mut init = Command::new("/proc/self/exe")
+        .arg(INIT_ARG)
+        .arg(fd.to_string())
+        .arg(plan)
+        .arg("--")
+        .args(command)
+        .spawn()
+        .map_err(|error| format!("could not start the confinement's init: {error}"))?;
+    drop(write);
+    let mut report = String::new();
+    let read_result = File::from(read).read_to_string(&mut report);
+    let status = init
+        .wait()
+        .map_err(|error| format!("could not wait for the confinement's init: {error}"))?;
+    read_result.map_err(|error| format!("could not read the confinement's report: {error}"))?;
+    serde_json::from_str(&report).map_err(|_| {
+        format!("the confinement's init ended ({status}) without saying how the command ended")
+    })
+}
+
+/// Ends this process the way the command ended.
+fn replay(report: Report) -> ! {
+    match report {
+        Report::Exited(code) => std::process::exit(code),
+        Report::Signaled(number) => {
+            if let Some(signal) = Signal::from_named_raw(number) {
+                let me = rustix::process::getpid();
+                // Twice: the first may meet a handler Rust's runtime
+                // installed (SIGSEGV's stack-overflow check), which
+                // restores the default before returning.
+                let _ = rustix::process::kill_process(me, signal);
+                let _ = rustix::process::kill_process(me, signal);
+            }
+            // A signal this process ignores (SIGPIPE, as every Rust
+            // program does): the shell's convention.
+            std::process::exit(128 + number)
+        }
+        Report::SetupFailed(text) => fail(&text),
+        Report::NotStarted(text) => {
+            let _ = writeln!(std::io::stderr(), "{PREFIX}{text}");
+            std::process::exit(NOT_STARTED)
+        }
+        Report::Probe(_) => fail("init answered a probe to a run"),
+    }
+}
+
+/// What this kernel lets the launcher enforce, found by trying each
+/// mechanism in throwaway processes (the probe's own).
+pub(super) fn probe() -> ! {
+    let support = probe_here();
+    let text = serde_json::to_string(&support).unwrap_or_default();
+    let _ = writeln!(std::io::stdout(), "{text}");
+    std::process::exit(0)
+}
+
+fn probe_here() -> Support {
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    let flags = UnshareFlags::NEWUSER
+        | UnshareFlags::NEWPID
+        | UnshareFlags::NEWNS
+        | UnshareFlags::NEWIPC
+        | UnshareFlags::NEWUTS
+        | UnshareFlags::NEWNET;
+    if let Err(text) = enter(flags, uid, gid) {
+        // Landlock and seccomp need no namespace: try them here.
+        let mut support = Support::none(text);
+        init::probe_filters(&mut support);
+        return support;
+    }
+    let plan = Plan {
+        confinement: crate::confine::Confinement::new(),
+        skip: Vec::new(),
+        cwd: None,
+        ids: Some((uid, gid)),
+    };
+    let plan = serde_json::to_string(&plan).unwrap_or_default();
+    match start_init(&plan, &[OsString::from(init::PROBE_COMMAND)]) {
+        Ok(Report::Probe(support)) => support,
+        Ok(other) => Support::none(format!("the probe's init answered {other:?}")),
+        Err(text) => Support::none(text),
+    }
+}
+
+/// What this kernel lets a confinement enforce, from the launcher at
+/// `program` (run once with the probe argument).
+pub(crate) fn probe_support(program: &std::path::Path) -> Result<Support, String> {
+    let output = Command::new(program)
+        .arg(super::super::launcher::PROBE_ARG)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|error| {
+            format!(
+                "could not run the launcher `{}`: {error}",
+                program.display()
+            )
+        })?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(text.trim()).map_err(|_| {
+        format!(
+            "the launcher `{}` did not answer its probe ({}): {}",
+            program.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )
+    })
+}

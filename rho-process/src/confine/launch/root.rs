@@ -1,0 +1,299 @@
+//! The new root: a file system made of the paths the confinement names,
+//! a fresh `/proc` of the new PID namespace, a minimal `/dev` and a
+//! scratch `/tmp`, in a mount namespace of its own. What is not named does
+//! not exist for the command (or, with [`Rest::ReadOnly`], is the host's
+//! tree read-only), so Landlock's gaps on older kernels (connecting to a
+//! Unix socket by path, seeing that a file exists) stay closed.
+//!
+//! The steps are bubblewrap's: a tmpfs becomes a temporary root with the
+//! host's root below it at `/oldroot`; the new root is assembled beside it
+//! at `/newroot` from bind mounts of `/oldroot/<path>`; then the new root
+//! takes `/`, and the old one is detached.
+
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::StatVfsMountFlags;
+use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
+
+use super::Plan;
+use crate::confine::policy::{Confinement, Rest};
+
+/// How a path is mounted in the new root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Access {
+    Read,
+    Write,
+}
+
+/// One path of the new root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// A directory or file bound from the host at the same path.
+    Bind { path: PathBuf, access: Access },
+    /// A symbolic link, recreated (its target is bound as its own entry).
+    Link { path: PathBuf, target: PathBuf },
+}
+
+/// The paths of the new root, in the host's view: each named path made
+/// absolute and resolved, symbolic links recreated and their targets
+/// added. Missing system paths are skipped; a missing named path is an
+/// error (a typo must not make a narrower, or wider, confinement).
+pub(crate) fn entries(confinement: &Confinement) -> Result<Vec<Entry>, String> {
+    let mut named: Vec<(PathBuf, Access, bool)> = Vec::new();
+    if confinement.system_paths() {
+        for path in Confinement::SYSTEM_PATHS {
+            named.push((PathBuf::from(path), Access::Read, false));
+        }
+    }
+    for path in confinement.read_paths() {
+        named.push((path.clone(), Access::Read, true));
+    }
+    for path in confinement.write_paths() {
+        named.push((path, Access::Write, true));
+    }
+    let mut entries = Vec::new();
+    for (path, access, required) in named {
+        if !path.is_absolute() {
+            return Err(format!("the path {} is not absolute", path.display()));
+        }
+        let resolved = match fs::canonicalize(&path) {
+            Ok(resolved) => resolved,
+            Err(_) if !required => continue,
+            Err(error) => {
+                return Err(format!(
+                    "the path {} cannot be used: {error}",
+                    path.display()
+                ));
+            }
+        };
+        // The named path's own form stays usable when it goes through a
+        // link (`/bin` -> `usr/bin`, a workspace under a linked home).
+        if resolved != lexical(&path) {
+            if let Ok(target) = fs::read_link(&path) {
+                entries.push(Entry::Link {
+                    path: lexical(&path),
+                    target,
+                });
+            }
+        }
+        entries.push(Entry::Bind {
+            path: resolved,
+            access,
+        });
+    }
+    // Parents before children, and for one path the writable mount last,
+    // so it is the one on top.
+    entries.sort_by_key(key);
+    entries.dedup();
+    Ok(entries)
+}
+
+fn key(entry: &Entry) -> (usize, PathBuf, Option<Access>) {
+    match entry {
+        Entry::Bind { path, access } => (path.components().count(), path.clone(), Some(*access)),
+        Entry::Link { path, .. } => (path.components().count(), path.clone(), None),
+    }
+}
+
+/// `path` with `.` and `..` taken out, without touching the file system.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `path` (absolute) under `base`.
+fn under(base: &str, path: &Path) -> PathBuf {
+    Path::new(base).join(path.strip_prefix("/").unwrap_or(path))
+}
+
+fn err(what: impl std::fmt::Display, error: impl std::fmt::Display) -> String {
+    format!("could not build the confinement's file system: {what}: {error}")
+}
+
+/// Builds the new root and enters it. Init runs this, as root of its user
+/// namespace, in its own mount namespace.
+pub(super) fn build(plan: &Plan) -> Result<(), String> {
+    let confinement = &plan.confinement;
+    // Computed in the host's view, before anything is mounted.
+    let entries = entries(confinement)?;
+
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )
+    .map_err(|e| err("making mounts private", e))?;
+    // A temporary root: a tmpfs with the host's root below it.
+    let base = "/tmp";
+    rustix::mount::mount(
+        "tmpfs",
+        base,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        c"mode=0755",
+    )
+    .map_err(|e| err("mounting the temporary root", e))?;
+    std::env::set_current_dir(base).map_err(|e| err("entering the temporary root", e))?;
+    for dir in ["newroot", "oldroot"] {
+        fs::create_dir(dir).map_err(|e| err(dir, e))?;
+    }
+    rustix::process::pivot_root(".", "oldroot").map_err(|e| err("pivot_root", e))?;
+    std::env::set_current_dir("/").map_err(|e| err("chdir /", e))?;
+
+    // The new root itself: an empty tmpfs, read-only once assembled.
+    rustix::mount::mount(
+        "tmpfs",
+        "/newroot",
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        c"mode=0755",
+    )
+    .map_err(|e| err("mounting the new root", e))?;
+    if confinement.rest() == Rest::ReadOnly {
+        bind(Path::new("/oldroot"), Path::new("/newroot"), Access::Read)?;
+    }
+    // Before the named paths: one of them may lie under `/tmp` or `/run`.
+    proc_dev_tmp(confinement)?;
+    for entry in &entries {
+        match entry {
+            Entry::Bind { path, access } => {
+                bind(&under("/oldroot", path), &under("/newroot", path), *access)?
+            }
+            Entry::Link { path, target } => {
+                let at = under("/newroot", path);
+                if fs::symlink_metadata(&at).is_err() {
+                    if let Some(parent) = at.parent() {
+                        fs::create_dir_all(parent).map_err(|e| err(parent.display(), e))?;
+                    }
+                    std::os::unix::fs::symlink(target, &at).map_err(|e| err(at.display(), e))?;
+                }
+            }
+        }
+    }
+
+    // The host's tree goes; the new root takes `/`.
+    rustix::mount::unmount("/oldroot", UnmountFlags::DETACH)
+        .map_err(|e| err("detaching the host's root", e))?;
+    std::env::set_current_dir("/newroot").map_err(|e| err("entering the new root", e))?;
+    // pivot_root(".", ".") stacks the old root on the new one at `/`;
+    // detaching it leaves the new root alone (pivot_root(2)).
+    rustix::process::pivot_root(".", ".").map_err(|e| err("pivot_root into the new root", e))?;
+    rustix::mount::unmount(".", UnmountFlags::DETACH)
+        .map_err(|e| err("detaching the temporary root", e))?;
+    std::env::set_current_dir("/").map_err(|e| err("chdir /", e))?;
+    if confinement.rest() == Rest::Hidden {
+        rustix::mount::mount_remount(
+            "/",
+            MountFlags::BIND | MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV,
+            "",
+        )
+        .map_err(|e| err("making the new root read-only", e))?;
+    }
+    Ok(())
+}
+
+/// A fresh `/proc` of the new PID namespace, a `/dev` of the harmless
+/// devices, an empty `/dev/shm`, `/run` and the scratch `/tmp`.
+fn proc_dev_tmp(confinement: &Confinement) -> Result<(), String> {
+    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    fs::create_dir_all("/newroot/proc").map_err(|e| err("/proc", e))?;
+    rustix::mount::mount("proc", "/newroot/proc", "proc", flags, None)
+        .map_err(|e| err("mounting /proc", e))?;
+
+    fs::create_dir_all("/newroot/dev").map_err(|e| err("/dev", e))?;
+    rustix::mount::mount(
+        "tmpfs",
+        "/newroot/dev",
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NOEXEC,
+        c"mode=0755",
+    )
+    .map_err(|e| err("mounting /dev", e))?;
+    for device in ["null", "zero", "full", "random", "urandom", "tty"] {
+        let source = format!("/oldroot/dev/{device}");
+        if fs::metadata(&source).is_ok() {
+            bind(
+                Path::new(&source),
+                Path::new(&format!("/newroot/dev/{device}")),
+                Access::Write,
+            )?;
+        }
+    }
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(target, format!("/newroot/dev/{link}"))
+            .map_err(|e| err(link, e))?;
+    }
+    let scratch = std::ffi::CString::new(format!("mode=1777,size={}", confinement.scratch_size()))
+        .map_err(|e| err("scratch options", e))?;
+    for dir in ["/newroot/dev/shm", "/newroot/tmp", "/newroot/run"] {
+        fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
+        rustix::mount::mount(
+            "tmpfs",
+            dir,
+            "tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            scratch.as_c_str(),
+        )
+        .map_err(|e| err(dir, e))?;
+    }
+    Ok(())
+}
+
+/// Binds `source` at `target` (created as a directory or an empty file to
+/// match), read-only unless `access` is `Write`.
+fn bind(source: &Path, target: &Path, access: Access) -> Result<(), String> {
+    let meta = fs::metadata(source).map_err(|e| err(source.display(), e))?;
+    if fs::symlink_metadata(target).is_err() {
+        if meta.is_dir() {
+            fs::create_dir_all(target).map_err(|e| err(target.display(), e))?;
+        } else {
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(|e| err(parent.display(), e))?;
+            }
+            fs::File::create(target).map_err(|e| err(target.display(), e))?;
+        }
+    }
+    rustix::mount::mount_bind_recursive(source, target)
+        .map_err(|e| err(format!("binding {}", source.display()), e))?;
+    if access == Access::Read {
+        read_only(target).map_err(|e| err(format!("making {} read-only", source.display()), e))?;
+    }
+    Ok(())
+}
+
+/// Remounts the bind mount at `target` read-only, keeping the flags the
+/// kernel locks on a mount seen from a user namespace (a remount that
+/// dropped `nosuid` or `nodev` would be refused).
+fn read_only(target: &Path) -> io::Result<()> {
+    let held = rustix::fs::statvfs(target)?.f_flag;
+    let mut flags = MountFlags::BIND | MountFlags::RDONLY;
+    for (have, keep) in [
+        (StatVfsMountFlags::NOSUID, MountFlags::NOSUID),
+        (StatVfsMountFlags::NODEV, MountFlags::NODEV),
+        (StatVfsMountFlags::NOEXEC, MountFlags::NOEXEC),
+        (StatVfsMountFlags::NOATIME, MountFlags::NOATIME),
+        (StatVfsMountFlags::NODIRATIME, MountFlags::NODIRATIME),
+        (StatVfsMountFlags::RELATIME, MountFlags::RELATIME),
+    ] {
+        if held.contains(have) {
+            flags |= keep;
+        }
+    }
+    rustix::mount::mount_remount(target, flags, "")?;
+    Ok(())
+}
