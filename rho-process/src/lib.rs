@@ -150,8 +150,10 @@ pub mod confine;
 mod group;
 mod oneshot;
 mod report;
+mod shell;
 mod supervise;
 mod tool;
 
 pub use child::{ChildExit, ChildGroup, Exited, GroupKiller};
+pub use shell::ShellTool;
 pub use tool::ProcessTool;

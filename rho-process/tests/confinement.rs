@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rho_process::ProcessTool;
 use rho_process::confine::{Confinement, Launcher, Limits, Network};
+use rho_process::{ProcessTool, ShellTool};
 use rho_tool_core::{CallEnd, Executor, Outcome, Runner, Tool, ToolCall};
 use support::Scratch;
 
@@ -113,7 +113,99 @@ mod hostile {
         limits_cannot_be_raised,
         no_namespace_can_be_nested,
         secret_looking_variables_do_not_pass_unless_named,
+        the_shell_tool_runs_the_models_command_in_its_workspace,
+        the_shell_tools_output_is_capped_and_its_tree_gone_at_the_deadline,
     );
+
+    fn shell(workspace: &Scratch) -> ShellTool {
+        ShellTool::new(workspace.path()).with_launcher(launcher())
+    }
+
+    async fn run_shell<E: Executor>(runner: &Runner<E>, tool: ShellTool, command: &str) -> CallEnd {
+        let call = ToolCall::new("1", "shell", serde_json::json!({ "command": command }));
+        runner.start(call, Arc::new(tool)).await
+    }
+
+    /// The shell tool: one line to make, the command's output back, a
+    /// failing command's exit code and stderr, a denial named.
+    pub(super) async fn the_shell_tool_runs_the_models_command_in_its_workspace<E: Executor>(
+        runner: Runner<E>,
+    ) {
+        let workspace = Scratch::new("shell");
+        let end = run_shell(&runner, shell(&workspace), "echo hi > note; cat note; pwd").await;
+        assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
+        assert_eq!(
+            end.result.text(),
+            format!("hi\n{}\n", workspace.path().display())
+        );
+
+        let end = run_shell(&runner, shell(&workspace), "echo out; echo err >&2; exit 3").await;
+        assert_eq!(end.outcome, Outcome::Failed, "{end:?}");
+        assert!(
+            end.result
+                .text()
+                .starts_with("[exit code 3]\nout\n[stderr]\nerr\n"),
+            "{}",
+            end.result.text()
+        );
+
+        let end = run_shell(&runner, shell(&workspace), "cat ~/.ssh/id_rsa /etc/shadow").await;
+        assert_failed_saying(
+            &end,
+            &[
+                "/etc/shadow: No such file or directory",
+                "a path outside the confinement does not exist inside it",
+            ],
+        );
+        let end = run_shell(&runner, shell(&workspace), "exec 3<>/dev/tcp/1.1.1.1/80").await;
+        assert_failed_saying(
+            &end,
+            &[
+                "Network is unreachable",
+                "the network is not reachable from the confinement (network: none)",
+            ],
+        );
+
+        let end = run_shell(&runner, shell(&workspace), "").await;
+        assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
+        let end = runner
+            .start(
+                ToolCall::new("2", "shell", serde_json::json!({ "cmd": "ls" })),
+                Arc::new(shell(&workspace)),
+            )
+            .await;
+        assert_failed_saying(&end, &["needs a `command` string"]);
+    }
+
+    /// Output past the cap stops the command; a command still running at
+    /// the deadline is gone with everything it started, `setsid` or not.
+    pub(super) async fn the_shell_tools_output_is_capped_and_its_tree_gone_at_the_deadline<
+        E: Executor,
+    >(
+        runner: Runner<E>,
+    ) {
+        let workspace = Scratch::new("shell");
+        let end = run_shell(&runner, shell(&workspace).with_max_output(1000), "yes").await;
+        assert_eq!(end.outcome, Outcome::Failed, "{end:?}");
+        assert!(
+            end.result
+                .text()
+                .contains("wrote more than 1000 bytes to stdout: it was stopped there"),
+            "{}",
+            end.result.text()
+        );
+
+        let marker = marker("shell");
+        let tool = shell(&workspace).with_timeout(Duration::from_secs(1));
+        let end = run_shell(
+            &runner,
+            tool,
+            &format!("setsid bash -c 'exec -a {marker} sleep 300' & sleep 300"),
+        )
+        .await;
+        assert_eq!(end.outcome, Outcome::TimedOut, "{end:?}");
+        assert_no_process_with(&marker);
+    }
 
     /// The baseline: the workspace is the working directory, readable and
     /// writable; the system's programs run; the answer arrives.

@@ -129,6 +129,11 @@ impl Confined {
             ),
         ];
         let mut paragraph = String::new();
+        if self.confinement.rest() == super::Rest::Hidden
+            && text.contains("no such file or directory")
+        {
+            paragraph.push_str("a path outside the confinement does not exist inside it; ");
+        }
         for (needles, meaning) in hints {
             if needles.iter().any(|needle| text.contains(needle)) {
                 let _ = write!(paragraph, "{meaning}; ");
