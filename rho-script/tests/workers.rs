@@ -53,6 +53,7 @@ on_both_executors_alone!(
     a_program_that_is_not_a_worker_crashes_the_call_saying_so,
     a_program_that_never_greets_crashes_the_call_after_its_wait,
     dropping_the_pool_ends_its_workers,
+    a_worker_runs_confined_by_default,
 );
 
 const WORKER: &str = env!("CARGO_BIN_EXE_rho-script-worker");
@@ -67,9 +68,11 @@ fn pool_of(command: WorkerCommand) -> ScriptPool {
 
 /// A stand-in program: `sh -c script`.
 fn sh(script: &str) -> WorkerCommand {
+    // Not a worker program, so not a launcher either: unconfined.
     WorkerCommand::new("/bin/sh")
         .with_arg("-c")
         .with_arg(script)
+        .unconfined()
 }
 
 /// The first line a worker of this version writes.
@@ -421,4 +424,51 @@ async fn dropping_the_pool_ends_its_workers<E: Executor>(runner: Runner<E>) {
     drop(pool);
     wait_gone(pid);
     let _ = std::fs::remove_file(&file);
+}
+
+/// The worker program's own processes on this host: (pid, command line).
+fn worker_processes() -> Vec<(i32, String)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            cmdline.starts_with(WORKER).then_some((pid, cmdline))
+        })
+        .collect()
+}
+
+/// By default a worker runs confined: in user and network namespaces of
+/// its own (its program launching itself), with nothing but its pipes;
+/// scripts run the same.
+async fn a_worker_runs_confined_by_default<E: Executor>(runner: Runner<E>) {
+    let command = WorkerCommand::new(WORKER);
+    assert!(command.confinement().is_some());
+    let before: Vec<i32> = worker_processes().into_iter().map(|(pid, _)| pid).collect();
+    let pool = pool_of(command);
+    let tool = script(&pool, "fine", "function run() { return 'ok'; }", NEVER);
+    assert_eq!(call(&runner, &tool, json!({})).await.result.text(), "ok");
+    let ours: Vec<(i32, String)> = worker_processes()
+        .into_iter()
+        .filter(|(pid, _)| !before.contains(pid))
+        .collect();
+    let launcher = ours
+        .iter()
+        .find(|(_, cmdline)| cmdline.contains("--rho-confine "));
+    assert!(launcher.is_some(), "no launcher among {ours:?}");
+    let ns = |pid: i32, kind: &str| std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).ok();
+    let me = std::process::id() as i32;
+    let confined: Vec<&(i32, String)> = ours
+        .iter()
+        .filter(|(pid, _)| ns(*pid, "user") != ns(me, "user") && ns(*pid, "net") != ns(me, "net"))
+        .collect();
+    assert!(
+        !confined.is_empty(),
+        "no worker process in namespaces of its own among {ours:?}"
+    );
+    drop(tool);
+    drop(pool);
 }

@@ -192,6 +192,81 @@ pub(crate) fn inherited_env(confinement: &Confinement) -> Vec<(OsString, OsStrin
         .collect()
 }
 
+/// A command made to run confined ([`Launcher::confine`]): the
+/// launcher's command, and what of the confinement this kernel does not
+/// enforce (with [`Enforcement::BestEffort`] only; otherwise nothing).
+#[derive(Debug)]
+pub struct ConfinedCommand {
+    command: Command,
+    not_enforced: Vec<Mechanism>,
+}
+
+impl ConfinedCommand {
+    /// The command to spawn (stdio and process group are the caller's).
+    pub fn command_mut(&mut self) -> &mut Command {
+        &mut self.command
+    }
+
+    /// The command to spawn.
+    pub fn into_command(self) -> Command {
+        self.command
+    }
+
+    /// What this kernel does not enforce.
+    pub fn not_enforced(&self) -> &[Mechanism] {
+        &self.not_enforced
+    }
+}
+
+/// A confinement that cannot be had: no launcher, a path that does not
+/// exist, or (with [`Enforcement::Required`]) a mechanism this kernel
+/// lacks. Its text is for the model and the host alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfineError(String);
+
+impl std::fmt::Display for ConfineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfineError {}
+
+impl Launcher {
+    /// `command` as this launcher runs it under `confinement`: the same
+    /// program, arguments and working directory, and as environment only
+    /// the variables set on `command` itself (a confined process never
+    /// inherits the host's).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfineError`] when the confinement cannot be enforced as asked.
+    pub fn confine(
+        &self,
+        command: &Command,
+        confinement: &Confinement,
+    ) -> Result<ConfinedCommand, ConfineError> {
+        let args: Vec<OsString> = command.get_args().map(OsStr::to_os_string).collect();
+        let env: Vec<(OsString, OsString)> = command
+            .get_envs()
+            .filter_map(|(key, value)| Some((key.to_os_string(), value?.to_os_string())))
+            .collect();
+        let prepared = prepare(
+            confinement,
+            Some(self),
+            command.get_program(),
+            &args,
+            &env,
+            command.get_current_dir(),
+        )
+        .map_err(ConfineError)?;
+        Ok(ConfinedCommand {
+            command: prepared.command,
+            not_enforced: prepared.not_enforced,
+        })
+    }
+}
+
 /// A command ready to run confined, and what of the confinement this
 /// kernel does not enforce (best effort only).
 #[derive(Debug)]

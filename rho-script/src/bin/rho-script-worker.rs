@@ -16,6 +16,9 @@ struct Worker {}
 #[cfg(unix)]
 fn main() -> std::process::ExitCode {
     use clap::Parser as _;
+    // The worker program is also its own confinement launcher: the pool
+    // starts it through itself (`rho_process::confine`).
+    rho_process::confine::serve_if_launcher();
     // A command line that is not the worker's ends here, with clap's
     // message on stderr and its exit code, before anything is served.
     let Worker {} = Worker::parse();

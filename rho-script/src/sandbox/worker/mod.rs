@@ -34,6 +34,17 @@
 //! ends. Its environment is empty but for what [`WorkerCommand::with_env`]
 //! adds.
 //!
+//! **Its confinement.** On Linux a worker runs confined by the kernel
+//! ([`rho_process::confine`]): it needs nothing but its pipes, so it gets
+//! [`WorkerCommand::default_confinement`] (the system's libraries and its
+//! own program read-only, no network, nothing else of the file system, its
+//! processes gone with it). A worker program is its own launcher: both
+//! [`serve_if_worker`] and `rho-script-worker` serve
+//! [`serve_if_launcher`](rho_process::confine::serve_if_launcher) first. A
+//! kernel that cannot confine it refuses to start it, saying why;
+//! [`WorkerCommand::with_confinement`] sets another (best effort, say) and
+//! [`WorkerCommand::unconfined`] none.
+//!
 //! **The cost.** Each call's job, partial results and answer cross a pipe
 //! as JSON lines; see the benchmark harness for what that costs.
 //!
@@ -105,6 +116,7 @@ use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Parser as _;
+use rho_process::confine::{Confinement, Launcher};
 
 pub(crate) mod relay;
 mod serve;
@@ -153,6 +165,9 @@ pub fn serve() -> ExitCode {
 /// before it: the worker's stdout is the pool's, and anything else written
 /// there is taken for a broken worker.
 pub fn serve_if_worker() {
+    // A worker program is its own confinement launcher: started as one,
+    // this never returns.
+    rho_process::confine::serve_if_launcher();
     let args: Vec<OsString> = std::env::args_os().collect();
     // The host's own command line is the host's: it is parsed here only
     // when it names the worker's marker, and then must be exactly the
@@ -180,22 +195,65 @@ struct EmbeddedWorker {
 }
 
 /// How a pool starts its worker processes: a program that calls
-/// [`serve`], its arguments, and its environment (empty unless set here).
+/// [`serve`], its arguments, its environment (empty unless set here) and
+/// its confinement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerCommand {
     program: PathBuf,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
+    /// Boxed: a confinement is large, and `Isolation` holds this inline.
+    confinement: Option<Box<Confinement>>,
+    launcher: Option<Launcher>,
 }
 
 impl WorkerCommand {
-    /// The program at `program`, with no arguments.
+    /// The program at `program`, with no arguments, confined by
+    /// [`default_confinement`](Self::default_confinement) on Linux with
+    /// the program as its own launcher.
     pub fn new(program: impl AsRef<Path>) -> Self {
+        let program = program.as_ref().to_path_buf();
         Self {
-            program: program.as_ref().to_path_buf(),
+            confinement: cfg!(target_os = "linux").then(|| Box::new(Self::default_confinement(&program))),
+            program,
             args: Vec::new(),
             env: Vec::new(),
+            launcher: None,
         }
+    }
+
+    /// What a worker needs: the system's libraries and `program` itself,
+    /// read-only; no network; no workspace; the default limits.
+    pub fn default_confinement(program: &Path) -> Confinement {
+        Confinement::new().with_read(program)
+    }
+
+    /// Runs the worker under `confinement` instead of the default.
+    #[must_use]
+    pub fn with_confinement(mut self, confinement: Confinement) -> Self {
+        self.confinement = Some(Box::new(confinement));
+        self
+    }
+
+    /// Runs the worker unconfined, with the host's authority (a program
+    /// that does not embed the launcher, or a kernel that cannot confine).
+    #[must_use]
+    pub fn unconfined(mut self) -> Self {
+        self.confinement = None;
+        self
+    }
+
+    /// The launcher that confines the worker. Default: the worker program
+    /// itself (every worker program embeds it).
+    #[must_use]
+    pub fn with_launcher(mut self, launcher: Launcher) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
+    /// The worker's confinement, if it has one.
+    pub fn confinement(&self) -> Option<&Confinement> {
+        self.confinement.as_deref()
     }
 
     /// The running executable, with no arguments (a host that serves from
@@ -297,13 +355,29 @@ impl WorkerCommand {
         &self.args
     }
 
-    pub(crate) fn command(&self) -> Command {
+    /// The command that starts a worker: the program itself, or its
+    /// launcher running it confined.
+    pub(crate) fn command(&self) -> std::io::Result<Command> {
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
             .env_clear()
             .envs(self.env.iter().cloned());
-        command
+        let Some(confinement) = &self.confinement else {
+            return Ok(command);
+        };
+        let launcher = self
+            .launcher
+            .clone()
+            .unwrap_or_else(|| Launcher::new(&self.program));
+        let mut confined = launcher
+            .confine(&command, confinement)
+            .map_err(|error| std::io::Error::other(format!("it cannot be confined: {error}")))?;
+        confined
+            .command_mut()
+            .env_clear()
+            .envs(self.env.iter().cloned());
+        Ok(confined.into_command())
     }
 }
 

@@ -90,7 +90,7 @@ pub(crate) struct Worker {
 impl Worker {
     /// Starts a worker.
     fn start(command: &WorkerCommand) -> io::Result<Self> {
-        let mut child = ChildGroup::spawn(command.command())?;
+        let mut child = ChildGroup::spawn(command.command()?)?;
         let stdin = child
             .take_stdin()
             .ok_or_else(|| io::Error::other("the worker's stdin was not piped"))?;
