@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use rho_process::confine::{Confinement, Launcher};
 use rho_registry::{
     Accounting, ChangeSubscription, Disabled, QuarantineRule, Source, ToolRegistry,
 };
@@ -62,6 +63,8 @@ impl McpSource {
                 args: Vec::new(),
                 env: Vec::new(),
                 current_dir: None,
+                confinement: None,
+                launcher: None,
             }),
         )
     }
@@ -441,6 +444,25 @@ impl McpSourceBuilder<Stdio> {
     /// Runs the server in `dir`.
     pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.endpoint.0.current_dir = Some(dir.into());
+        self
+    }
+
+    /// Runs the server confined by the kernel
+    /// ([`rho_process::confine`]): it reads, writes and reaches only what
+    /// `confinement` allows (give it its program's directories to read:
+    /// a Node server needs its package), gets the host's environment less
+    /// the variables that look like secrets, and every process it starts
+    /// ends with it. A server that cannot be confined as asked is not
+    /// started: the import fails saying why.
+    pub fn confined(mut self, confinement: Confinement) -> Self {
+        self.endpoint.0.confinement = Some(Box::new(confinement));
+        self
+    }
+
+    /// The launcher that confines the server. Default:
+    /// [`Launcher::find`].
+    pub fn launcher(mut self, launcher: Launcher) -> Self {
+        self.endpoint.0.launcher = Some(launcher);
         self
     }
 

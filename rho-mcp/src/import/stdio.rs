@@ -13,6 +13,7 @@ use std::process::Command;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use rho_process::confine::{Confinement, Launcher};
 use rho_process::{ChildGroup, Exited, GroupKiller};
 use tokio::sync::{Notify, oneshot, watch};
 
@@ -37,17 +38,36 @@ pub(crate) struct CommandSpec {
     pub(crate) args: Vec<OsString>,
     pub(crate) env: Vec<(OsString, OsString)>,
     pub(crate) current_dir: Option<PathBuf>,
+    /// Run confined, through this launcher (or the one found).
+    pub(crate) confinement: Option<Box<Confinement>>,
+    pub(crate) launcher: Option<Launcher>,
 }
 
 impl CommandSpec {
-    fn command(&self) -> Command {
+    /// The command that starts the server: the program itself (with the
+    /// host's environment), or its launcher running it confined (with the
+    /// host's environment less what looks like a secret).
+    fn command(&self) -> Result<Command, String> {
         let mut command = Command::new(&self.program);
         command.args(&self.args);
+        if let Some(confinement) = &self.confinement {
+            command.envs(rho_process::confine::inherited_env(confinement));
+        }
         command.envs(self.env.iter().map(|(key, value)| (key, value)));
         if let Some(dir) = &self.current_dir {
             command.current_dir(dir);
         }
-        command
+        let Some(confinement) = &self.confinement else {
+            return Ok(command);
+        };
+        let launcher = match &self.launcher {
+            Some(launcher) => launcher.clone(),
+            None => Launcher::find()?,
+        };
+        let confined = launcher
+            .confine(&command, confinement)
+            .map_err(|error| error.to_string())?;
+        Ok(confined.into_command())
     }
 }
 
@@ -101,8 +121,10 @@ pub(crate) async fn start(
     let copy = limits
         .forward_stderr
         .then(|| Box::new(std::io::stderr()) as Box<dyn std::io::Write + Send>);
-    let spawned =
-        ChildGroup::spawn_with_stderr(spec.command(), ChildGroup::DEFAULT_STDERR_TAIL, copy);
+    let command = spec
+        .command()
+        .map_err(|why| format!("could not be started confined: {why}"))?;
+    let spawned = ChildGroup::spawn_with_stderr(command, ChildGroup::DEFAULT_STDERR_TAIL, copy);
     let mut child = spawned.map_err(|error| {
         format!(
             "could not be started (`{}`: {error})",

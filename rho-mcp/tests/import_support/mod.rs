@@ -152,6 +152,20 @@ pub fn everything_source(name: &str) -> McpSourceBuilder {
         .arg("stdio")
 }
 
+/// The directory the node peers are installed in (`node_modules`' parent).
+pub fn node_peers() -> &'static Path {
+    everything()
+        .ancestors()
+        .find(|dir| dir.ends_with("node_modules"))
+        .and_then(Path::parent)
+        .expect("the node peers' directory")
+}
+
+/// The pinned `@modelcontextprotocol/server-filesystem`'s `dist/index.js`.
+pub fn filesystem_server() -> PathBuf {
+    node_peers().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+}
+
 /// The fault server as a source named `name`.
 pub fn fault_source(name: &str) -> McpSourceBuilder {
     McpSource::stdio(name, node()).arg(peers_dir().join("node").join("fault-server.mjs"))

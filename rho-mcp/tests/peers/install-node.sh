@@ -44,9 +44,11 @@ mkdir -p "$dir"
 cp "$here/node/package.json" "$lock" "$dir/"
 # Exactly the lockfile's versions; no install scripts run.
 (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
-if [ ! -f "$server" ]; then
-    echo "install-node.sh: npm ci finished but $server is missing" >&2
-    exit 1
-fi
+for need in "$server" "$dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"; do
+    if [ ! -f "$need" ]; then
+        echo "install-node.sh: npm ci finished but $need is missing" >&2
+        exit 1
+    fi
+done
 echo "$want" > "$stamp"
-echo "install-node.sh: installed the pinned MCP reference server and TypeScript SDK into $dir" >&2
+echo "install-node.sh: installed the pinned MCP reference servers and TypeScript SDK into $dir" >&2

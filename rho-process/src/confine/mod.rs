@@ -178,9 +178,10 @@ pub fn looks_secret(name: &OsStr) -> bool {
     WORDS.iter().any(|word| upper.contains(word))
 }
 
-/// The host's environment as a confined process may get it: secret-looking
-/// names dropped unless `confinement` passes them.
-pub(crate) fn inherited_env(confinement: &Confinement) -> Vec<(OsString, OsString)> {
+/// The host's environment as a confined process may get it: the
+/// variables whose names look like secrets ([`looks_secret`]) dropped
+/// unless `confinement` passes them.
+pub fn inherited_env(confinement: &Confinement) -> Vec<(OsString, OsString)> {
     std::env::vars_os()
         .filter(|(name, _)| {
             !looks_secret(name)

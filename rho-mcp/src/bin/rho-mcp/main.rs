@@ -110,6 +110,10 @@ impl SampleArgs {
 }
 
 fn main() -> ExitCode {
+    // First: started as a confinement launcher (by a proxy whose server
+    // runs confined, or by a host that names this program its launcher),
+    // this confines itself and runs the server, never returning.
+    rho_process::confine::serve_if_launcher();
     // A bad command line exits with code 2, `--help` with 0.
     let transport = match Cli::parse().command {
         Command::Sample(args) => args.transport(),

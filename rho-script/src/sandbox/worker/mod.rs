@@ -214,7 +214,8 @@ impl WorkerCommand {
     pub fn new(program: impl AsRef<Path>) -> Self {
         let program = program.as_ref().to_path_buf();
         Self {
-            confinement: cfg!(target_os = "linux").then(|| Box::new(Self::default_confinement(&program))),
+            confinement: cfg!(target_os = "linux")
+                .then(|| Box::new(Self::default_confinement(&program))),
             program,
             args: Vec::new(),
             env: Vec::new(),
