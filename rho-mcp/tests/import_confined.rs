@@ -26,6 +26,7 @@ on_both_hosts!(
     the_reference_server_confined_gives_the_reference_answers,
     the_filesystem_server_confined_serves_its_root_and_reads_nothing_outside,
     a_server_that_cannot_be_confined_is_not_started,
+    the_proxys_policy_file_confines_its_server,
 );
 
 /// The `rho-mcp` binary, which embeds the launcher.
@@ -176,4 +177,59 @@ fn a_server_that_cannot_be_confined_is_not_started(host: impl Host) {
         assert!(error.contains("/no/such/path"), "{error}");
         assert!(registry.tools().is_empty());
     });
+}
+
+/// `rho-mcp proxy --policy FILE` whose file has a `[confinement]` table,
+/// in front of server-filesystem (told it may serve `/`), imported here as
+/// a stdio server: through the proxy the server reads its root and
+/// nothing beside it.
+fn the_proxys_policy_file_confines_its_server(host: impl Host) {
+    let root = Dir::new("proxy-root");
+    let beside = Dir::new("proxy-beside");
+    std::fs::write(root.0.join("hello.txt"), "inside the root").expect("a file");
+    std::fs::write(beside.0.join("secret.txt"), "OUTSIDE SECRET").expect("a file");
+    let policy = root.0.with_extension("toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "default = \"allow\"\n\n[confinement]\nworkspace = {:?}\nread = [{:?}]\n",
+            root.0,
+            node_peers()
+        ),
+    )
+    .expect("a policy file");
+    let registry = ToolRegistry::new();
+    let runner = host.runner();
+    host.block_on(async {
+        let source = McpSource::stdio("proxy", env!("CARGO_BIN_EXE_rho-mcp"))
+            .arg("proxy")
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--")
+            .arg(node())
+            .arg(filesystem_server())
+            .arg("/")
+            .connect(&registry)
+            .await
+            .expect("the proxy starts its confined server");
+        let read = call(
+            &registry,
+            &runner,
+            "read_text_file",
+            json!({ "path": root.0.join("hello.txt") }),
+        )
+        .await;
+        assert_eq!(read.result.text(), "inside the root", "{read:?}");
+        let read = call(
+            &registry,
+            &runner,
+            "read_text_file",
+            json!({ "path": beside.0.join("secret.txt") }),
+        )
+        .await;
+        assert!(read.result.is_error, "{}", read.result.text());
+        assert!(!read.result.text().contains("OUTSIDE SECRET"));
+        drop(source);
+    });
+    let _ = std::fs::remove_file(&policy);
 }

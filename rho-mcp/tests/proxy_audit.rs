@@ -65,7 +65,7 @@ async fn run(
         .add_source(Source::trusted("builtin"))
         .and_then(|source| source.add(Arc::new(Repeat)))
         .expect("one tool");
-    let gate = PolicyGate::new(policy_from_toml(policy).expect("a valid policy"));
+    let gate = PolicyGate::new(policy_from_toml(policy).expect("a valid policy").gate);
     let log = Shared::default();
     let audit = AuditLog::to_writer(log.clone())
         .with_arguments(with_arguments)

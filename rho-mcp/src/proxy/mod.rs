@@ -78,6 +78,31 @@
 //! that tests nothing) stops the proxy before it starts, with the line and
 //! column of the mistake and that line quoted.
 //!
+//! ## The server's confinement
+//!
+//! A `[confinement]` table runs a stdio server confined by the kernel
+//! ([`Confinement`](rho_process::confine::Confinement), whose fields it
+//! holds; see [`rho_process::confine`]): what it may read and write,
+//! its network, its environment and its limits. Left out, the server runs
+//! with the user's authority, as before.
+//!
+//! ```toml
+//! [confinement]
+//! workspace = "/home/me/project"          # writable, and its working directory
+//! read = ["/home/me/.npm", "/opt/node"]   # beside the system directories
+//! network = "none"                        # none | loopback | full
+//! enforcement = "required"                # required | best_effort
+//!
+//! [confinement.limits]
+//! memory = 2147483648                     # bytes per process
+//! cpu = 600                               # seconds per process
+//! ```
+//!
+//! The `rho-mcp` binary is its own launcher; a program of your own that
+//! runs a confined proxy calls
+//! [`serve_if_launcher`](rho_process::confine::serve_if_launcher) first
+//! thing in `main`, or has `rho-confine` installed.
+//!
 //! ## Whose hints
 //!
 //! The annotations are the server's claims about its own tools. With
@@ -152,5 +177,5 @@ mod time;
 
 pub use audit::AuditLog;
 pub use gate::PolicyGate;
-pub use policy::{PolicyError, load_policy, policy_from_toml};
+pub use policy::{Policy, PolicyError, load_policy, policy_from_toml};
 pub use run::{Proxy, ProxyError, ProxyOptions};

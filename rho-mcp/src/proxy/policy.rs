@@ -1,18 +1,31 @@
 //! The proxy's policy file: an [`AnnotationGate`] configuration
-//! ([`GateConfig`]) read from TOML; the format is in the proxy module's
-//! docs.
+//! ([`GateConfig`]) read from TOML, and the server's confinement
+//! ([`Confinement`]) in its `[confinement]` table; the format is in the
+//! proxy module's docs.
 
 use std::path::Path;
 
+use rho_process::confine::Confinement;
 use rho_tool_core::{AnnotationGate, GateConfig};
+use serde::Deserialize as _;
 
-/// The policy in the TOML file at `path`, as the gate it configures.
+/// What a policy file says: the gate every call goes through, and, if it
+/// has a `[confinement]` table, what the server's process may do.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The gate the file configures.
+    pub gate: AnnotationGate,
+    /// The server's confinement (a stdio server only).
+    pub confinement: Option<Confinement>,
+}
+
+/// The policy in the TOML file at `path`.
 ///
 /// # Errors
 ///
 /// [`PolicyError`] naming the file, and the line and column of what is
 /// wrong with the line quoted.
-pub fn load_policy(path: &Path) -> Result<AnnotationGate, PolicyError> {
+pub fn load_policy(path: &Path) -> Result<Policy, PolicyError> {
     let text = std::fs::read_to_string(path).map_err(|error| PolicyError {
         message: format!("cannot read the policy file {}: {error}", path.display()),
     })?;
@@ -21,21 +34,40 @@ pub fn load_policy(path: &Path) -> Result<AnnotationGate, PolicyError> {
     })
 }
 
-/// The policy written in `text` (TOML), as the gate it configures.
+/// The policy written in `text` (TOML).
+///
+/// The `[confinement]` table is taken out of the document first, then the
+/// rest is read as the gate's configuration: both keep their places in
+/// the file, so an error in either says where it is.
 ///
 /// # Errors
 ///
 /// [`PolicyError`] saying where (line and column, the line quoted) and
 /// what is wrong: a TOML syntax error, an unknown key, an unknown action
 /// or annotation, a tool pattern that is not a glob, a rule without an
-/// action or that tests nothing.
-pub fn policy_from_toml(text: &str) -> Result<AnnotationGate, PolicyError> {
-    let config: GateConfig = toml::from_str(text).map_err(|error| PolicyError {
-        // toml's text ends with a line break, which a message to stderr
-        // adds itself.
-        message: error.to_string().trim_end().to_owned(),
-    })?;
-    Ok(AnnotationGate::from(config))
+/// action or that tests nothing, a confinement key that does not exist.
+pub fn policy_from_toml(text: &str) -> Result<Policy, PolicyError> {
+    let located = |mut error: toml::de::Error| {
+        error.set_input(Some(text));
+        PolicyError {
+            // toml's text ends with a line break, which a message to
+            // stderr adds itself.
+            message: error.to_string().trim_end().to_owned(),
+        }
+    };
+    let mut document = toml::de::DeTable::parse(text).map_err(located)?;
+    let confinement = document
+        .get_mut()
+        .remove("confinement")
+        .map(|table| Confinement::deserialize(toml::de::ValueDeserializer::from(table)))
+        .transpose()
+        .map_err(located)?;
+    let config =
+        GateConfig::deserialize(toml::de::Deserializer::from(document)).map_err(located)?;
+    Ok(Policy {
+        gate: AnnotationGate::from(config),
+        confinement,
+    })
 }
 
 /// A policy that cannot be used, and why: where in the file, and what.
@@ -83,7 +115,7 @@ mod tests {
 
     #[test]
     fn the_first_matching_rule_decides_then_the_default() {
-        let policy = policy_from_toml(EXAMPLE).expect("valid");
+        let policy = policy_from_toml(EXAMPLE).expect("valid").gate;
         let plain = ToolAnnotations::new().destructive(false);
         let ruling = policy.ruling("read_file", &plain, true);
         assert_eq!(
@@ -112,14 +144,15 @@ mod tests {
         let policy = policy_from_toml(
             "default = \"deny\"\n[[rule]]\nannotation = \"read_only\"\naction = \"allow\"\n",
         )
-        .expect("valid");
+        .expect("valid")
+        .gate;
         assert!(!policy.believes_untrusted_hints());
         let claims = ToolAnnotations::new().read_only();
         assert_eq!(policy.verdict_for("ls", &claims, true).as_str(), "deny");
         let believing = policy_from_toml(
             "default = \"deny\"\nbelieve_hints = true\n[[rule]]\nannotation = \"read_only\"\naction = \"allow\"\n",
         )
-        .expect("valid");
+        .expect("valid").gate;
         assert_eq!(believing.verdict_for("ls", &claims, true).as_str(), "allow");
     }
 
@@ -128,7 +161,7 @@ mod tests {
         let policy = policy_from_toml(
             "default = \"allow\"\nbelieve_hints = true\n[[rule]]\ntool = \"fs_*\"\nannotation = \"destructive\"\naction = \"deny\"\n",
         )
-        .expect("valid");
+        .expect("valid").gate;
         let destructive = ToolAnnotations::new().destructive(true);
         assert_eq!(
             policy.verdict_for("fs_rm", &destructive, true).as_str(),
@@ -243,8 +276,41 @@ mod tests {
     }
 
     #[test]
+    fn the_confinement_table_configures_the_servers_confinement() {
+        let policy = policy_from_toml(
+            "default = \"allow\"\n\n[confinement]\nworkspace = \"/srv/project\"\nread = [\"/opt/node\"]\nnetwork = \"loopback\"\n[confinement.limits]\nmemory = 1073741824\ncpu = 30\n",
+        )
+        .expect("valid");
+        let confinement = policy.confinement.expect("a confinement");
+        assert_eq!(confinement.workspace(), Some(Path::new("/srv/project")));
+        assert_eq!(confinement.read_paths(), [Path::new("/opt/node")]);
+        assert_eq!(confinement.network().as_str(), "loopback");
+        assert_eq!(confinement.limits().memory, Some(1 << 30));
+        assert_eq!(
+            confinement.limits().cpu,
+            Some(std::time::Duration::from_secs(30))
+        );
+        // Unset limits keep their defaults.
+        assert_eq!(confinement.limits().processes, Some(512));
+        assert!(policy_from_toml("").expect("valid").confinement.is_none());
+
+        // A mistake in the table is placed like one in the rules.
+        let error = policy_from_toml("default = \"allow\"\n[confinement]\nnetwrok = \"full\"\n")
+            .expect_err("an unknown key")
+            .to_string();
+        assert!(error.contains("line 3, column 1"), "{error}");
+        assert!(error.contains("unknown field `netwrok`"), "{error}");
+        let error = policy_from_toml(
+            "[confinement]\nnetwork = \"some\"\n[[rule]]\ntool = \"x\"\naction = \"nope\"\n",
+        )
+        .expect_err("two mistakes: the first is told")
+        .to_string();
+        assert!(error.contains("line 2"), "{error}");
+    }
+
+    #[test]
     fn an_empty_file_asks_about_everything() {
-        let policy = policy_from_toml("").expect("valid");
+        let policy = policy_from_toml("").expect("valid").gate;
         assert!(policy.rules().is_empty());
         let read_only = ToolAnnotations::new().read_only();
         for believed in [false, true] {

@@ -11,8 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rho_exec_tokio::TokioExecutor;
+use rho_process::confine::Confinement;
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
 use rho_tool_core::{AnnotationGate, Runner, Verdict};
+
+use super::Policy;
 use rho_turn::OutputCap;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -29,10 +32,11 @@ const DEATH_WINDOW: Duration = Duration::from_secs(300);
 /// The server behind the proxy.
 #[derive(Debug, Clone)]
 enum Upstream {
-    /// A stdio server: a program and its arguments.
+    /// A stdio server: a program, its arguments, and its confinement.
     Command {
         program: OsString,
         args: Vec<OsString>,
+        confinement: Option<Box<Confinement>>,
     },
     /// A streamable HTTP endpoint (whose `Debug` hides the token and the
     /// headers' values).
@@ -71,6 +75,7 @@ impl ProxyOptions {
             Upstream::Command {
                 program,
                 args: Vec::new(),
+                confinement: None,
             },
         )
     }
@@ -143,6 +148,31 @@ impl ProxyOptions {
             Upstream::Command { .. } => self.misfit = Some("an HTTP header"),
         }
         self
+    }
+
+    /// Runs the stdio server confined by the kernel (see
+    /// [`McpSourceBuilder::confined`](crate::import::McpSourceBuilder::confined)),
+    /// through the launcher this program embeds (`rho-mcp` does) or the
+    /// installed one. For an HTTP server, [`start`](ProxyOptions::start)
+    /// fails.
+    pub fn confined(mut self, confinement: Confinement) -> Self {
+        match &mut self.upstream {
+            Upstream::Command {
+                confinement: slot, ..
+            } => *slot = Some(Box::new(confinement)),
+            Upstream::Http(_) => self.misfit = Some("a confinement"),
+        }
+        self
+    }
+
+    /// The policy file's gate and, if it has one, its confinement
+    /// ([`load_policy`](super::load_policy)).
+    pub fn policy_file(self, policy: Policy) -> Self {
+        let options = self.policy(policy.gate);
+        match policy.confinement {
+            Some(confinement) => options.confined(confinement),
+            None => options,
+        }
     }
 
     /// The server's name in error texts (default: the program's file
@@ -246,8 +276,15 @@ impl ProxyOptions {
         let registry = ToolRegistry::new();
         let accounting = Arc::new(Accounting::new(rule));
         let source = match self.upstream {
-            Upstream::Command { program, args } => {
-                let builder = McpSource::stdio(self.name, program).args(args);
+            Upstream::Command {
+                program,
+                args,
+                confinement,
+            } => {
+                let mut builder = McpSource::stdio(self.name, program).args(args);
+                if let Some(confinement) = confinement {
+                    builder = builder.confined(*confinement);
+                }
                 guarded(builder, self.timeout, rule, &accounting)
                     // A desktop client logs its servers' stderr; the
                     // proxy's is where the server's goes.

@@ -155,7 +155,7 @@ fn run_proxy(args: proxy::ProxyArgs) -> ExitCode {
         }
     };
     let options = match proxy::policy(&parsed) {
-        Ok(Some(policy)) => parsed.options.policy(policy),
+        Ok(Some(policy)) => parsed.options.policy_file(policy),
         Ok(None) => parsed.options,
         Err(error) => {
             eprintln!("rho-mcp proxy: {error}");

@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ArgGroup;
-use rho_mcp::proxy::{ProxyOptions, load_policy};
-use rho_tool_core::AnnotationGate;
+use rho_mcp::proxy::{Policy, ProxyOptions, load_policy};
 
 /// Serve an MCP server over stdio, with rho's guarantees on every call.
 ///
@@ -132,8 +131,8 @@ fn header(text: &str) -> Result<(String, String), String> {
     Ok((name.trim().to_owned(), value.trim().to_owned()))
 }
 
-/// Reads the policy file, if one was given, into the gate it configures.
-pub(crate) fn policy(proxy: &Proxy) -> Result<Option<AnnotationGate>, String> {
+/// Reads the policy file, if one was given: its gate and confinement.
+pub(crate) fn policy(proxy: &Proxy) -> Result<Option<Policy>, String> {
     proxy
         .policy
         .as_deref()
