@@ -91,6 +91,8 @@ pub(crate) enum Figure {
     McpServer,
     /// 14: the latency the MCP proxy adds.
     McpProxy,
+    /// 15: what confinement costs a process, against bubblewrap.
+    Confine,
 }
 
 /// The hidden subcommands: one piece of the harness in a process of its

@@ -176,6 +176,7 @@
 mod alloc;
 mod blocked;
 mod cli;
+mod confine;
 mod driver;
 mod floor;
 mod kill;
@@ -267,6 +268,8 @@ pub(crate) struct Config {
     mcp_proxy_calls: usize,
     /// Rounds of each side (figure 14).
     mcp_proxy_rounds: usize,
+    /// Runs of each way in figure 15 (confinement).
+    confine_runs: usize,
 }
 
 impl Config {
@@ -300,6 +303,7 @@ impl Config {
             mcp_rounds: 7,
             mcp_proxy_calls: 5_000,
             mcp_proxy_rounds: 5,
+            confine_runs: 200,
         }
     }
 
@@ -333,11 +337,14 @@ impl Config {
             mcp_rounds: 3,
             mcp_proxy_calls: 300,
             mcp_proxy_rounds: 2,
+            confine_runs: 10,
         }
     }
 }
 
 fn main() {
+    // Figure 15 runs this binary as its confinement launcher.
+    rho_process::confine::serve_if_launcher();
     let cli = Cli::parse();
     if let Some(child) = cli.child {
         run_child(child);
@@ -366,6 +373,10 @@ fn main() {
     if only.contains(&Figure::McpProxy) {
         eprintln!("[tokio] MCP proxy: added latency");
         mcp_proxy::run(&config, &mut report);
+    }
+    if only.contains(&Figure::Confine) {
+        eprintln!("[tokio] confinement: a trivial command, plain, rho, bubblewrap");
+        confine::run(&config, &mut report);
     }
 
     let took = started.elapsed();

@@ -97,11 +97,6 @@ fn parse(args: &[OsString]) -> Option<Stage> {
             plan: text(args.get(1))?,
             command: command(2)?,
         }),
-        "--rho-confine-init" => Some(Stage::Init {
-            fd: text(args.get(1))?.parse().ok()?,
-            plan: text(args.get(2))?,
-            command: command(3)?,
-        }),
         PROBE_ARG if args.len() == 1 => Some(Stage::Probe),
         _ => None,
     }

@@ -7,43 +7,25 @@ use std::io::Write;
 use std::process::Command;
 
 use rustix::event::{PollFd, PollFlags};
-use rustix::io::FdFlags;
 use rustix::process::{Signal, WaitOptions};
 
-use super::{Plan, Report, filter, limits, net, parse_plan, root, sys};
+use super::{Plan, Report, filter, limits, net, root};
 use crate::confine::policy::Network;
 use crate::confine::{Mechanism, Support};
 
 /// The command with which a probe's init probes instead of running one.
 pub(super) const PROBE_COMMAND: &str = "--rho-confine-probe-init";
 
-/// Init's run: see the [module docs](super).
-pub(super) fn run(fd: i32, plan: &str, command: Vec<OsString>) -> ! {
-    let report = match sys::inherited(fd) {
-        Ok(fd) => {
-            // Not to be inherited by the command: only init reports.
-            let _ = rustix::io::fcntl_setfd(&fd, FdFlags::CLOEXEC);
-            File::from(fd)
-        }
-        Err(error) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "{}no report pipe: {error}",
-                super::PREFIX
-            );
-            std::process::exit(super::SETUP_FAILED)
-        }
-    };
+/// Init's run, in the child of outer's fork: see the [module docs](super).
+/// `report` is the write end of outer's report pipe (close-on-exec: only
+/// init reports).
+pub(super) fn run(report: File, plan: &Plan, command: &[OsString]) -> ! {
     let send = |message: Report| -> ! {
         let text = serde_json::to_string(&message).unwrap_or_default();
         let _ = (&report).write_all(text.as_bytes());
         // Exiting ends the PID namespace: the kernel kills whatever the
         // command left behind.
         std::process::exit(0)
-    };
-    let plan = match parse_plan(plan) {
-        Ok(plan) => plan,
-        Err(text) => send(Report::SetupFailed(text)),
     };
     if plan.uses(Mechanism::Namespaces) {
         // Outer's death (the host's kill at the deadline) is init's, and
@@ -60,9 +42,9 @@ pub(super) fn run(fd: i32, plan: &str, command: Vec<OsString>) -> ! {
         }
     }
     if command.first().is_some_and(|c| c == PROBE_COMMAND) {
-        send(Report::Probe(probe(&plan)));
+        send(Report::Probe(probe(plan)));
     }
-    if let Err(text) = setup(&plan) {
+    if let Err(text) = setup(plan) {
         send(Report::SetupFailed(text));
     }
     let Some((program, args)) = command.split_first() else {

@@ -7,7 +7,7 @@
 //!
 //! 1. **outer** ([`outer`]), in the host's namespaces: unshares a user,
 //!    PID, mount, IPC, UTS (and, unless the network is full, network)
-//!    namespace, maps its own user and group to root inside, and starts
+//!    namespace, maps its own user and group to root inside, and forks
 //!    init. It waits for init's report of how the command ended and ends
 //!    the same way (the same exit code, or killed by the same signal), so
 //!    the host reads the command's end from the launcher's.
@@ -24,8 +24,10 @@
 //!    children inherit and cannot undo).
 //!
 //! Why processes and not `pre_exec`: `unshare(CLONE_NEWUSER)` refuses a
-//! process with more than one thread, which every host is; and the
-//! workspace forbids `unsafe`, which `pre_exec` is.
+//! process with more than one thread, which every host is, and a
+//! `pre_exec` closure in a threaded host may only make async-signal-safe
+//! calls, which building a confinement is not. The launcher has one
+//! thread, so its own fork of init is sound ([`sys`]).
 
 pub(crate) mod filter;
 mod init;
@@ -85,15 +87,12 @@ pub(crate) use super::launch_codes::{NOT_STARTED, PREFIX, SETUP_FAILED};
 
 /// Which stage this process is, from its command line.
 pub(crate) enum Stage {
+    /// Run a command confined.
     Outer {
         plan: String,
         command: Vec<OsString>,
     },
-    Init {
-        fd: i32,
-        plan: String,
-        command: Vec<OsString>,
-    },
+    /// Say what this kernel can enforce.
     Probe,
 }
 
@@ -101,7 +100,6 @@ pub(crate) enum Stage {
 pub(crate) fn run(stage: Stage) -> ! {
     match stage {
         Stage::Outer { plan, command } => outer::run(&plan, command),
-        Stage::Init { fd, plan, command } => init::run(fd, &plan, command),
         Stage::Probe => outer::probe(),
     }
 }

@@ -6,17 +6,13 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::process::Command;
 
-use rustix::io::FdFlags;
 use rustix::pipe::PipeFlags;
-use rustix::process::{Resource, Rlimit, Signal};
+use rustix::process::{Resource, Rlimit, Signal, WaitOptions};
 use rustix::thread::UnshareFlags;
 
 use super::{NOT_STARTED, PREFIX, Plan, Report, SETUP_FAILED, init, parse_plan, sys};
 use crate::confine::policy::Network;
 use crate::confine::{Mechanism, Support};
-
-/// The argument with which outer starts init.
-pub(super) const INIT_ARG: &str = "--rho-confine-init";
 
 /// Ends the launcher with `text` on stderr and the setup-failed code.
 fn fail(text: &str) -> ! {
@@ -76,44 +72,44 @@ pub(super) fn run(plan: &str, command: Vec<OsString>) -> ! {
             fail(&text);
         }
     }
-    let plan = match serde_json::to_string(&plan) {
-        Ok(plan) => plan,
-        Err(error) => fail(&format!("the plan could not be written: {error}")),
-    };
     match start_init(&plan, &command) {
         Ok(report) => replay(report),
         Err(text) => fail(&text),
     }
 }
 
-/// Starts init with `plan` and `command`, waits for it, and returns its
+/// Forks init with `plan` and `command`, waits for it, and returns its
 /// report.
-fn start_init(plan: &str, command: &[OsString]) -> Result<Report, String> {
-    // The report pipe: its write end is left open across init's exec (no
-    // CLOEXEC); init takes it by its number and closes it on its own
-    // exec of the command.
-    let (read, write) = rustix::pipe::pipe_with(PipeFlags::empty())
+fn start_init(plan: &Plan, command: &[OsString]) -> Result<Report, String> {
+    // The report pipe, both ends close-on-exec: init writes, outer reads.
+    let (read, write) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC)
         .map_err(|error| format!("could not make a pipe: {error}"))?;
-    rustix::io::fcntl_setfd(&read, FdFlags::CLOEXEC)
-        .map_err(|error| format!("could not make a pipe: {error}"))?;
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&write);
-    let mut init = Command::new("/proc/self/exe")
-        .arg(INIT_ARG)
-        .arg(fd.to_string())
-        .arg(plan)
-        .arg("--")
-        .args(command)
-        .spawn()
-        .map_err(|error| format!("could not start the confinement's init: {error}"))?;
+    let init = match sys::fork()
+        .map_err(|error| format!("could not start the confinement's init: {error}"))?
+    {
+        sys::Forked::Child => {
+            drop(read);
+            init::run(File::from(write), plan, command)
+        }
+        sys::Forked::Parent(init) => init,
+    };
     drop(write);
     let mut report = String::new();
     let read_result = File::from(read).read_to_string(&mut report);
-    let status = init
-        .wait()
-        .map_err(|error| format!("could not wait for the confinement's init: {error}"))?;
+    let status = loop {
+        match rustix::process::waitpid(Some(init), WaitOptions::empty()) {
+            Ok(Some((_, status))) => break status,
+            Ok(None) | Err(rustix::io::Errno::INTR) => continue,
+            Err(error) => {
+                return Err(format!(
+                    "could not wait for the confinement's init: {error}"
+                ));
+            }
+        }
+    };
     read_result.map_err(|error| format!("could not read the confinement's report: {error}"))?;
     serde_json::from_str(&report).map_err(|_| {
-        format!("the confinement's init ended ({status}) without saying how the command ended")
+        format!("the confinement's init ended ({status:?}) without saying how the command ended")
     })
 }
 
@@ -173,7 +169,6 @@ fn probe_here() -> Support {
         cwd: None,
         ids: Some((uid, gid)),
     };
-    let plan = serde_json::to_string(&plan).unwrap_or_default();
     match start_init(&plan, &[OsString::from(init::PROBE_COMMAND)]) {
         Ok(Report::Probe(support)) => support,
         Ok(other) => Support::none(format!("the probe's init answered {other:?}")),

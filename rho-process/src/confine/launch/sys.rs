@@ -5,13 +5,17 @@
 //!   which is unsafe only because `CLONE_FILES` would unshare the file
 //!   descriptor table under other threads' feet. The flags here never
 //!   include `CLONE_FILES`, and the launcher has one thread.
-//! - taking ownership of the descriptor outer passed to init by number: an
-//!   `OwnedFd` from a raw number asserts that nothing else owns it.
+//! - `fork`: init is a copy of outer, not a new program. Starting it by
+//!   `exec` of the launcher again cost a millisecond of every confined
+//!   call (a second program load and runtime start), a fifth of what the
+//!   whole confinement may add. A fork is sound only in a process with one
+//!   thread (the child's copy of another thread's lock would never be
+//!   released), which [`fork`] checks before it forks.
 #![allow(unsafe_code)]
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
 
+use rustix::process::Pid;
 use rustix::thread::UnshareFlags;
 
 /// `unshare(2)` with `flags`, which must not hold `CLONE_FILES`.
@@ -24,25 +28,40 @@ pub(super) fn unshare(flags: UnshareFlags) -> io::Result<()> {
     unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(io::Error::from)
 }
 
-/// The descriptor `fd` that outer left open for init (its report pipe),
-/// owned from now on.
+/// Which side of a fork this process is.
+pub(super) enum Forked {
+    /// The new process.
+    Child,
+    /// The process that forked, and the new one's pid.
+    Parent(Pid),
+}
+
+/// `fork(2)`, in a process that has exactly one thread.
 ///
 /// # Errors
 ///
-/// When `fd` is not an open descriptor of this process.
-pub(super) fn inherited(fd: i32) -> io::Result<OwnedFd> {
-    if fd < 3 {
+/// When this process has more than one thread (or it cannot be told), or
+/// the fork fails.
+pub(super) fn fork() -> io::Result<Forked> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let threads = status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse::<u32>().ok());
+    if threads != Some(1) {
         return Err(io::Error::other(format!(
-            "descriptor {fd} is a standard stream"
+            "the launcher must have one thread to fork, and has {threads:?}: call `serve_if_launcher` before anything starts a thread"
         )));
     }
-    // Refuse a number that is not open: `OwnedFd` would then close a
-    // descriptor opened later under the same number.
-    std::fs::symlink_metadata(format!("/proc/self/fd/{fd}"))
-        .map_err(|error| io::Error::other(format!("descriptor {fd} is not open: {error}")))?;
-    // SAFETY: `fd` is open (checked above) and was created by outer for
-    // this process alone: outer passed its number on the command line,
-    // and nothing in this single-threaded process has opened, wrapped or
-    // closed it before this call, which happens once, at the start.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    // SAFETY: this process has one thread (checked above, and nothing in
+    // the launcher starts one), so no lock, allocator state or buffer is
+    // held by a thread the child would not have. The child runs init's
+    // code, then exits with `std::process::exit`.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(Forked::Child),
+        pid => Pid::from_raw(pid)
+            .map(Forked::Parent)
+            .ok_or_else(|| io::Error::other("fork returned an invalid pid")),
+    }
 }
