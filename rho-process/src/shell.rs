@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 
-use crate::confine::{self, Confined, Confinement, Launcher};
+use crate::confine::{self, Confined, Confinement, GRANT_ARGUMENT, Grant, Grants, Launcher};
 use crate::report::signal_text;
 use crate::supervise::{self, Caps, Finished, Ran};
 
@@ -50,6 +50,7 @@ pub struct ShellTool {
     shell: PathBuf,
     timeout: Duration,
     caps: Caps,
+    grants: Option<Grants>,
 }
 
 impl ShellTool {
@@ -68,7 +69,37 @@ impl ShellTool {
                 stdout: Self::DEFAULT_MAX_OUTPUT,
                 stderr: Self::DEFAULT_MAX_OUTPUT,
             },
+            grants: None,
         }
+    }
+
+    /// Lets the model ask for more access for one call: a `grant` beside
+    /// the command (paths to read or write, a network), which runs only
+    /// if `grants`' [`GrantGate`](crate::confine::GrantGate) (the
+    /// runner's gate) approved it for that very call. A denied command's
+    /// result then says how to ask.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rho::process::ShellTool;
+    /// use rho::process::confine::Grants;
+    /// use rho::gate::{AllowAll, ApprovalRequest, Verdict};
+    ///
+    /// let approver = Arc::new(|request: ApprovalRequest| async move {
+    ///     // A person reads `request.reason`: "`shell` asks for more than
+    ///     // its confinement allows: write /home/me/.cache".
+    ///     Verdict::Allow
+    /// });
+    /// let grants = Grants::new(approver.clone());
+    /// let shell = ShellTool::new("/home/me/project").with_grants(&grants);
+    /// let gate = grants.gate(AllowAll);
+    /// // Runner::new(executor).with_gate(Arc::new(gate)).with_approver(approver)
+    /// # let _ = (shell, gate);
+    /// ```
+    #[must_use]
+    pub fn with_grants(mut self, grants: &Grants) -> Self {
+        self.grants = Some(grants.clone());
+        self
     }
 
     /// Another name for the tool.
@@ -124,7 +155,11 @@ impl ShellTool {
         &self.confinement
     }
 
-    fn command(&self, script: &str) -> Result<(Command, Confined), String> {
+    fn command(
+        &self,
+        script: &str,
+        confinement: &Confinement,
+    ) -> Result<(Command, Confined), String> {
         let env = [
             ("PATH", "/usr/local/bin:/usr/bin:/bin"),
             ("HOME", "/tmp"),
@@ -133,7 +168,7 @@ impl ShellTool {
         ]
         .map(|(k, v)| (k.into(), v.into()));
         let prepared = confine::prepare(
-            &self.confinement,
+            confinement,
             self.launcher.as_ref(),
             self.shell.as_os_str(),
             &["-c".into(), script.into()],
@@ -141,10 +176,42 @@ impl ShellTool {
             Some(&self.workspace),
         )?;
         let confined = Confined {
-            confinement: self.confinement.clone(),
+            confinement: confinement.clone(),
             not_enforced: prepared.not_enforced,
         };
         Ok((prepared.command, confined))
+    }
+
+    /// The confinement of one call: the tool's, widened by the call's
+    /// grant if the gate approved exactly that grant for this call.
+    fn confinement_for(
+        &self,
+        arguments: &serde_json::Value,
+        call_id: &str,
+    ) -> Result<Confinement, String> {
+        let Some(asked) = arguments.get(GRANT_ARGUMENT) else {
+            return Ok(self.confinement.clone());
+        };
+        let Some(grants) = &self.grants else {
+            return Err(format!(
+                "tool `{}` takes no `{GRANT_ARGUMENT}`: its confinement is fixed",
+                self.name
+            ));
+        };
+        let grant: Grant = serde_json::from_value(asked.clone()).map_err(|error| {
+            format!(
+                "tool `{}`: the `{GRANT_ARGUMENT}` is not valid: {error}",
+                self.name
+            )
+        })?;
+        if !grants.take(call_id, &self.name, &grant) {
+            return Err(format!(
+                "tool `{}` was not run: its `{GRANT_ARGUMENT}` ({}) was not approved by the host's gate for this call",
+                self.name,
+                grant.describe()
+            ));
+        }
+        Ok(self.confinement.widened(&grant))
     }
 }
 
@@ -159,14 +226,27 @@ impl Tool for ShellTool {
     }
 
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut schema = serde_json::json!({
             "type": "object",
             "properties": {
                 "command": { "type": "string", "description": "The command, as bash -c runs it." }
             },
             "required": ["command"],
             "additionalProperties": false,
-        })
+        });
+        if self.grants.is_some() {
+            schema["properties"][GRANT_ARGUMENT] = serde_json::json!({
+                "type": "object",
+                "description": "More access for this one call, if the command was denied without it; a person approves it first.",
+                "properties": {
+                    "read": { "type": "array", "items": { "type": "string" } },
+                    "write": { "type": "array", "items": { "type": "string" } },
+                    "network": { "enum": ["none", "loopback", "full"] }
+                },
+                "additionalProperties": false,
+            });
+        }
+        schema
     }
 
     fn timeout(&self) -> Duration {
@@ -177,11 +257,15 @@ impl Tool for ShellTool {
         ToolAnnotations::default()
     }
 
-    async fn run(&self, arguments: serde_json::Value, _context: ToolContext) -> ToolOutput {
+    async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
         let Some(script) = arguments.get("command").and_then(serde_json::Value::as_str) else {
             return ToolOutput::error(format!("tool `{}` needs a `command` string", self.name));
         };
-        let (command, confined) = match self.command(script) {
+        let confinement = match self.confinement_for(&arguments, context.call_id()) {
+            Ok(confinement) => confinement,
+            Err(text) => return ToolOutput::error(text),
+        };
+        let (command, confined) = match self.command(script, &confinement) {
             Ok(prepared) => prepared,
             Err(text) => {
                 return ToolOutput::error(format!("tool `{}` was not run: {text}", self.name));
@@ -192,7 +276,16 @@ impl Tool for ShellTool {
             Err(error) => return crate::report::no_supervisor(&self.name, &error),
         };
         match running.await {
-            Some(Finished::Ran(ran)) => answer(&self.name, ran, self.caps, &confined),
+            Some(Finished::Ran(ran)) => {
+                let output = answer(&self.name, ran, self.caps, &confined);
+                if output.is_error() && self.grants.is_some() {
+                    output.with_note(format!(
+                        "If the command needs more than its confinement allows, call again with a `{GRANT_ARGUMENT}` naming exactly what: {{\"write\": [paths], \"read\": [paths], \"network\": \"full\"}}; a person is asked first."
+                    ))
+                } else {
+                    output
+                }
+            }
             Some(Finished::NotStarted(error)) => {
                 crate::report::not_started(&self.name, self.shell.as_os_str(), &error)
             }

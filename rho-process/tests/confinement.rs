@@ -117,6 +117,15 @@ mod hostile {
         the_shell_tools_output_is_capped_and_its_tree_gone_at_the_deadline,
     );
 
+    crate::on_both_executors!(
+        a_denied_call_retried_with_a_grant_runs_once_approved_and_its_clock_starts_then,
+        a_grant_the_gate_did_not_approve_is_refused,
+    );
+    use super::asking_for_more::{
+        a_denied_call_retried_with_a_grant_runs_once_approved_and_its_clock_starts_then,
+        a_grant_the_gate_did_not_approve_is_refused,
+    };
+
     fn shell(workspace: &Scratch) -> ShellTool {
         ShellTool::new(workspace.path()).with_launcher(launcher())
     }
@@ -713,4 +722,141 @@ fn the_catalogue_passes_as_an_unprivileged_user() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("passed; 0 failed"), "{stdout}");
+}
+
+mod asking_for_more {
+    use std::sync::Mutex;
+
+    use rho_process::confine::Grants;
+    use rho_tool_core::{AllowAll, ApprovalRequest, Verdict};
+
+    use super::*;
+
+    /// An approver that records what it was asked and answers `verdict`
+    /// after `wait`.
+    fn approver(
+        asked: Arc<Mutex<Vec<String>>>,
+        wait: Duration,
+        verdict: Verdict,
+    ) -> Arc<dyn rho_tool_core::Approver> {
+        Arc::new(move |request: ApprovalRequest| {
+            let asked = asked.clone();
+            let verdict = verdict.clone();
+            async move {
+                asked
+                    .lock()
+                    .expect("not poisoned")
+                    .push(request.reason.clone());
+                std::thread::sleep(wait);
+                verdict
+            }
+        })
+    }
+
+    /// The denied write, the retry with a grant naming the path: the
+    /// approver is asked exactly that, takes longer than the command's
+    /// whole timeout, and the retry still runs (its clock starts at the
+    /// approval) and writes on the host.
+    pub(crate) async fn a_denied_call_retried_with_a_grant_runs_once_approved_and_its_clock_starts_then<
+        E: Executor,
+    >(
+        runner: Runner<E>,
+    ) {
+        let workspace = Scratch::new("ws");
+        let beside = Scratch::new("beside");
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let approve = approver(asked.clone(), Duration::from_millis(1500), Verdict::Allow);
+        let grants = Grants::new(approve.clone());
+        let runner = runner
+            .with_gate(Arc::new(grants.gate(AllowAll)))
+            .with_approver(approve);
+        let shell = Arc::new(
+            ShellTool::new(workspace.path())
+                .with_launcher(launcher())
+                .with_timeout(Duration::from_secs(1))
+                .with_grants(&grants),
+        );
+        let target = beside.path().join("note");
+        let command = format!("echo hi > {}", target.display());
+
+        let denied = runner
+            .start(
+                ToolCall::new("1", "shell", serde_json::json!({ "command": command })),
+                shell.clone(),
+            )
+            .await;
+        assert_failed_saying(
+            &denied,
+            &["No such file or directory", "call again with a `grant`"],
+        );
+        assert!(asked.lock().expect("not poisoned").is_empty());
+
+        let grant = serde_json::json!({ "write": [beside.path()] });
+        let retried = runner
+            .start(
+                ToolCall::new(
+                    "2",
+                    "shell",
+                    serde_json::json!({ "command": command, "grant": grant }),
+                ),
+                shell.clone(),
+            )
+            .await;
+        assert_eq!(retried.outcome, Outcome::Succeeded, "{retried:?}");
+        assert_eq!(std::fs::read_to_string(&target).expect("written"), "hi\n");
+        assert_eq!(
+            *asked.lock().expect("not poisoned"),
+            [format!(
+                "`shell` asks for more than its confinement allows: write {}",
+                beside.path().display()
+            )]
+        );
+        assert!(retried.waited >= Duration::from_millis(1500), "{retried:?}");
+        assert!(
+            retried.ran.expect("it ran") < Duration::from_secs(1),
+            "{retried:?}"
+        );
+    }
+
+    /// A grant the approver denies ends the call with its reason; a grant
+    /// given to a runner whose gate does not ask is refused by the tool.
+    pub(crate) async fn a_grant_the_gate_did_not_approve_is_refused<E: Executor>(
+        runner: Runner<E>,
+    ) {
+        let workspace = Scratch::new("ws");
+        let beside = Scratch::new("beside");
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let deny = approver(asked.clone(), Duration::ZERO, Verdict::deny("not today"));
+        let grants = Grants::new(deny.clone());
+        let shell = Arc::new(
+            ShellTool::new(workspace.path())
+                .with_launcher(launcher())
+                .with_grants(&grants),
+        );
+        let target = beside.path().join("note");
+        let arguments = serde_json::json!({
+            "command": format!("echo hi > {}", target.display()),
+            "grant": { "write": [beside.path()], "network": "full" },
+        });
+
+        let gated = runner
+            .clone()
+            .with_gate(Arc::new(grants.gate(AllowAll)))
+            .with_approver(deny);
+        let end = gated
+            .start(
+                ToolCall::new("1", "shell", arguments.clone()),
+                shell.clone(),
+            )
+            .await;
+        assert_failed_saying(&end, &["more access was not approved: not today"]);
+        assert!(asked.lock().expect("not poisoned")[0].ends_with("; the network (full)"));
+
+        // No grant gate: the model cannot grant itself more.
+        let end = runner
+            .start(ToolCall::new("2", "shell", arguments), shell)
+            .await;
+        assert_failed_saying(&end, &["was not approved by the host's gate for this call"]);
+        assert!(!target.exists());
+    }
 }

@@ -48,6 +48,7 @@
 //! ```
 
 mod explain;
+mod grant;
 mod launcher;
 mod policy;
 
@@ -73,6 +74,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use explain::Confined;
+pub use grant::{GRANT_ARGUMENT, GrantGate, Grants};
 pub use launcher::{LAUNCHER_ARG, LAUNCHER_PROGRAM, Launcher, serve_if_launcher, serve_launcher};
 pub use policy::{Confinement, Enforcement, Limits, Network, Rest};
 
@@ -143,8 +145,8 @@ impl Support {
     }
 }
 
-/// More access for one retry of a denied call, approved through the gate:
-/// the paths and the network asked for.
+/// More access for one retry of a denied call, approved through the gate
+/// ([`GrantGate`]): the paths and the network asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Grant {
