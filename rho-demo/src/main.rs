@@ -1,6 +1,6 @@
 //! rho's demo: a scripted session of tool calls, printed live.
 //!
-//! Ten model messages, each run as one turn of `rho-turn`: the first has
+//! Eleven model messages, each run as one turn of `rho-turn`: the first has
 //! one call of each kind a host meets (a gate that waits about a second for
 //! a person while the others run, a build that reports progress and is
 //! killed at its timeout, an agent-written tool that panics with a custom
@@ -21,7 +21,10 @@
 //! one. In the tenth the model calls two tools imported over MCP from a
 //! documentation server the demo starts itself (this same program, run
 //! with a hidden flag): one answers, one never does and is cut at rho's
-//! deadline. The session keeps details of at most 120 bytes; the health
+//! deadline. In the eleventh the model's shell commands run confined by the
+//! kernel: one reads a private key and `/etc/shadow`, one connects out,
+//! both denied with texts that say so, while the third runs in the
+//! workspace. The session keeps details of at most 120 bytes; the health
 //! table of the agent's tools closes the run.
 //!
 //! `cargo run -p rho-demo` prints readable lines; `-- --json` prints one JSON
@@ -89,10 +92,11 @@ const KEEP: KeepDetails = KeepDetails::MaxBytes(120);
 
 /// rho's demo: a scripted session of tool calls, printed live.
 ///
-/// Ten model messages, each run as one turn: gates that wait, deny or are
-/// interrupted, tools that report progress, time out, panic, are
+/// Eleven model messages, each run as one turn: gates that wait, deny or
+/// are interrupted, tools that report progress, time out, panic, are
 /// quarantined, written by the model in JavaScript, run as one program
-/// (code mode), or imported over MCP. About four seconds.
+/// (code mode), imported over MCP, or shell commands confined by the
+/// kernel. About four seconds.
 #[derive(Debug, Parser)]
 #[command(
     name = "rho-demo",
@@ -132,6 +136,9 @@ impl RuntimeName {
 }
 
 fn main() {
+    // First: the demo's shell runs its commands through this program as
+    // their confinement launcher.
+    rho::process::confine::serve_if_launcher();
     let Cli {
         json,
         runtime,

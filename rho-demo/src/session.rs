@@ -6,6 +6,7 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use rho::gate::{Match, Rule};
+use rho::process::ShellTool;
 use rho::script::{CodeMode, RunScript, ScriptLimits, ScriptPool, ScriptSource};
 use rho::turn::{EventBus, TurnAbort};
 use rho::{
@@ -92,8 +93,9 @@ pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>, ScriptPool) {
         .with_limits(ScriptLimits::default().with_memory(SCRIPT_MEMORY))
         .register(&registry)
         .unwrap_or_else(|error| fail(&format!("cannot start the script tools: {error}")));
-    let builtin: [Arc<dyn Tool>; 8] = [
+    let builtin: [Arc<dyn Tool>; 9] = [
         Arc::new(scripts.define_tool()),
+        Arc::new(shell()),
         Arc::new(tools::Deploy),
         Arc::new(tools::ReadFile),
         Arc::new(tools::SlowBuild),
@@ -114,6 +116,29 @@ pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>, ScriptPool) {
         fail(&format!("cannot register the demo's tools: {error}"));
     }
     (registry, accounting, pool)
+}
+
+/// The model's shell: `bash -c` in a workspace of its own, confined by the
+/// kernel (the workspace and a scratch `/tmp` writable, the system's
+/// programs readable, nothing else there, no network). This program is its
+/// own confinement launcher (`serve_if_launcher` in `main`).
+fn shell() -> ShellTool {
+    let workspace = workspace();
+    let made = std::fs::create_dir_all(&workspace).and_then(|()| {
+        std::fs::write(
+            workspace.join("notes.md"),
+            "# notes\n- ship the confinement\n",
+        )
+    });
+    if let Err(error) = made {
+        fail(&format!("cannot make the shell's workspace: {error}"));
+    }
+    ShellTool::new(workspace).with_timeout(Duration::from_secs(5))
+}
+
+/// The shell's workspace, removed when the session ends.
+fn workspace() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("rho-demo-workspace-{}", std::process::id()))
 }
 
 /// Adds `run_script` to the host's tools: the model's program, in the call,
@@ -357,5 +382,30 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
         ],
         None,
     );
+    // The user's home, as the model would name it.
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
+    play(
+        printer,
+        "turn 11: the model's shell, confined: a secret and the network are denied, the rest goes on",
+        vec![
+            call(
+                "call-30",
+                "shell",
+                json!({ "command": format!("cat {home}/.ssh/id_ed25519 /etc/shadow") }),
+            ),
+            call(
+                "call-31",
+                "shell",
+                json!({ "command": "exec 3<>/dev/tcp/1.1.1.1/443 && echo connected" }),
+            ),
+            call(
+                "call-32",
+                "shell",
+                json!({ "command": "wc -l notes.md && echo done >> notes.md" }),
+            ),
+        ],
+        None,
+    );
+    let _ = std::fs::remove_dir_all(workspace());
     printer.health(&accounting.health_table().to_string());
 }
