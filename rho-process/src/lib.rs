@@ -1,6 +1,16 @@
 //! A rho [`Tool`](rho_tool_core::Tool) that runs a command as a child
 //! process: the boundary for code that rho cannot contain in the host's
-//! process.
+//! process; and [`confine`], which confines such a process by the kernel.
+//!
+//! - [`ProcessTool`]: a program spoken to in JSON (arguments on stdin, an
+//!   answer on stdout), killed whole at its deadline.
+//! - [`ShellTool`]: the model's command run by `bash -c` in the
+//!   workspace, confined, for a coding agent.
+//! - [`ChildGroup`]: the same boundary for a child kept between calls (a
+//!   worker, a server).
+//! - [`confine`]: what a process may read, write and reach, and its
+//!   limits, enforced by namespaces, a new root, Landlock, seccomp and
+//!   rlimits; every process rho starts can take one.
 //!
 //! # Which boundary each kind of tool gets
 //!
@@ -13,6 +23,7 @@
 //! | in-process, async, yields (awaits I/O, timers) | its future is dropped at its next `.await`: it stops | `std::process::abort`, a stack overflow, a panic under `panic = "abort"`, a `Drop` panicking during a panic: each ends the **host** |
 //! | in-process, never yields (busy loop, blocking call) | the call ends on time with the timeout text (on a multi-threaded executor), but the code keeps its thread busy until it returns, if ever | the same, plus the thread and whatever the code holds |
 //! | [`ProcessTool`] | `SIGKILL` to the child's whole process group, which is then reaped: the child and everything it started are gone | processes that left the group on purpose (`setsid`, `setpgid`, a daemon's double fork); what the child did meanwhile (files written, requests sent); resources it uses while it runs (memory, CPU: use rlimits or cgroups in the command) |
+//! | [`ProcessTool`] or [`ShellTool`], confined ([`confine`]) | the same, and its PID namespace ends: every process it started is gone, `setsid` or not | only what its confinement allows: the paths it names, its network, its limits |
 //!
 //! A child that aborts, overflows its stack, runs under `panic = "abort"`,
 //! never yields or blocks forever only ever takes itself down: the host

@@ -115,6 +115,8 @@ mod hostile {
         secret_looking_variables_do_not_pass_unless_named,
         the_shell_tool_runs_the_models_command_in_its_workspace,
         the_shell_tools_output_is_capped_and_its_tree_gone_at_the_deadline,
+        the_rest_read_only_shows_the_hosts_tree_and_writes_nowhere_else,
+        what_cannot_be_enforced_is_refused_or_with_best_effort_named,
     );
 
     crate::on_both_executors!(
@@ -125,6 +127,96 @@ mod hostile {
         a_denied_call_retried_with_a_grant_runs_once_approved_and_its_clock_starts_then,
         a_grant_the_gate_did_not_approve_is_refused,
     };
+
+    /// `Rest::ReadOnly`: the host's files are there to read, nothing is
+    /// written outside the workspace, and the host's `/tmp` is not there.
+    pub(super) async fn the_rest_read_only_shows_the_hosts_tree_and_writes_nowhere_else<
+        E: Executor,
+    >(
+        runner: Runner<E>,
+    ) {
+        let workspace = Scratch::new("ws");
+        let host_tmp = Scratch::new("host-tmp");
+        std::fs::write(host_tmp.path().join("left"), "host temp").expect("a file");
+        let confinement = Confinement::new().with_rest(rho_process::confine::Rest::ReadOnly);
+        let tool = ShellTool::new(workspace.path())
+            .with_launcher(launcher())
+            .with_confinement(confinement);
+        let command = format!(
+            "test -r /etc/hostname && echo readable; ls {0} 2>&1; echo x > /etc/rho-was-here; echo y > out && cat out",
+            host_tmp.path().display()
+        );
+        let end = run_shell(&runner, tool, &command).await;
+        let text = end.result.text();
+        assert!(text.starts_with("readable\n"), "{text}");
+        assert!(
+            text.contains("No such file or directory"),
+            "the host's /tmp is hidden: {text}"
+        );
+        assert!(
+            text.contains("/etc/rho-was-here: Read-only file system"),
+            "{text}"
+        );
+        assert!(text.contains("y\n"), "{text}");
+        assert!(!Path::new("/etc/rho-was-here").exists());
+        assert_eq!(
+            std::fs::read_to_string(workspace.path().join("out")).expect("written"),
+            "y\n"
+        );
+    }
+
+    /// A processes limit below 300 cannot be enforced for a host running
+    /// as root (only `pid_max`, whose floor is 301, can bound it there):
+    /// required, the call is refused before anything starts; best effort,
+    /// it runs and its result names what was not enforced. For an
+    /// ordinary user `RLIMIT_NPROC` enforces it, and nothing is named.
+    pub(super) async fn what_cannot_be_enforced_is_refused_or_with_best_effort_named<
+        E: Executor,
+    >(
+        runner: Runner<E>,
+    ) {
+        let workspace = Scratch::new("ws");
+        let limits = Limits {
+            processes: Some(100),
+            ..Limits::default()
+        };
+        let root = rustix::process::getuid().is_root();
+        let script = "cat >/dev/null; echo '{\"text\": \"ran\"}'";
+        let required = confined(
+            "strict",
+            script,
+            &workspace,
+            Confinement::new().with_limits(limits),
+        );
+        let end = run(&runner, required).await;
+        if root {
+            assert_failed_saying(
+                &end,
+                &[
+                    "tool `strict` was not run: the confinement cannot be enforced on this system",
+                    "below 300",
+                ],
+            );
+        } else {
+            assert_eq!(end.result.text(), "ran", "{end:?}");
+        }
+        let lenient = confined(
+            "lenient",
+            script,
+            &workspace,
+            Confinement::new().with_limits(limits).best_effort(),
+        );
+        let end = run(&runner, lenient).await;
+        assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
+        if root {
+            assert_eq!(
+                end.result.text(),
+                "ran\n\nnot enforced on this system: the processes limit"
+            );
+        } else {
+            assert_eq!(end.result.text(), "ran");
+        }
+    }
 
     fn shell(workspace: &Scratch) -> ShellTool {
         ShellTool::new(workspace.path()).with_launcher(launcher())
