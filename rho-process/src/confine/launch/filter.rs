@@ -15,7 +15,7 @@ use seccompiler::{
 };
 
 use super::Plan;
-use super::root::{Access as Mount, Entry, entries};
+use super::root::{Access as Mount, Entry};
 use crate::confine::Mechanism;
 use crate::confine::policy::Rest;
 
@@ -24,8 +24,9 @@ use crate::confine::policy::Rest;
 /// second), and a kernel without Landlock is refused by the probe.
 const NEWEST: ABI = ABI::V6;
 
-/// Restricts this process (and what it starts) to the plan's paths.
-pub(super) fn landlock(plan: &Plan) -> Result<(), String> {
+/// Restricts this process (and what it starts) to the plan's paths,
+/// `entries`.
+pub(super) fn landlock(plan: &Plan, entries: &[Entry]) -> Result<(), String> {
     let failed = |error: &dyn std::fmt::Display| {
         format!("could not restrict file access (Landlock): {error}")
     };
@@ -33,11 +34,11 @@ pub(super) fn landlock(plan: &Plan) -> Result<(), String> {
     let namespaces = plan.uses(Mechanism::Namespaces);
     let mut read: Vec<PathBuf> = Vec::new();
     let mut write: Vec<PathBuf> = Vec::new();
-    for entry in entries(confinement)? {
+    for entry in entries {
         if let Entry::Bind { path, access } = entry {
             match access {
-                Mount::Read => read.push(path),
-                Mount::Write => write.push(path),
+                Mount::Read => read.push(path.clone()),
+                Mount::Write => write.push(path.clone()),
             }
         }
     }

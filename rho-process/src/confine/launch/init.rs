@@ -96,8 +96,11 @@ fn outer_is_gone(report: &File) -> bool {
 /// call's refusal: nothing here is skipped silently.
 fn setup(plan: &Plan) -> Result<(), String> {
     let namespaces = plan.uses(Mechanism::Namespaces);
+    // The paths, resolved once in the host's view: the new root is built
+    // of them, and Landlock's rules name the same paths inside it.
+    let entries = root::entries(&plan.confinement)?;
     if namespaces {
-        root::build(plan)?;
+        root::build(plan, &entries)?;
         if plan.confinement.network() == Network::Loopback {
             net::loopback_up()?;
         }
@@ -112,7 +115,7 @@ fn setup(plan: &Plan) -> Result<(), String> {
         drop_capabilities()?;
     }
     if plan.uses(Mechanism::Landlock) {
-        filter::landlock(plan)?;
+        filter::landlock(plan, &entries)?;
     }
     if plan.uses(Mechanism::Seccomp) {
         filter::seccomp()?;
@@ -174,13 +177,14 @@ fn drop_capabilities() -> Result<(), String> {
 /// Landlock and seccomp.
 fn probe(plan: &Plan) -> Support {
     let mut support = Support::none(String::new());
-    support.namespaces = match root::build(plan) {
-        Ok(()) => match net::loopback_up() {
-            Ok(()) => Ok(()),
+    support.namespaces =
+        match root::entries(&plan.confinement).and_then(|entries| root::build(plan, &entries)) {
+            Ok(()) => match net::loopback_up() {
+                Ok(()) => Ok(()),
+                Err(text) => Err(text),
+            },
             Err(text) => Err(text),
-        },
-        Err(text) => Err(text),
-    };
+        };
     support.process_limit = limits::probe_process_limit(plan);
     probe_filters(&mut support);
     support
