@@ -16,7 +16,7 @@
 //! `percall,sequential_task,memory,kill,blocked,plain,registry`, and for
 //! script tools `script` (figures 7 to 12) or some of `script_call`
 //! (7 and 8), `script_stop` (9), `script_memory` (10), `code` (11 and
-//! 12); for MCP `mcp_server` (13) and `mcp_proxy` (14)).
+//! 12); for MCP `mcp_server` (13) and `mcp_proxy` (14); `confine` (15)).
 //!
 //! # How it measures
 //!
@@ -145,6 +145,12 @@
 //!     work), fresh processes each round, one call after the other; the
 //!     proxy's p50 and p99 minus the direct ones (target: p50 added <= 150
 //!     us), next to the relay's.
+//! 15. **What confinement costs** ([`confine`]): `/bin/true` plainly,
+//!     through `rho-confine` with the default confinement, through this
+//!     binary as the launcher, and through bubblewrap with the same
+//!     namespaces and mounts, in turn; the added p50 (target <= 5 ms) and
+//!     rho's p50 over bubblewrap's (target <= 1); a confined `ShellTool`
+//!     call's p50 and p99.
 //!
 //! # Profiling a figure
 //!
@@ -639,6 +645,14 @@ fn print_mcp_notes(config: &Config) {
          threads copying, no parsing: the floor of any proxy process); fresh processes each \
          round; {} calls a round x {} rounds; added = proxy (or relay) - direct",
         config.mcp_proxy_calls, config.mcp_proxy_rounds
+    );
+    println!(
+        "  confine_*        /bin/true started and waited for, {} rounds, each way once a round in \
+         turn: plainly, through rho-confine with Confinement::new(), through this binary as the \
+         launcher (embedded), through bubblewrap with the same namespaces and mounts; added = \
+         rho-confine - plain; confine_shell_echo: a confined ShellTool call of `echo hi` through \
+         the runner, {} calls",
+        config.confine_runs, config.confine_runs
     );
 }
 
