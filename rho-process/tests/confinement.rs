@@ -116,6 +116,7 @@ mod hostile {
         the_shell_tool_runs_the_models_command_in_its_workspace,
         the_shell_tools_output_is_capped_and_its_tree_gone_at_the_deadline,
         the_rest_read_only_shows_the_hosts_tree_and_writes_nowhere_else,
+        a_confined_process_that_crashes_is_still_crashed,
         what_cannot_be_enforced_is_refused_or_with_best_effort_named,
     );
 
@@ -127,6 +128,29 @@ mod hostile {
         a_denied_call_retried_with_a_grant_runs_once_approved_and_its_clock_starts_then,
         a_grant_the_gate_did_not_approve_is_refused,
     };
+
+    /// A confined process killed by a signal ends the call `Crashed`,
+    /// naming the signal, as an unconfined one does: the launcher ends the
+    /// way its command did.
+    pub(super) async fn a_confined_process_that_crashes_is_still_crashed<E: Executor>(
+        runner: Runner<E>,
+    ) {
+        let workspace = Scratch::new("ws");
+        let script = "cat >/dev/null; echo 'about to crash' >&2; kill -SEGV $$";
+        let end = run(
+            &runner,
+            confined("crasher", script, &workspace, Confinement::new()),
+        )
+        .await;
+        assert_eq!(end.outcome, Outcome::Crashed, "{end:?}");
+        assert_failed_saying(
+            &end,
+            &[
+                "tool `crasher` crashed: its process was killed by signal SIGSEGV (11)",
+                "about to crash",
+            ],
+        );
+    }
 
     /// `Rest::ReadOnly`: the host's files are there to read, nothing is
     /// written outside the workspace, and the host's `/tmp` is not there.
