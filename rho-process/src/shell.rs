@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 
-use crate::confine::{self, Confined, Confinement, GRANT_ARGUMENT, Grant, Grants, Launcher};
+use crate::confine::{self, Confined, Confinement, GRANT_ARGUMENT, Grants, Launcher};
 use crate::report::signal_text;
 use crate::supervise::{self, Caps, Finished, Ran};
 
@@ -181,38 +181,6 @@ impl ShellTool {
         };
         Ok((prepared.command, confined))
     }
-
-    /// The confinement of one call: the tool's, widened by the call's
-    /// grant if the gate approved exactly that grant for this call.
-    fn confinement_for(
-        &self,
-        arguments: &serde_json::Value,
-        call_id: &str,
-    ) -> Result<Confinement, String> {
-        let Some(asked) = arguments.get(GRANT_ARGUMENT) else {
-            return Ok(self.confinement.clone());
-        };
-        let Some(grants) = &self.grants else {
-            return Err(format!(
-                "tool `{}` takes no `{GRANT_ARGUMENT}`: its confinement is fixed",
-                self.name
-            ));
-        };
-        let grant: Grant = serde_json::from_value(asked.clone()).map_err(|error| {
-            format!(
-                "tool `{}`: the `{GRANT_ARGUMENT}` is not valid: {error}",
-                self.name
-            )
-        })?;
-        if !grants.take(call_id, &self.name, &grant) {
-            return Err(format!(
-                "tool `{}` was not run: its `{GRANT_ARGUMENT}` ({}) was not approved by the host's gate for this call",
-                self.name,
-                grant.describe()
-            ));
-        }
-        Ok(self.confinement.widened(&grant))
-    }
 }
 
 #[async_trait]
@@ -235,16 +203,7 @@ impl Tool for ShellTool {
             "additionalProperties": false,
         });
         if self.grants.is_some() {
-            schema["properties"][GRANT_ARGUMENT] = serde_json::json!({
-                "type": "object",
-                "description": "More access for this one call, if the command was denied without it; a person approves it first.",
-                "properties": {
-                    "read": { "type": "array", "items": { "type": "string" } },
-                    "write": { "type": "array", "items": { "type": "string" } },
-                    "network": { "enum": ["none", "loopback", "full"] }
-                },
-                "additionalProperties": false,
-            });
+            schema["properties"][GRANT_ARGUMENT] = confine::grant::schema();
         }
         schema
     }
@@ -261,7 +220,13 @@ impl Tool for ShellTool {
         let Some(script) = arguments.get("command").and_then(serde_json::Value::as_str) else {
             return ToolOutput::error(format!("tool `{}` needs a `command` string", self.name));
         };
-        let confinement = match self.confinement_for(&arguments, context.call_id()) {
+        let confinement = match confine::grant::confinement_for(
+            self.grants.as_ref(),
+            &self.confinement,
+            &self.name,
+            &arguments,
+            context.call_id(),
+        ) {
             Ok(confinement) => confinement,
             Err(text) => return ToolOutput::error(text),
         };
@@ -279,9 +244,7 @@ impl Tool for ShellTool {
             Some(Finished::Ran(ran)) => {
                 let output = answer(&self.name, ran, self.caps, &confined);
                 if output.is_error() && self.grants.is_some() {
-                    output.with_note(format!(
-                        "If the command needs more than its confinement allows, call again with a `{GRANT_ARGUMENT}` naming exactly what: {{\"write\": [paths], \"read\": [paths], \"network\": \"full\"}}; a person is asked first."
-                    ))
+                    output.with_note(confine::grant::how_to_ask())
                 } else {
                     output
                 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 
-use crate::confine::{self, Confined, Confinement, Launcher};
+use crate::confine::{self, Confined, Confinement, GRANT_ARGUMENT, Grants, Launcher};
 use crate::report;
 use crate::supervise::{self, Caps, Finished};
 
@@ -80,6 +80,7 @@ pub struct ProcessTool {
     caps: Caps,
     confinement: Option<Confinement>,
     launcher: Option<Launcher>,
+    grants: Option<Grants>,
 }
 
 impl ProcessTool {
@@ -105,6 +106,7 @@ impl ProcessTool {
             },
             confinement: None,
             launcher: None,
+            grants: None,
         }
     }
 
@@ -212,6 +214,17 @@ impl ProcessTool {
         self
     }
 
+    /// Lets the model ask for more access for one call of a confined
+    /// tool: a `grant` beside the arguments, run only if `grants`'
+    /// [`GrantGate`](crate::confine::GrantGate) approved it for that very
+    /// call (see [`ShellTool::with_grants`](crate::ShellTool::with_grants)).
+    /// The child never sees the `grant`: it is taken out of the arguments
+    /// it reads.
+    pub fn with_grants(mut self, grants: &Grants) -> Self {
+        self.grants = Some(grants.clone());
+        self
+    }
+
     /// The program the tool runs.
     pub fn program(&self) -> &OsStr {
         &self.program
@@ -293,7 +306,21 @@ impl Tool for ProcessTool {
     }
 
     fn parameters(&self) -> serde_json::Value {
-        self.parameters.clone()
+        let mut schema = self.parameters.clone();
+        if self.grants.is_some() {
+            if let Some(properties) = schema
+                .as_object_mut()
+                .map(|object| {
+                    object
+                        .entry("properties")
+                        .or_insert_with(|| serde_json::json!({}))
+                })
+                .and_then(serde_json::Value::as_object_mut)
+            {
+                properties.insert(GRANT_ARGUMENT.to_owned(), confine::grant::schema());
+            }
+        }
+        schema
     }
 
     fn timeout(&self) -> Duration {
@@ -311,7 +338,31 @@ impl Tool for ProcessTool {
     /// Runs the command once: `arguments` as one line of JSON on its stdin,
     /// its answer read from stdout. Dropping the future (rho's kill at the
     /// timeout, a host abort) kills the process group.
-    async fn run(&self, arguments: serde_json::Value, _context: ToolContext) -> ToolOutput {
+    async fn run(&self, mut arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
+        let confinement = match &self.confinement {
+            Some(confinement) => match confine::grant::confinement_for(
+                self.grants.as_ref(),
+                confinement,
+                &self.name,
+                &arguments,
+                context.call_id(),
+            ) {
+                Ok(confinement) => Some(confinement),
+                Err(text) => return ToolOutput::error(text),
+            },
+            None if arguments.get(GRANT_ARGUMENT).is_some() && self.grants.is_some() => {
+                return ToolOutput::error(format!(
+                    "tool `{}` takes no `{GRANT_ARGUMENT}`: it is not confined",
+                    self.name
+                ));
+            }
+            None => None,
+        };
+        if self.grants.is_some() {
+            if let Some(object) = arguments.as_object_mut() {
+                object.remove(GRANT_ARGUMENT);
+            }
+        }
         let mut input = match serde_json::to_vec(&arguments) {
             Ok(input) => input,
             Err(error) => {
@@ -322,7 +373,7 @@ impl Tool for ProcessTool {
             }
         };
         input.push(b'\n');
-        let (command, confined) = match &self.confinement {
+        let (command, confined) = match &confinement {
             None => (self.command(), None),
             Some(confinement) => match self.confined_command(confinement) {
                 Ok((command, confined)) => (command, Some(confined)),
@@ -336,7 +387,14 @@ impl Tool for ProcessTool {
             Err(error) => return report::no_supervisor(&self.name, &error),
         };
         match running.await {
-            Some(Finished::Ran(ran)) => report::ran(&self.name, ran, self.caps, confined.as_ref()),
+            Some(Finished::Ran(ran)) => {
+                let output = report::ran(&self.name, ran, self.caps, confined.as_ref());
+                if output.is_error() && confined.is_some() && self.grants.is_some() {
+                    output.with_note(confine::grant::how_to_ask())
+                } else {
+                    output
+                }
+            }
             Some(Finished::NotStarted(error)) => {
                 report::not_started(&self.name, &self.program, &error)
             }

@@ -123,10 +123,12 @@ mod hostile {
     crate::on_both_executors!(
         a_denied_call_retried_with_a_grant_runs_once_approved_and_its_clock_starts_then,
         a_grant_the_gate_did_not_approve_is_refused,
+        a_process_tools_grant_widens_its_confinement_and_never_reaches_the_child,
     );
     use super::asking_for_more::{
         a_denied_call_retried_with_a_grant_runs_once_approved_and_its_clock_starts_then,
         a_grant_the_gate_did_not_approve_is_refused,
+        a_process_tools_grant_widens_its_confinement_and_never_reaches_the_child,
     };
 
     /// A confined process killed by a signal ends the call `Crashed`,
@@ -974,5 +976,48 @@ mod asking_for_more {
             .await;
         assert_failed_saying(&end, &["was not approved by the host's gate for this call"]);
         assert!(!target.exists());
+    }
+
+    /// A `ProcessTool` takes grants the same way; the child reads its
+    /// arguments without the grant.
+    pub(crate) async fn a_process_tools_grant_widens_its_confinement_and_never_reaches_the_child<
+        E: Executor,
+    >(
+        runner: Runner<E>,
+    ) {
+        let workspace = Scratch::new("ws");
+        let beside = Scratch::new("beside");
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let approve = approver(asked.clone(), Duration::ZERO, Verdict::Allow);
+        let grants = Grants::new(approve.clone());
+        let runner = runner
+            .with_gate(Arc::new(grants.gate(AllowAll)))
+            .with_approver(approve);
+        let target = beside.path().join("args.json");
+        let script = format!(
+            r#"cat > {} || exit 1; echo '{{"text": "saved"}}'"#,
+            target.display()
+        );
+        let tool = Arc::new(
+            confined("saver", &script, &workspace, Confinement::new()).with_grants(&grants),
+        );
+        assert!(tool.parameters()["properties"]["grant"].is_object());
+        let denied = runner
+            .start(
+                ToolCall::new("1", "saver", serde_json::json!({ "n": 1 })),
+                tool.clone(),
+            )
+            .await;
+        assert_failed_saying(&denied, &["call again with a `grant`"]);
+        let arguments = serde_json::json!({ "n": 2, "grant": { "write": [beside.path()] } });
+        let end = runner
+            .start(ToolCall::new("2", "saver", arguments), tool)
+            .await;
+        assert_eq!(end.result.text(), "saved", "{end:?}");
+        assert_eq!(
+            std::fs::read_to_string(&target).expect("written"),
+            "{\"n\":2}\n"
+        );
+        assert_eq!(asked.lock().expect("not poisoned").len(), 1);
     }
 }

@@ -179,3 +179,57 @@ impl<G: Gate> Gate for GrantGate<G> {
         }
     }
 }
+
+/// The confinement of one call of `tool`: `base`, widened by the call's
+/// grant if `grants`' gate approved exactly that grant for this call.
+///
+/// # Errors
+///
+/// A text for the model: the tool takes no grants, the grant is not
+/// valid, or it was not approved for this call.
+pub(crate) fn confinement_for(
+    grants: Option<&Grants>,
+    base: &super::Confinement,
+    tool: &str,
+    arguments: &serde_json::Value,
+    call_id: &str,
+) -> Result<super::Confinement, String> {
+    let Some(asked) = arguments.get(GRANT_ARGUMENT) else {
+        return Ok(base.clone());
+    };
+    let Some(grants) = grants else {
+        return Err(format!(
+            "tool `{tool}` takes no `{GRANT_ARGUMENT}`: its confinement is fixed"
+        ));
+    };
+    let grant: Grant = serde_json::from_value(asked.clone())
+        .map_err(|error| format!("tool `{tool}`: the `{GRANT_ARGUMENT}` is not valid: {error}"))?;
+    if !grants.take(call_id, tool, &grant) {
+        return Err(format!(
+            "tool `{tool}` was not run: its `{GRANT_ARGUMENT}` ({}) was not approved by the host's gate for this call",
+            grant.describe()
+        ));
+    }
+    Ok(base.widened(&grant))
+}
+
+/// What a tool that takes grants adds to a denied call's result.
+pub(crate) fn how_to_ask() -> String {
+    format!(
+        "If the command needs more than its confinement allows, call again with a `{GRANT_ARGUMENT}` naming exactly what: {{\"write\": [paths], \"read\": [paths], \"network\": \"full\"}}; a person is asked first."
+    )
+}
+
+/// The JSON Schema of a grant, for a tool's parameters.
+pub(crate) fn schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "description": "More access for this one call, if it was denied without it; a person approves it first.",
+        "properties": {
+            "read": { "type": "array", "items": { "type": "string" } },
+            "write": { "type": "array", "items": { "type": "string" } },
+            "network": { "enum": ["none", "loopback", "full"] }
+        },
+        "additionalProperties": false,
+    })
+}

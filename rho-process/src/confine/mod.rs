@@ -48,7 +48,7 @@
 //! ```
 
 mod explain;
-mod grant;
+pub(crate) mod grant;
 mod launcher;
 mod policy;
 

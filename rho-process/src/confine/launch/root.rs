@@ -87,7 +87,22 @@ pub(crate) fn entries(confinement: &Confinement) -> Result<Vec<Entry>, String> {
     // so it is the one on top.
     entries.sort_by_key(key);
     entries.dedup();
-    Ok(entries)
+    // A path inside a bound parent of the same access is there already
+    // (`/usr/bin` for `/bin`, under `/usr`): one mount and one Landlock
+    // rule fewer each. A child of the other access keeps its own, on top.
+    let mut kept: Vec<Entry> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let covered = match &entry {
+            Entry::Bind { path, access } => kept.iter().any(|parent| {
+                matches!(parent, Entry::Bind { path: p, access: a } if a == access && path != p && path.starts_with(p))
+            }),
+            Entry::Link { .. } => false,
+        };
+        if !covered {
+            kept.push(entry);
+        }
+    }
+    Ok(kept)
 }
 
 fn key(entry: &Entry) -> (usize, PathBuf, Option<Access>) {
@@ -306,4 +321,55 @@ fn read_only(target: &Path) -> io::Result<()> {
     }
     rustix::mount::mount_remount(target, flags, "")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The system paths resolve to binds none of which lies inside
+    /// another of the same access (a link such as `/bin` -> `usr/bin` is
+    /// a link, its target covered by `/usr`), and a named path inside a
+    /// parent of the other access keeps its own bind.
+    #[test]
+    fn no_bind_lies_inside_another_of_the_same_access() {
+        let dir = std::env::temp_dir().join(format!("rho-entries-{}", std::process::id()));
+        let inner = dir.join("inner");
+        fs::create_dir_all(&inner).expect("dirs");
+        let confinement = Confinement::new()
+            .with_write(&dir)
+            .with_read(&inner)
+            .with_read("/usr/bin");
+        let entries = entries(&confinement).expect("entries");
+        let _ = fs::remove_dir_all(&dir);
+        let binds: Vec<(&PathBuf, Access)> = entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Bind { path, access } => Some((path, *access)),
+                Entry::Link { .. } => None,
+            })
+            .collect();
+        for (a, access_a) in &binds {
+            for (b, access_b) in &binds {
+                assert!(
+                    a == b || access_a != access_b || !a.starts_with(b),
+                    "{a:?} lies inside {b:?}: {entries:?}"
+                );
+            }
+        }
+        let inner = fs::canonicalize(dir.parent().expect("a parent"))
+            .expect("tmp")
+            .join(dir.file_name().expect("a name"))
+            .join("inner");
+        assert!(
+            binds
+                .iter()
+                .any(|(p, a)| **p == inner && *a == Access::Read),
+            "{entries:?}"
+        );
+        assert!(
+            !binds.iter().any(|(p, _)| p.ends_with("usr/bin")),
+            "{entries:?}"
+        );
+    }
 }
