@@ -50,6 +50,8 @@
 //! | session entry | [`SessionEntry`] | what the session keeps of one call: its end under the host's policies |
 //! | plain data | [`Plain`] | values made only of library-owned types |
 //! | executor | [`Executor`] | spawn, kill and sleep on a runtime (`tokio`, `smol`) |
+//! | confinement | `process::confine::Confinement` | what a process rho starts may read, write and reach, and its limits, enforced by the kernel (feature `process`) |
+//! | grant | `process::confine::Grant` | more access for one call, approved through the gate |
 //!
 //! [`prelude`] holds the same names for a glob import, without the modules
 //! and the executor-generic types. The rest sits one module down, by
