@@ -109,6 +109,7 @@ mod hostile {
         a_file_past_the_size_limit_names_the_limit,
         memory_past_the_limit_names_the_limit,
         ptrace_is_denied,
+        unjudgeable_calls_are_not_implemented_beside_denied_ones,
         the_hosts_proc_and_signals_are_out_of_reach,
         limits_cannot_be_raised,
         no_namespace_can_be_nested,
@@ -690,6 +691,51 @@ perl -MIO::Socket::INET -e '
         )
         .await;
         assert_failed_saying(&end, &["ptrace: Operation not permitted"]);
+    }
+
+    /// Calls a filter cannot judge answer "not implemented" (so C
+    /// libraries fall back to ones it can): `clone3`, io_uring, and on
+    /// x86_64 any call by its x32 number; the same filter denies `ptrace`
+    /// with "not permitted", and lets an ordinary call through.
+    pub(super) async fn unjudgeable_calls_are_not_implemented_beside_denied_ones<E: Executor>(
+        runner: Runner<E>,
+    ) {
+        let workspace = Scratch::new("ws");
+        let mut calls = vec![
+            ("clone3", libc::SYS_clone3),
+            ("io_uring_setup", libc::SYS_io_uring_setup),
+        ];
+        if cfg!(target_arch = "x86_64") {
+            calls.push(("x32 getpid", 0x4000_0000 | libc::SYS_getpid));
+        }
+        let mut script = String::from("perl -e '");
+        for (name, number) in &calls {
+            script.push_str(&format!(
+                r#"syscall({number}, 0, 0, 0, 0); print STDERR "{name}: $!\n"; "#
+            ));
+        }
+        script.push_str(&format!(
+            r#"syscall({}, 16, 1, 0, 0); print STDERR "ptrace: $!\n"; "#,
+            libc::SYS_ptrace
+        ));
+        script.push_str(&format!(
+            r#"print STDERR "getpid: ", syscall({}), "\n"; exit 1'"#,
+            libc::SYS_getpid
+        ));
+        let end = run(
+            &runner,
+            confined("caller", &script, &workspace, Confinement::new()),
+        )
+        .await;
+        let mut expected: Vec<String> = calls
+            .iter()
+            .map(|(name, _)| format!("{name}: Function not implemented"))
+            .collect();
+        expected.push("ptrace: Operation not permitted".into());
+        // PID 2: the command, below its init, in its own PID namespace.
+        expected.push("getpid: 2".into());
+        let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+        assert_failed_saying(&end, &expected);
     }
 
     /// The host's `/proc/<pid>/environ` does not exist inside, and a

@@ -157,7 +157,7 @@ const NEW_NAMESPACES: &[u64] = &[
 /// Terminal ioctls that push input into another process's terminal.
 const TERMINAL_INJECTION: &[u64] = &[libc::TIOCSTI, libc::TIOCLINUX];
 
-/// Installs the filters on this process (no new privileges first, as
+/// Installs the filter on this process (no new privileges first, as
 /// seccomp requires of a process without `CAP_SYS_ADMIN`).
 pub(super) fn seccomp() -> Result<(), String> {
     let failed =
@@ -184,11 +184,14 @@ pub(super) fn seccomp() -> Result<(), String> {
     let not_implemented: BTreeMap<i64, Vec<SeccompRule>> =
         NOT_IMPLEMENTED.iter().map(|&nr| (nr, Vec::new())).collect();
 
-    let mut programs = Vec::new();
-    if arch == TargetArch::x86_64 {
-        programs.push(x32_guard());
-    }
-    for (rules, errno) in [(denied, EPERM), (not_implemented, ENOSYS)] {
+    // One program, attached once: every system call the command makes
+    // runs each attached filter, so three filters would cost it three runs.
+    let mut program = if arch == TargetArch::x86_64 {
+        x32_guard()
+    } else {
+        BpfProgram::new()
+    };
+    for (rules, errno) in [(not_implemented, ENOSYS), (denied, EPERM)] {
         let filter = SeccompFilter::new(
             rules,
             SeccompAction::Allow,
@@ -196,12 +199,37 @@ pub(super) fn seccomp() -> Result<(), String> {
             arch,
         )
         .map_err(|e| failed(&e))?;
-        programs.push(BpfProgram::try_from(filter).map_err(|e| failed(&e))?);
+        chain(
+            &mut program,
+            BpfProgram::try_from(filter).map_err(|e| failed(&e))?,
+        );
     }
-    for program in &programs {
-        seccompiler::apply_filter(program).map_err(|e| failed(&e))?;
+    seccompiler::apply_filter(&program).map_err(|e| failed(&e))
+}
+
+const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+const JA: u16 = 0x05; // BPF_JMP | BPF_JA
+const RET_ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
+
+/// Appends `next` to `program` so that a call `program` allows goes on to
+/// be judged by `next`: each "allow" of `program` becomes a jump to where
+/// `next` starts. BPF's jumps are relative and only go forward, and this
+/// keeps every instruction in its place, so both programs' own jumps still
+/// land where they did. Any other answer of `program` (a denial) stands.
+fn chain(program: &mut BpfProgram, next: BpfProgram) {
+    let end = program.len();
+    for (at, instruction) in program.iter_mut().enumerate() {
+        if instruction.code == RET_K && instruction.k == RET_ALLOW {
+            *instruction = sock_filter {
+                code: JA,
+                jt: 0,
+                jf: 0,
+                // From the instruction after this one to `end`.
+                k: u32::try_from(end - at - 1).unwrap_or(u32::MAX),
+            };
+        }
     }
-    Ok(())
+    program.extend(next);
 }
 
 /// On x86_64 the x32 ABI reaches every call under a second number (with
@@ -210,10 +238,8 @@ pub(super) fn seccomp() -> Result<(), String> {
 fn x32_guard() -> BpfProgram {
     const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
     const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
-    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
     const X32_BIT: u32 = 0x4000_0000;
     const RET_ERRNO: u32 = 0x0005_0000; // SECCOMP_RET_ERRNO
-    const RET_ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
     vec![
         // The system call's number (offset 0 of struct seccomp_data).
         sock_filter {
@@ -241,4 +267,49 @@ fn x32_guard() -> BpfProgram {
             k: RET_ALLOW,
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ret(k: u32) -> sock_filter {
+        sock_filter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k,
+        }
+    }
+
+    /// Chaining turns each "allow" of the first program into a jump to
+    /// the second's start, leaves its denials and its other instructions
+    /// where they were, and appends the second unchanged.
+    #[test]
+    fn a_chained_program_allows_only_what_both_allow() {
+        let deny = 0x0005_0000 | EPERM;
+        let mut first = vec![
+            sock_filter {
+                code: 0x20,
+                jt: 0,
+                jf: 0,
+                k: 0,
+            },
+            ret(RET_ALLOW),
+            ret(deny),
+            ret(RET_ALLOW),
+        ];
+        let second = vec![ret(deny), ret(RET_ALLOW)];
+        chain(&mut first, second.clone());
+        assert_eq!(first.len(), 6);
+        assert_eq!((first[0].code, first[0].k), (0x20, 0));
+        // Index 1 jumps over 2 and 3 to the second's start, index 4.
+        assert_eq!((first[1].code, first[1].k), (JA, 2));
+        assert_eq!((first[2].code, first[2].k), (RET_K, deny));
+        assert_eq!((first[3].code, first[3].k), (JA, 0));
+        assert_eq!(
+            first[4..].iter().map(|i| (i.code, i.k)).collect::<Vec<_>>(),
+            second.iter().map(|i| (i.code, i.k)).collect::<Vec<_>>()
+        );
+    }
 }
