@@ -159,6 +159,7 @@ mod capture;
 mod child;
 pub mod confine;
 mod group;
+pub mod installed;
 mod oneshot;
 mod report;
 mod shell;

@@ -332,4 +332,54 @@ mod tests {
             Err(AnswerError::InvalidImage { index: 1, .. })
         ));
     }
+
+    /// A note joins what the model reads as a paragraph of its own, and
+    /// changes nothing else: a success stays a success with its details,
+    /// an error an error, a crash a crash, images stay, and a result
+    /// answer gains a text part after its own.
+    #[test]
+    fn a_note_keeps_the_kind_of_answer_and_its_details() {
+        let limits = Limits::default();
+        let note = "not enforced: seccomp";
+        let read = |output: ToolOutput| output.to_result(&limits).expect("an answer rho can hold");
+
+        let success = ToolOutput::text("done")
+            .with_details(serde_json::json!({ "n": 1 }))
+            .with_note(note);
+        assert!(!success.is_error());
+        let success = read(success);
+        assert_eq!(success.text(), format!("done\n\n{note}"));
+        assert_eq!(
+            success.details.map(|details| details.to_json()),
+            Some(serde_json::json!({ "n": 1 }))
+        );
+
+        // An empty answer is the note alone, without a leading blank line.
+        assert_eq!(read(ToolOutput::text("").with_note(note)).text(), note);
+
+        let error = ToolOutput::error("denied").with_note(note);
+        assert!(error.is_error() && !error.is_crash());
+        assert_eq!(read(error).text(), format!("denied\n\n{note}"));
+
+        let crash = ToolOutput::crashed("killed by SIGSEGV").with_note(note);
+        assert!(crash.is_crash());
+        let crash = read(crash);
+        assert!(crash.is_error);
+        assert_eq!(crash.text(), format!("killed by SIGSEGV\n\n{note}"));
+
+        let image = Image::new("image/png", [1]);
+        let images = read(ToolOutput::image(image.clone(), "a chart").with_note(note));
+        assert!(!images.is_error);
+        assert_eq!(images.content()[0], Content::image(image));
+        assert!(images.text().ends_with(&format!("a chart\n\n{note}")));
+
+        let parts = vec![Content::text("a"), Content::text("b")];
+        let result = read(
+            ToolOutput::from_result(ToolResult::from_content(parts.clone(), true)).with_note(note),
+        );
+        assert!(result.is_error);
+        let mut expected = parts;
+        expected.push(Content::text(note));
+        assert_eq!(result.content(), expected);
+    }
 }

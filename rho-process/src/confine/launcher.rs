@@ -155,22 +155,10 @@ impl Launcher {
     ///
     /// A text naming where it looked.
     pub fn installed() -> Result<Self, String> {
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        if let Some(dir) = std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(Path::to_path_buf))
-        {
-            dirs.push(dir);
-        }
-        if let Some(path) = std::env::var_os("PATH") {
-            dirs.extend(std::env::split_paths(&path).filter(|dir| !dir.as_os_str().is_empty()));
-        }
-        dirs.iter()
-            .map(|dir| dir.join(LAUNCHER_PROGRAM))
-            .find(|path| is_executable(path))
+        crate::installed::find(LAUNCHER_PROGRAM)
             .map(Self::new)
-            .ok_or_else(|| {
-                let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            .map_err(|looked| {
+                let looked: Vec<String> = looked.iter().map(|d| d.display().to_string()).collect();
                 format!("no confinement launcher: `{LAUNCHER_PROGRAM}` was not found (looked in {}); {HOW}", looked.join(", "))
             })
     }
@@ -227,9 +215,3 @@ fn probe(_program: &Path) -> Result<Support, String> {
 
 /// How to have a launcher, for the texts.
 const HOW: &str = "call `rho::process::confine::serve_if_launcher()` first thing in `main`, or install `rho-confine` of the same version (`cargo install rho-process`) next to this program or on `PATH`";
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-}

@@ -298,18 +298,12 @@ impl WorkerCommand {
     ///
     /// [`WorkerNotFound`], naming the program and where it looked.
     pub fn installed() -> Result<Self, WorkerNotFound> {
-        let searched = search_dirs();
-        match searched
-            .iter()
-            .map(|dir| dir.join(WORKER_PROGRAM))
-            .find(|path| is_executable(path))
-        {
-            Some(program) => Ok(Self::new(program)),
-            None => Err(WorkerNotFound {
+        rho_process::installed::find(WORKER_PROGRAM)
+            .map(Self::new)
+            .map_err(|searched| WorkerNotFound {
                 looked: Looked::Installed,
                 searched,
-            }),
-        }
+            })
     }
 
     /// The worker this host has: embedded in its own executable if
@@ -380,29 +374,6 @@ impl WorkerCommand {
             .envs(self.env.iter().cloned());
         Ok(confined.into_command())
     }
-}
-
-/// The directories [`WorkerCommand::installed`] looks in, in order: the
-/// running executable's, then those of `PATH`.
-fn search_dirs() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(Path::to_path_buf))
-    {
-        dirs.push(dir);
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path).filter(|dir| !dir.as_os_str().is_empty()));
-    }
-    dirs
-}
-
-/// A file that someone may run.
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// No worker program was found: what was looked for, and where.
