@@ -6,6 +6,12 @@
 //! seccomp filter of its own and no rlimits, so it does less); and a
 //! confined `ShellTool` call (`echo hi`) through rho's runner on tokio.
 //!
+//! The floor beside them: util-linux's `unshare` entering the same
+//! namespaces (user, PID, mount, network, IPC, UTS, cgroup) around the
+//! command and nothing more: no new root, no filters, no limits. What the
+//! kernel takes to make and tear down those namespaces is in every
+//! confined call, rho's or bubblewrap's; the rest is the launcher's.
+//!
 //! Runs alternate between the ways in every round, so none always runs
 //! on a warmer machine. The launcher is the shipped `rho-confine` found
 //! next to this binary (`cargo build --release -p rho-process --bin
@@ -29,6 +35,8 @@ use crate::stats::Samples;
 
 /// Where Debian's bubblewrap is.
 const BWRAP: &str = "/usr/bin/bwrap";
+/// Where util-linux's `unshare` is (Debian's essential `util-linux`).
+const UNSHARE: &str = "/usr/bin/unshare";
 
 /// The ways to run `/bin/true`.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +47,8 @@ enum Way {
     /// Through this binary as the launcher.
     Embedded,
     Bwrap,
+    /// The namespaces alone, by util-linux's `unshare`: the floor.
+    Unshare,
 }
 
 /// bubblewrap's arguments for what rho's default confinement does with
@@ -86,6 +96,26 @@ fn bwrap_command() -> Command {
     command
 }
 
+/// The same namespaces as rho's default confinement, entered by
+/// `unshare`, which forks (so the command is PID 1 of its namespace) and
+/// then runs it: nothing else of a confinement.
+fn unshare_command() -> Command {
+    let mut command = Command::new(UNSHARE);
+    command.args([
+        "--user",
+        "--map-root-user",
+        "--pid",
+        "--fork",
+        "--mount",
+        "--net",
+        "--ipc",
+        "--uts",
+        "--cgroup",
+        "/bin/true",
+    ]);
+    command
+}
+
 fn rho_command(launcher: &Launcher) -> Command {
     launcher
         .confine(&Command::new("/bin/true"), &Confinement::new())
@@ -121,13 +151,23 @@ pub(crate) fn run(config: &Config, report: &mut Report) {
              install Debian's package (`apt-get install bubblewrap`, or rho-bench/peers/install-bwrap.sh)"
         );
     }
-    let mut samples: [Samples; 4] = Default::default();
+    let unshare = Path::new(UNSHARE).exists();
+    if !unshare {
+        eprintln!(
+            "rho-bench: {UNSHARE} is missing, so the namespaces' floor is not measured; \
+             install util-linux"
+        );
+    }
+    let mut samples: [Samples; 5] = Default::default();
     let mut ways = vec![Way::Plain, Way::Embedded];
     if installed.is_ok() {
         ways.push(Way::Rho);
     }
     if bwrap {
         ways.push(Way::Bwrap);
+    }
+    if unshare {
+        ways.push(Way::Unshare);
     }
     // A warm-up of each, then the rounds.
     for round in 0..=config.confine_runs {
@@ -138,13 +178,20 @@ pub(crate) fn run(config: &Config, report: &mut Report) {
                 Way::Rho => time(&mut rho_command(installed.as_ref().expect("found"))),
                 Way::Embedded => time(&mut rho_command(&embedded)),
                 Way::Bwrap => time(&mut bwrap_command()),
+                Way::Unshare => time(&mut unshare_command()),
             };
             if round > 0 {
                 samples[way as usize].push(took);
             }
         }
     }
-    let [mut plain, mut rho, mut embedded_samples, mut bwrapped] = samples;
+    let [
+        mut plain,
+        mut rho,
+        mut embedded_samples,
+        mut bwrapped,
+        mut unshared,
+    ] = samples;
     let plain_p50 = plain.percentile(50.0);
     let embedded_p50 = embedded_samples.percentile(50.0);
     report.info(name, "confine_true_plain_p50", plain_p50, "ms");
@@ -155,6 +202,16 @@ pub(crate) fn run(config: &Config, report: &mut Report) {
         embedded_p50 - plain_p50,
         "ms",
     );
+    if unshare {
+        let floor = unshared.percentile(50.0);
+        report.info(name, "confine_true_unshare_p50", floor, "ms");
+        report.info(
+            name,
+            "confine_namespaces_added_p50",
+            floor - plain_p50,
+            "ms",
+        );
+    }
     let bwrap_p50 = bwrap.then(|| bwrapped.percentile(50.0));
     if let Some(bwrap_p50) = bwrap_p50 {
         report.info(name, "confine_true_bwrap_p50", bwrap_p50, "ms");

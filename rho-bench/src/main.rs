@@ -649,8 +649,9 @@ fn print_mcp_notes(config: &Config) {
     println!(
         "  confine_*        /bin/true started and waited for, {} rounds, each way once a round in \
          turn: plainly, through rho-confine with Confinement::new(), through this binary as the \
-         launcher (embedded), through bubblewrap with the same namespaces and mounts; added = \
-         rho-confine - plain; confine_shell_echo: a confined ShellTool call of `echo hi` through \
+         launcher (embedded), through bubblewrap with the same namespaces and mounts, through \
+         util-linux unshare with the same namespaces and nothing else (the kernel's floor); \
+         added = rho-confine - plain; confine_shell_echo: a confined ShellTool call of `echo hi` through \
          the runner, {} calls",
         config.confine_runs, config.confine_runs
     );
