@@ -1,6 +1,7 @@
 //! Which request a server's message answers, read the same way by the
-//! import (an answer to an id never sent is a violation) and the HTTP
-//! server (a request's stream has carried its answer).
+//! import (an answer to an id never sent is a violation), the HTTP server
+//! (a request's stream has carried its answer) and every served
+//! connection (its request is no longer in flight).
 
 use rmcp::model::{RequestId, ServerJsonRpcMessage};
 

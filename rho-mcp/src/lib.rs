@@ -141,7 +141,8 @@ pub mod serve;
 
 pub use error::ServeError;
 pub use serve::{
-    CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpServer, ServedCall, Session,
+    CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpFeatures, McpServer, ServedCall,
+    Session,
 };
 
 /// Re-exported: the MCP SDK the server is built on, for hosts that wire

@@ -1,10 +1,9 @@
 //! The writing side of a line stream: whole lines queued, then written out.
 //!
-//! Several writers share one stream (rmcp's sends, rho's own answers and
-//! requests written past rmcp, a cancellation sent from a `Drop`), and
-//! any of their writes can be dropped half way: a task aborted, a future
-//! dropped by a `select!`, a call killed at its deadline while the peer
-//! is slow to read. What a line had left to write stays queued here, and
+//! rmcp's sends to an imported stdio server share one stream, each from a
+//! task of its own, and any of their writes can be dropped half way: a
+//! task aborted, a future dropped by a `select!`, a connection given up
+//! while the server is slow to read. What a line had left to write stays queued here, and
 //! the next writer writes it before its own line, so lines never
 //! interleave on the wire and a dropped write never leaves half a message
 //! behind for good.
@@ -13,7 +12,6 @@ use std::io;
 use std::sync::Arc;
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::runtime::Handle;
 use tokio::sync::Mutex;
 
 /// How much of the queue's room is kept between writes.
@@ -43,25 +41,12 @@ impl<W: AsyncWrite + Unpin> Output<W> {
         }))
     }
 
-    /// Queues `line` (its newline included) without writing it: the next
-    /// write writes it first.
-    pub(crate) fn queue(&mut self, line: &[u8]) {
-        if self.writer.is_some() {
-            self.queued.extend_from_slice(line);
-        }
-    }
-
-    /// Whether lines (or the rest of one) wait to be written.
-    pub(crate) fn has_queued(&self) -> bool {
-        !self.queued.is_empty()
-    }
-
     /// Queues `line` and writes out everything queued.
     ///
     /// # Errors
     ///
-    /// `NotConnected` once the output is closed (after a failed write, or
-    /// [`close`](Output::close)); the write's own error otherwise.
+    /// `NotConnected` once the output is closed (after a failed write);
+    /// the write's own error otherwise.
     pub(crate) async fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
         if self.writer.is_none() {
             return Err(io::Error::new(
@@ -102,46 +87,4 @@ impl<W: AsyncWrite + Unpin> Output<W> {
         self.written = 0;
         writer.flush().await
     }
-
-    /// Closes the output: the writer is dropped (closing its end of the
-    /// stream) and every later write fails.
-    pub(crate) fn close(&mut self) {
-        self.writer = None;
-        self.queued = Vec::new();
-        self.written = 0;
-    }
-
-    /// Whether the output is closed.
-    #[cfg(test)]
-    pub(crate) fn is_closed(&self) -> bool {
-        self.writer.is_none() && self.queued.is_empty()
-    }
-}
-
-/// Queues `line` on `output` and writes it out, from a task of its own on
-/// `runtime`: for a writer that cannot wait (a `Drop`). The line is
-/// queued at once when the output is free, so it keeps its place before
-/// any line written after this call.
-pub(crate) fn write_detached<W>(output: &SharedOutput<W>, line: Vec<u8>, runtime: &Handle)
-where
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let output = Arc::clone(output);
-    let queued_now = match output.try_lock() {
-        Ok(mut free) => {
-            free.queue(&line);
-            true
-        }
-        Err(_) => false,
-    };
-    // Spawned through the handle, which never panics, even while the
-    // runtime shuts down (the line is then moot).
-    drop(runtime.spawn(async move {
-        let mut output = output.lock().await;
-        let _ = if queued_now {
-            output.write_queued().await
-        } else {
-            output.write_line(&line).await
-        };
-    }));
 }

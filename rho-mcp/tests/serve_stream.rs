@@ -1,17 +1,23 @@
-//! rho's server over a byte stream, driven with raw JSON-RPC lines: what a
-//! plain `tools/call` run straight from the transport (past rmcp's
-//! service) must keep of rmcp's ways, and what it adds.
+//! rho's server over a byte stream (rmcp's transport and service, with
+//! rho's thin wrapper), driven with raw JSON-RPC lines.
 //!
 //! - Progress reaches the client before its call's answer, never after.
-//! - A call the client cancels is aborted and gets no answer; the
-//!   session serves on.
+//! - A call the client cancels is aborted and gets no answer; a second
+//!   request under the id of one in flight is neither run nor answered;
+//!   the session serves on.
 //! - A call sent before the handshake is done is still answered.
+//! - A client that leaves has its calls aborted and answered; one that
+//!   also stopped reading still has its session end.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rho_exec_tokio::TokioExecutor;
+use rho_mcp::rmcp::model::{ListPromptsResult, PaginatedRequestParams, ServerCapabilities};
+use rho_mcp::rmcp::service::RequestContext;
+use rho_mcp::rmcp::{ErrorData, RoleServer};
+use rho_mcp::serve::McpFeatures;
 use rho_mcp::{CallObserver, McpServer, ServeError, ServedCall};
 use rho_registry::{Source, ToolRegistry};
 use rho_tool_core::{Outcome, Runner, Tool, ToolContext, ToolOutput, async_trait};
@@ -182,6 +188,15 @@ fn serve_observed(observer: Option<Arc<Ends>>) -> Client {
 /// Serves `steps` and `hang` over an in-process pipe that holds `room`
 /// bytes each way, each call's end told to `observer`.
 fn serve_with(observer: Option<Arc<Ends>>, room: usize) -> Client {
+    serve_full(observer, room, None)
+}
+
+/// As [`serve_with`], with the host's `features` beside the tools.
+fn serve_full(
+    observer: Option<Arc<Ends>>,
+    room: usize,
+    features: Option<Arc<dyn McpFeatures>>,
+) -> Client {
     let registry = ToolRegistry::new();
     let source = registry
         .add_source(Source::trusted("builtin"))
@@ -195,6 +210,9 @@ fn serve_with(observer: Option<Arc<Ends>>, room: usize) -> Client {
     let mut server = McpServer::new(runner, registry);
     if let Some(observer) = observer {
         server = server.with_call_observer(observer);
+    }
+    if let Some(features) = features {
+        server = server.with_features(features);
     }
     let (client, server_end) = duplex(room);
     let (from_client, to_client) = split(server_end);
@@ -374,4 +392,78 @@ async fn a_client_that_stops_reading_and_leaves_still_ends_its_session() {
         .expect("the session ends within 30 s")
         .expect("joins")
         .expect("ends well");
+}
+
+/// Prompts whose listing panics the first time, with a payload that is
+/// not a string the second.
+#[derive(Default)]
+struct BrokenPrompts {
+    asked: AtomicUsize,
+}
+
+#[async_trait]
+impl McpFeatures for BrokenPrompts {
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities::builder().enable_prompts().build()
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        match self.asked.fetch_add(1, Ordering::SeqCst) {
+            0 => panic!("the host's prompts broke"),
+            1 => std::panic::panic_any(42_u8),
+            _ => Ok(ListPromptsResult::default()),
+        }
+    }
+}
+
+/// The host's resources and prompts are served beside the tools (and
+/// declared at `initialize`); a panic in the host's code answers that
+/// request with an internal error naming it, whatever its payload, and
+/// the session serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosts_features_are_served_and_their_panics_are_answers() {
+    let mut client = serve_full(None, 64 << 10, Some(Arc::new(BrokenPrompts::default())));
+    client
+        .send(
+            json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": { "name": "test", "version": "1" } } }),
+        )
+        .await;
+    let read = client.until_answer(0).await;
+    let capabilities = &read.last().expect("the answer")["result"]["capabilities"];
+    assert!(capabilities["prompts"].is_object(), "{capabilities}");
+    assert!(capabilities["tools"].is_object(), "{capabilities}");
+    assert!(capabilities.get("resources").is_none(), "{capabilities}");
+    client.initialized().await;
+    for id in 1..=2 {
+        client
+            .send(json!({ "jsonrpc": "2.0", "id": id, "method": "prompts/list" }))
+            .await;
+        let answer = client.until_answer(id).await.pop().expect("the answer");
+        assert_eq!(answer["error"]["code"], -32603, "{answer}");
+        let message = answer["error"]["message"].as_str().expect("a message");
+        assert!(message.contains("prompts/list"), "{message}");
+        if id == 1 {
+            assert!(message.contains("the host's prompts broke"), "{message}");
+        }
+    }
+    client
+        .send(json!({ "jsonrpc": "2.0", "id": 3, "method": "prompts/list" }))
+        .await;
+    let answer = client.until_answer(3).await.pop().expect("the answer");
+    assert_eq!(answer["result"]["prompts"], json!([]), "{answer}");
+    // Not served: resources.
+    client
+        .send(json!({ "jsonrpc": "2.0", "id": 4, "method": "resources/list" }))
+        .await;
+    let answer = client.until_answer(4).await.pop().expect("the answer");
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    client.call(5, "steps", json!({ "steps": 1 }), None).await;
+    let answer = client.until_answer(5).await.pop().expect("the answer");
+    assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
 }

@@ -52,6 +52,7 @@
 //! | executor | [`Executor`] | spawn, kill and sleep on a runtime (`tokio`, `smol`) |
 //! | confinement | `process::confine::Confinement` | what a process rho starts may read, write and reach, and its limits, enforced by the kernel (feature `process`) |
 //! | grant | `process::confine::Grant` | more access for one call, approved through the gate |
+//! | features | `mcp::McpFeatures` | a host's MCP resources, prompts and completions, served beside its tools (feature `mcp`) |
 //!
 //! [`prelude`] holds the same names for a glob import, without the modules
 //! and the executor-generic types. The rest sits one module down, by

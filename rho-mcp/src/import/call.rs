@@ -20,8 +20,8 @@ use std::task::Poll;
 use rho_tool_core::{ToolContext, ToolOutput};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
-    CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification, ClientRequest,
-    JsonObject, ProgressToken, RequestId, ServerResult,
+    CancelledNotificationParam, ClientNotification, ClientRequest, JsonObject, ProgressToken,
+    RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -30,12 +30,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::answer::{error_text, to_output};
 use super::connection::{Connection, Death, error_chain, wait_for_death};
-use super::direct::DirectCalls;
 use super::http::is_connection_failure;
 use super::progress::ProgressRoutes;
 use super::server::{Server, Unavailable};
-use crate::lines::encode;
-use crate::output::write_detached;
 
 /// How many partial results may wait for the tool's future; more are
 /// dropped (each progress notification says where the call is, the next
@@ -67,6 +64,16 @@ pub(crate) async fn call(
             ));
         }
     };
+    // A bounded server's turn, waited for with the clock held: the queue
+    // is the server's limit, not the tool's time. Held by the call on the
+    // runtime until it ends (or is given up, when this future is dropped).
+    let turn = {
+        let _held = context.pause_clock();
+        match server.turn().await {
+            Ok(turn) => turn,
+            Err(_) => return closed(server),
+        }
+    };
     let (answer_tx, mut answer_rx) = oneshot::channel();
     let (progress_tx, mut progress_rx) = mpsc::channel(PROGRESS_BUFFER);
     // Dropped with this future: the call on the runtime then cancels.
@@ -82,6 +89,7 @@ pub(crate) async fn call(
     // whole at each stage: boxed, it is written once.
     let run = Box::pin(request.run(progress_tx));
     drop(server.runtime.handle().spawn(async move {
+        let _turn = turn;
         tokio::select! {
             output = run => {
                 let _ = answer_tx.send(output);
@@ -147,72 +155,7 @@ impl Request {
             Ok(connection) => connection,
             Err(why) => return self.unavailable(why),
         };
-        match connection.direct() {
-            Some(direct) => self.run_direct(&connection, direct, progress).await,
-            None => self.run_through_rmcp(&connection, progress).await,
-        }
-    }
-
-    /// The call written straight on a stdio server's stdin (see `direct`).
-    async fn run_direct(
-        &self,
-        connection: &Connection,
-        direct: &Arc<DirectCalls>,
-        progress: mpsc::Sender<Value>,
-    ) -> ToolOutput {
-        let mut died = connection.death_watch();
-        let mut call = direct.register();
-        let line = match call.request_line(&self.remote, self.arguments.as_ref()) {
-            Ok(line) => line,
-            Err(error) => {
-                return ToolOutput::error(format!(
-                    "tool `{}` was not called: its request could not be written ({error})",
-                    self.shown
-                ));
-            }
-        };
-        // Before the request leaves: no progress of it can come unrouted.
-        let _route = Route::new(
-            connection.routes(),
-            ProgressToken(call.id.clone()),
-            progress,
-        );
-        // Armed before the write: a write dropped half way is finished by
-        // the next writer, so the server may still get the request.
-        let mut cancel = CancelOnDrop {
-            server: Arc::clone(&self.server),
-            via: Some(CancelVia::Direct(Arc::clone(direct))),
-            id: call.id.clone(),
-        };
-        let written = tokio::select! {
-            written = async { direct.output().lock().await.write_line(&line).await } => written,
-            death = wait_for_death(&mut died) => {
-                cancel.disarm();
-                return self.crashed(&death);
-            }
-        };
-        if let Err(error) = written {
-            cancel.disarm();
-            let lost = Lost {
-                what: error.to_string(),
-                connection_failed: true,
-            };
-            return self.lost(connection, lost).await;
-        }
-        let answer = tokio::select! {
-            answer = &mut call.answer => answer,
-            death = wait_for_death(&mut died) => {
-                cancel.disarm();
-                return self.crashed(&death);
-            }
-        };
-        cancel.disarm();
-        let response = match answer {
-            Ok(Ok(result)) => Ok(Ok(result)),
-            Ok(Err(error)) => Ok(Err(ServiceError::McpError(error))),
-            Err(_) => Err(AnswerLost),
-        };
-        self.answered(connection, response).await
+        self.run_through_rmcp(&connection, progress).await
     }
 
     /// The call sent through rmcp's service (an HTTP server's).
@@ -236,7 +179,7 @@ impl Request {
         let _route = Route::new(connection.routes(), handle.progress_token.clone(), progress);
         let mut cancel = CancelOnDrop {
             server: Arc::clone(&self.server),
-            via: Some(CancelVia::Rmcp(connection.peer().clone())),
+            via: Some(connection.peer().clone()),
             id: handle.id.clone(),
         };
         let response = tokio::select! {
@@ -428,14 +371,9 @@ impl Drop for Route<'_> {
 /// while the request is unanswered, the call was given up.
 struct CancelOnDrop {
     server: Arc<Server>,
-    via: Option<CancelVia>,
+    /// The peer the request was sent on; `None` once disarmed.
+    via: Option<Peer<RoleClient>>,
     id: RequestId,
-}
-
-/// How a request was sent, and so how its cancellation goes.
-enum CancelVia {
-    Rmcp(Peer<RoleClient>),
-    Direct(Arc<DirectCalls>),
 }
 
 impl CancelOnDrop {
@@ -446,7 +384,7 @@ impl CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        let Some(via) = self.via.take() else {
+        let Some(peer) = self.via.take() else {
             return;
         };
         let notification = ClientNotification::CancelledNotification(CancelledNotification::new(
@@ -456,19 +394,11 @@ impl Drop for CancelOnDrop {
             ),
         ));
         let runtime = self.server.runtime.handle();
-        match via {
-            // Spawned through the handle, which never panics, even while
-            // the runtime shuts down (the notification is then moot: the
-            // server is being killed).
-            CancelVia::Rmcp(peer) => drop(runtime.spawn(async move {
-                let _ = peer.send_notification(notification).await;
-            })),
-            CancelVia::Direct(direct) => {
-                let message = ClientJsonRpcMessage::notification(notification);
-                if let Ok(line) = encode(&message) {
-                    write_detached(direct.output(), line, runtime);
-                }
-            }
-        }
+        // Spawned through the handle, which never panics, even while the
+        // runtime shuts down (the notification is then moot: the server is
+        // being killed).
+        drop(runtime.spawn(async move {
+            let _ = peer.send_notification(notification).await;
+        }));
     }
 }

@@ -16,7 +16,6 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::{RoleClient, ServiceExt};
 use tokio::sync::{Notify, watch};
 
-use super::direct::DirectCalls;
 use super::handler::Handler;
 use super::http::HttpPeer;
 use super::progress::{HandlerTally, ProgressRoutes, Routed};
@@ -179,14 +178,6 @@ impl Connection {
     /// The rmcp peer to send requests on.
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
-    }
-
-    /// Where calls are sent past rmcp: a stdio server's (see `direct`).
-    pub(crate) fn direct(&self) -> Option<&Arc<DirectCalls>> {
-        match &self.remote {
-            Remote::Process(process) => Some(process.direct()),
-            Remote::Http(_) => None,
-        }
     }
 
     /// Where calls register for their progress.

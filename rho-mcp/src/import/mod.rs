@@ -113,11 +113,10 @@
 //! One concept a module: `source` is the public face, `server` the
 //! connection a source keeps (started on demand, restarted), `connection`
 //! one connection of either kind and its death, `stdio` a child process
-//! and its watcher, `http` an endpoint, `transport` what is read from a
-//! child's stdout, `direct` the calls written past rmcp on a child's
-//! stdin and their answers, `progress` each call's progress routed as it
-//! is read, `handler`
-//! rmcp's client side (late progress, list changes), `call` one
+//! and its watcher, `http` an endpoint, `transport` rmcp's transport over
+//! a child's pipes, strict about what the child writes, `progress` each
+//! call's progress routed as it is read, `handler` rmcp's client side
+//! (late progress, list changes), `call` one
 //! `tools/call`, `answer` its result as rho's, `tool` an
 //! imported tool, `health` deaths, backoff and the server's quarantine,
 //! `policy` the source's policy, `runtime` where its tasks run.
@@ -125,7 +124,6 @@
 mod answer;
 mod call;
 mod connection;
-mod direct;
 mod error;
 mod handler;
 mod health;

@@ -10,13 +10,11 @@
 //! there, in the one task that reads the server's messages, before any
 //! later message is read.
 //!
-//! A call to a stdio server registers its route before its request is
-//! written (see `direct`), so all its progress is routed here. The one
-//! exception is a call through rmcp (over HTTP), which registers right
-//! after rmcp queued its request: a server quick enough can report
-//! progress before. That goes to rmcp's handler, which gives the call one
-//! more chance, and is counted: such a call's answer waits (a few turns of
-//! the runtime) only while such progress is passed on and not yet handled.
+//! A call registers its route right after rmcp queued its request, so a
+//! server quick enough can report progress before. That goes to rmcp's
+//! handler, which gives the call one more chance, and is counted: a
+//! call's answer waits (a few turns of the runtime) only while such
+//! progress is passed on and not yet handled.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

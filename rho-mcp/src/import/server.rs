@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rho_registry::{Disabled, SourceHandle};
 use rho_tool_core::Tool;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{Connection, Limits, wait_for_death};
@@ -35,6 +35,8 @@ pub(crate) struct Settings {
     pub(crate) timeout: Duration,
     /// Put before each tool's name in the registry.
     pub(crate) prefix: String,
+    /// How many calls may run on the server at once, if bounded.
+    pub(crate) max_concurrent_calls: Option<usize>,
     pub(crate) limits: Limits,
 }
 
@@ -71,6 +73,9 @@ pub(crate) struct Server {
     /// source that is gone (on the host's runtime nothing else stops it).
     closing: CancellationToken,
     tools_changed: Arc<Notify>,
+    /// The turns to call the server, when its calls are bounded
+    /// ([`Settings::max_concurrent_calls`]); closed with the source.
+    turns: Option<Arc<Semaphore>>,
 }
 
 #[derive(Default)]
@@ -89,6 +94,9 @@ impl Server {
         health: Arc<Health>,
         source: SourceHandle,
     ) -> Self {
+        let turns = settings
+            .max_concurrent_calls
+            .map(|calls| Arc::new(Semaphore::new(calls.min(Semaphore::MAX_PERMITS))));
         Self {
             name,
             endpoint,
@@ -102,6 +110,21 @@ impl Server {
             closed: AtomicBool::new(false),
             closing: CancellationToken::new(),
             tools_changed: Arc::default(),
+            turns,
+        }
+    }
+
+    /// Waits for this call's turn on a server whose calls are bounded
+    /// (at once when they are not): what the call holds while it runs.
+    /// `Err` when the source was closed meanwhile.
+    pub(crate) async fn turn(&self) -> Result<Option<OwnedSemaphorePermit>, Unavailable> {
+        match &self.turns {
+            None => Ok(None),
+            Some(turns) => Arc::clone(turns)
+                .acquire_owned()
+                .await
+                .map(Some)
+                .map_err(|_| Unavailable::Closed),
         }
     }
 
@@ -300,6 +323,10 @@ impl Server {
             return;
         }
         self.closing.cancel();
+        if let Some(turns) = &self.turns {
+            // Every call waiting for its turn ends now, as closed.
+            turns.close();
+        }
         let current = self
             .current
             .lock()

@@ -257,6 +257,7 @@ pub struct McpSourceBuilder<K = Stdio> {
     accounting: Option<Arc<Accounting>>,
     forward_stderr: bool,
     host_runtime: Option<tokio::runtime::Handle>,
+    max_concurrent_calls: Option<usize>,
 }
 
 impl<K> McpSourceBuilder<K> {
@@ -273,6 +274,7 @@ impl<K> McpSourceBuilder<K> {
             accounting: None,
             forward_stderr: false,
             host_runtime: None,
+            max_concurrent_calls: None,
         }
     }
 
@@ -349,6 +351,28 @@ impl<K> McpSourceBuilder<K> {
         self
     }
 
+    /// At most `calls` calls of this source's tools run on its server at
+    /// once (default: no bound); the others wait their turn, in the order
+    /// they came, with their clocks held (see
+    /// [`ToolContext::pause_clock`](rho_tool_core::ToolContext::pause_clock)):
+    /// the wait is the server's, not the tool's. For a server that cannot
+    /// take parallel calls (one that handles a request at a time, or
+    /// corrupts shared state when two overlap), `1` makes a turn's calls
+    /// to it run one after another without the host arranging it. A call
+    /// stopped while it waits (its deadline, an abort) leaves the queue;
+    /// closing the source ends every waiting call. `0` counts as `1`.
+    ///
+    /// A call stopped while the server runs it frees its turn as rho sends
+    /// the server `notifications/cancelled`: MCP's cancellation has no
+    /// answer, so when the server really stops is its own.
+    ///
+    /// MCP has no way for a server to say how many calls it takes, so the
+    /// bound is the host's to set.
+    pub fn max_concurrent_calls(mut self, calls: usize) -> Self {
+        self.max_concurrent_calls = Some(calls.max(1));
+        self
+    }
+
     /// Connects to the builder's endpoint, lists its tools and registers
     /// them.
     async fn connect_to(self, registry: &ToolRegistry) -> Result<McpSource, ImportError>
@@ -376,6 +400,7 @@ impl<K> McpSourceBuilder<K> {
         let settings = Settings {
             timeout: self.timeout,
             prefix: self.prefix,
+            max_concurrent_calls: self.max_concurrent_calls,
             limits: Limits {
                 max_message: self.max_message,
                 startup_timeout: self.startup_timeout,

@@ -18,9 +18,9 @@ use rho_process::{ChildGroup, Exited, GroupKiller};
 use tokio::sync::{Notify, oneshot, watch};
 
 use super::connection::{Connection, Death, DeathSender, Limits, Remote, publish};
-use super::direct::{DirectCalls, ServerStdin};
+use super::transport::ServerStdin;
 use super::transport::{LineTransport, TransportEnd};
-use crate::output::Output;
+use crate::output::{Output, SharedOutput};
 
 /// How much of the end of a server's stderr an error text quotes.
 const STDERR_QUOTED: usize = 2000;
@@ -74,20 +74,15 @@ impl CommandSpec {
 /// The child process of a stdio server.
 pub(crate) struct Process {
     child: ChildGroup,
-    /// Calls sent past rmcp, and the server's stdin (open as long as the
-    /// connection lives).
-    direct: Arc<DirectCalls>,
+    /// The server's stdin, shared with the transport: open as long as the
+    /// connection lives (see [`LineTransport`]'s `close`).
+    _stdin: SharedOutput<ServerStdin>,
 }
 
 impl Process {
     /// Kills the whole process group. Never blocks.
     pub(crate) fn kill(&self) {
         self.child.kill();
-    }
-
-    /// Where calls are sent past rmcp.
-    pub(crate) fn direct(&self) -> &Arc<DirectCalls> {
-        &self.direct
     }
 
     pub(crate) fn id(&self) -> u32 {
@@ -143,12 +138,10 @@ pub(crate) async fn start(
     let (stdin, stdout) =
         pipes.map_err(|error| format!("could not be started (its pipes: {error})"))?;
     let (end_tx, end_rx) = oneshot::channel();
-    let direct = Arc::new(DirectCalls::new(Output::shared(
-        Box::new(stdin) as ServerStdin
-    )));
+    let stdin = Output::shared(Box::new(stdin) as ServerStdin);
     let transport = LineTransport::new(
         tokio::io::BufReader::with_capacity(64 << 10, stdout),
-        Arc::clone(&direct),
+        Arc::clone(&stdin),
         limits.max_message,
         end_tx,
     );
@@ -157,7 +150,10 @@ pub(crate) async fn start(
         exited_again: child.exited(),
         killer: child.killer(),
     };
-    let process = Arc::new(Process { child, direct });
+    let process = Arc::new(Process {
+        child,
+        _stdin: stdin,
+    });
     let (died_tx, died) = watch::channel(None);
     tokio::spawn(watch_process(
         Arc::downgrade(&process),

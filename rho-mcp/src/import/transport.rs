@@ -16,12 +16,12 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, NumberOrString, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::io::AsyncBufRead;
+use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::oneshot;
 
-use super::direct::DirectCalls;
 use crate::answered::answered_id;
 use crate::lines::{BoundedLines, Line, encode, excerpt};
+use crate::output::SharedOutput;
 
 /// How much of an offending line an error text quotes.
 const EXCERPT_BYTES: usize = 200;
@@ -38,14 +38,16 @@ pub(crate) enum TransportEnd {
     Violation(String),
 }
 
+/// A stdio server's stdin, as the connection's output writes to it.
+pub(crate) type ServerStdin = Box<dyn AsyncWrite + Send + Unpin>;
+
 /// The client's transport over a server's stdout (`reader`) and stdin
-/// (the output of `direct`, shared with the calls sent past rmcp).
+/// (`output`: whole lines, even when a send is dropped half way).
 pub(crate) struct LineTransport<R> {
     lines: BoundedLines<R>,
     max_line: usize,
     sent: SentIds,
-    /// The calls sent past rmcp, whose answers go to them from here.
-    direct: Arc<DirectCalls>,
+    output: SharedOutput<ServerStdin>,
     end: Option<oneshot::Sender<TransportEnd>>,
 }
 
@@ -106,7 +108,7 @@ where
     /// which keeps it open (see [`close`](Transport::close)).
     pub(crate) fn new(
         reader: R,
-        direct: Arc<DirectCalls>,
+        output: SharedOutput<ServerStdin>,
         max_line: usize,
         end: oneshot::Sender<TransportEnd>,
     ) -> Self {
@@ -114,7 +116,7 @@ where
             lines: BoundedLines::new(reader, max_line),
             max_line,
             sent: SentIds::default(),
-            direct,
+            output,
             end: Some(end),
         }
     }
@@ -126,29 +128,20 @@ where
         None
     }
 
-    /// Reads `line` as a message for rmcp (`None` when it was an answer
-    /// to a call sent past rmcp, handed to that call), or says why it is
-    /// not one.
-    fn read(&mut self, line: &[u8]) -> Result<Option<ServerJsonRpcMessage>, String> {
-        if self.direct.take_plain(line) {
-            return Ok(None);
-        }
+    /// Reads `line` as a message for rmcp, or says why it is not one.
+    fn read(&mut self, line: &[u8]) -> Result<ServerJsonRpcMessage, String> {
         let message: ServerJsonRpcMessage = serde_json::from_slice(line).map_err(|error| {
             format!(
                 "wrote a line to stdout that is not an MCP message ({error}): {}",
                 excerpt(line, EXCERPT_BYTES)
             )
         })?;
-        let message = match self.direct.take(message) {
-            Ok(()) => return Ok(None),
-            Err(message) => *message,
-        };
         match self.sent.unsent_answer(&message) {
             Some(id) => Err(format!(
                 "answered request id {id}, which it was never sent: {}",
                 excerpt(line, EXCERPT_BYTES)
             )),
-            None => Ok(Some(message)),
+            None => Ok(message),
         }
     }
 }
@@ -165,7 +158,7 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         self.sent.record(&message);
         let encoded = encode(&message);
-        let output = Arc::clone(self.direct.output());
+        let output = Arc::clone(&self.output);
         async move { output.lock().await.write_line(&encoded?).await }
     }
 
@@ -174,8 +167,7 @@ where
             match self.lines.next().await {
                 Line::Text(line) if line.iter().all(u8::is_ascii_whitespace) => {}
                 Line::Text(line) => match self.read(&line) {
-                    Ok(Some(message)) => return Some(message),
-                    Ok(None) => {}
+                    Ok(message) => return Some(message),
                     Err(why) => return self.stop(TransportEnd::Violation(why)),
                 },
                 Line::TooLong => {

@@ -6,19 +6,18 @@
 //! maps its end to MCP's result, `progress` turns partial results into
 //! progress notifications, `list_changed` tells clients when the list
 //! changes, `closing` tells calls that their client has gone, `contain`
-//! answers a request whose handling panicked, `elicit` asks the
+//! answers a request whose handling panicked, `features` serves a host's
+//! resources, prompts and completions beside the tools, `elicit` asks the
 //! client's user to approve a call, `observe` reports each call's end
-//! (an audit log's hook), `stdio` serves over a byte stream, `stream` is
-//! its line-delimited transport (`call_request` reading calls the short
-//! way, `dispatch` running them past rmcp's service, `stdio_fd` reading
-//! stdin and writing stdout on the reactor) and `http` streamable HTTP.
+//! (an audit log's hook), `stdio` serves over a byte stream on rmcp's
+//! transport (`stdio_fd` reading stdin and writing stdout on the reactor)
+//! and `http` streamable HTTP. Every message goes through rmcp's service.
 
 mod call;
-mod call_request;
 mod closing;
 mod contain;
-mod dispatch;
 mod elicit;
+mod features;
 mod http;
 mod list_changed;
 mod listing;
@@ -30,9 +29,9 @@ mod session;
 mod stdio;
 #[cfg(unix)]
 mod stdio_fd;
-mod stream;
 
 pub use elicit::ElicitationApprover;
+pub use features::McpFeatures;
 pub use http::{HttpOptions, HttpServer};
 pub use observe::{CallObserver, ServedCall};
 pub use server::McpServer;

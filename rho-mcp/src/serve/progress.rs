@@ -20,40 +20,21 @@
 //! (rmcp's) send a progress token with every call, and most tools never
 //! report one.
 
-use std::pin::Pin;
-use std::sync::Arc;
-
 use rho_tool_core::Update;
 use rho_tool_core::untrusted::Plain;
-use rmcp::model::{
-    ProgressNotification, ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage,
-    ServerNotification,
-};
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-
-use crate::lines::encode;
 
 /// How many progress notifications may wait for the client per call.
 const QUEUE: usize = 64;
 /// How many bytes of a partial result a message keeps.
 const MAX_MESSAGE: usize = 4096;
 
-/// Writes one line (its newline included) to a client's stream; `false`
-/// when the client is gone.
-pub(crate) type SendLine =
-    Arc<dyn Fn(Vec<u8>) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
-
-/// Where a call's progress notifications go.
-#[derive(Clone)]
-pub(crate) enum ProgressSink {
-    /// Through rmcp's service, as its handlers' messages go.
-    Peer(Peer<RoleServer>),
-    /// Straight onto the stream, as the answer of a call the transport
-    /// runs itself goes (see `dispatch`): the same way, so in order.
-    Lines(SendLine),
-}
+/// Where a call's progress notifications go: through rmcp's service, as
+/// its handlers' messages go (so before the call's answer).
+pub(crate) type ProgressSink = Peer<RoleServer>;
 
 /// Sends one call's partial results to the client that asked for them.
 pub(crate) struct Progress {
@@ -145,19 +126,7 @@ impl Progress {
 /// closes or the client is gone.
 async fn send_all(sink: ProgressSink, mut queued: mpsc::Receiver<ProgressNotificationParam>) {
     while let Some(notification) = queued.recv().await {
-        let sent = match &sink {
-            ProgressSink::Peer(peer) => peer.notify_progress(notification).await.is_ok(),
-            ProgressSink::Lines(send) => {
-                let message =
-                    ServerJsonRpcMessage::notification(ServerNotification::ProgressNotification(
-                        ProgressNotification::new(notification),
-                    ));
-                match encode(&message) {
-                    Ok(line) => send(line).await,
-                    Err(_) => true,
-                }
-            }
-        };
+        let sent = sink.notify_progress(notification).await.is_ok();
         if !sent {
             // The client is gone: nothing more to tell.
             break;

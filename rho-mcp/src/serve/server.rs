@@ -10,6 +10,7 @@ use rho_turn::{OutputCap, SchemaCache, TurnRunner};
 use rmcp::model::Implementation;
 
 use super::elicit::ElicitationApprover;
+use super::features::McpFeatures;
 use super::observe::CallObserver;
 use super::session::Session;
 
@@ -49,6 +50,8 @@ pub(crate) struct Shared<E: Executor> {
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
     /// List untrusted tools' behaviour hints as they state them.
     pub(crate) believe_untrusted_hints: bool,
+    /// What the host serves beside its tools.
+    pub(crate) features: Option<Arc<dyn McpFeatures>>,
 }
 
 impl<E: Executor> Clone for Shared<E> {
@@ -66,6 +69,7 @@ impl<E: Executor> Clone for Shared<E> {
             output_cap: self.output_cap,
             observer: self.observer.clone(),
             believe_untrusted_hints: self.believe_untrusted_hints,
+            features: self.features.clone(),
         }
     }
 }
@@ -94,6 +98,7 @@ impl<E: Executor> McpServer<E> {
                 output_cap: None,
                 observer: None,
                 believe_untrusted_hints: false,
+                features: None,
             }),
         }
     }
@@ -162,6 +167,13 @@ impl<E: Executor> McpServer<E> {
     /// server's hints, say).
     pub fn believe_untrusted_hints(self, believe: bool) -> Self {
         self.change(|shared| shared.believe_untrusted_hints = believe)
+    }
+
+    /// Serves `features` beside the tools: the host's resources, resource
+    /// templates, prompts and completions (see [`McpFeatures`]), which rho
+    /// passes through and adds nothing to. Default: tools only.
+    pub fn with_features(self, features: Arc<dyn McpFeatures>) -> Self {
+        self.change(|shared| shared.features = Some(features))
     }
 
     /// The registry served.

@@ -6,15 +6,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rho_registry::ChangeSubscription;
 use rho_tool_core::Executor;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ErrorCode, GetPromptRequestParams, GetPromptResponse, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::Semaphore;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::contain::{contained, failure_text};
+use super::features::{self, McpFeatures};
 use super::progress::ProgressSink;
 use super::server::Shared;
 use super::{call, list_changed, listing, result};
@@ -27,8 +31,7 @@ use super::{call, list_changed, listing, result};
 /// when the session ends ([`close`](Session::close), the transport
 /// closing, or the session being dropped).
 pub struct Session<E: Executor> {
-    /// What its calls need, shared with the calls a transport runs
-    /// itself (see `dispatch`).
+    /// What its calls need.
     calls: SessionCalls<E>,
     _close_on_drop: DropGuard,
     /// The registry listener, once the client is initialized.
@@ -119,20 +122,42 @@ impl<E: Executor> Session<E> {
     pub fn close(&self) {
         self.calls.closed.cancel();
     }
+}
 
-    /// What its calls need, for a transport that runs calls itself.
-    pub(crate) fn calls(&self) -> SessionCalls<E> {
-        self.calls.clone()
+impl<E: Executor> Session<E> {
+    /// Answers `method` from the host's [`McpFeatures`] by `ask`, a panic
+    /// of the host's code contained; "method not found" when the host
+    /// serves none.
+    async fn features<T, F>(
+        &self,
+        method: &'static str,
+        ask: impl FnOnce(Arc<dyn McpFeatures>) -> F,
+    ) -> Result<T, ErrorData>
+    where
+        F: Future<Output = Result<T, ErrorData>>,
+    {
+        let Some(features) = self.calls.shared.features.clone() else {
+            return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None));
+        };
+        contained(ask(features)).await.unwrap_or_else(|caught| {
+            Err(ErrorData::internal_error(
+                failure_text(method, &caught),
+                None,
+            ))
+        })
     }
 }
 
 impl<E: Executor> ServerHandler for Session<E> {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .build();
         let shared = &self.calls.shared;
+        let capabilities = features::merged(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+            shared.features.as_ref(),
+        );
         let config = ServerConfig::new(capabilities).with_server_info(shared.identity.clone());
         match &shared.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
@@ -153,12 +178,128 @@ impl<E: Executor> ServerHandler for Session<E> {
         .map_err(|caught| ErrorData::internal_error(failure_text("tools/list", &caught), None))
     }
 
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.features("resources/list", |features| async move {
+            features.list_resources(request, context).await
+        })
+        .await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.features("resources/templates/list", |features| async move {
+            features.list_resource_templates(request, context).await
+        })
+        .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.features("resources/read", |features| async move {
+            features.read_resource(request, context).await
+        })
+        .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.features("resources/subscribe", |features| async move {
+            features.subscribe(request, context).await
+        })
+        .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.features("resources/unsubscribe", |features| async move {
+            features.unsubscribe(request, context).await
+        })
+        .await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.features("prompts/list", |features| async move {
+            features.list_prompts(request, context).await
+        })
+        .await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.features("prompts/get", |features| async move {
+            features.get_prompt(request, context).await
+        })
+        .await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.features("completion/complete", |features| async move {
+            features.complete(request, context).await
+        })
+        .await
+    }
+
+    /// The tool list is what a rho server can tell of: a listener may hear
+    /// when it changes (rmcp keeps only what the client asked for).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        list_changed::listen(
+            &self.calls.shared.registry,
+            subscription,
+            self.calls.closed.clone(),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// The tool `name` as `tools/list` shows it, for rmcp's checks of a
+    /// request against its tool (over HTTP, the `Mcp-Param-*` headers a
+    /// client derives from parameters marked `x-mcp-header`).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let shared = &self.calls.shared;
+        let resolved = shared.registry.resolve(name).ok()?;
+        listing::to_mcp_tool(resolved.info(), shared.believe_untrusted_hints)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let progress = ProgressSink::Peer(context.peer.clone());
+        let progress: ProgressSink = context.peer.clone();
         Ok(self.calls.call(request, &context, progress).await.into())
     }
 

@@ -1,19 +1,29 @@
 //! Serving over a byte stream: stdio, or any reader and writer (a pipe, a
-//! socket), one JSON-RPC message a line.
+//! socket), one JSON-RPC message a line, on rmcp's own transport and
+//! service (`AsyncRwTransport`): a line past 16 MiB is dropped and reading
+//! goes on, an empty line is skipped, a line that is not JSON is dropped
+//! without an answer (an answer to garbage can start an error storm with a
+//! peer that echoes it), JSON that is no MCP message is answered "Invalid
+//! request", and the end of the stream ends the session.
 //!
 //! A client that closes its end (stdin at end of file) has left: its calls
 //! in flight are aborted at that moment (see `closing`).
 
-use std::sync::Arc;
+use std::time::Duration;
 
 use rho_tool_core::Executor;
 use rmcp::ServiceExt;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
 
-use super::closing::Closing;
-use super::dispatch::Dispatch;
+use super::closing::{Closing, CutWriter};
+
+/// How long a client that has left is still written to: the answers of its
+/// calls, each aborted the moment it left, go out meanwhile. rmcp waits as
+/// long for its handlers.
+const SETTLE: Duration = Duration::from_secs(5);
 use super::server::McpServer;
-use super::stream::{CallDispatch, StreamTransport};
 use crate::error::ServeError;
 
 impl<E: Executor> McpServer<E> {
@@ -48,21 +58,35 @@ impl<E: Executor> McpServer<E> {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let mut transport = Closing::new(StreamTransport::new(reader, writer));
-        let session = self.session();
-        // Plain calls run straight from the transport once the handshake
-        // is done (see `dispatch`).
-        let dispatch = Arc::new(Dispatch::new(
-            session.calls(),
-            Arc::clone(transport.inner_mut().output()),
-            transport.closed().clone(),
-        ));
-        transport
-            .inner_mut()
-            .dispatch_to(Arc::clone(&dispatch) as Arc<dyn CallDispatch>);
-        let running = session.serve(transport).await?;
-        dispatch.ready(running.peer().clone());
-        running.waiting().await?;
-        Ok(())
+        // A client that left still gets the answers of its calls (each
+        // aborted at once, see `closing`) for `SETTLE`; one that also
+        // stopped reading is written to no more after that, so the session
+        // ends rather than wait on a full pipe for ever.
+        let closed = CancellationToken::new();
+        let cut = CancellationToken::new();
+        let writer = CutWriter::new(writer, cut.clone());
+        let settle = {
+            let (closed, cut) = (closed.clone(), cut.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = closed.cancelled() => {}
+                    () = cut.cancelled() => return,
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(SETTLE) => cut.cancel(),
+                    () = cut.cancelled() => {}
+                }
+            })
+        };
+        let transport = Closing::with_token(AsyncRwTransport::new_server(reader, writer), closed);
+        let served = async {
+            let running = self.session().serve(transport).await?;
+            running.waiting().await?;
+            Ok(())
+        };
+        let ended: Result<(), ServeError> = served.await;
+        cut.cancel();
+        drop(settle);
+        ended
     }
 }

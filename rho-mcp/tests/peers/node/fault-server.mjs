@@ -20,6 +20,9 @@ if (start === "garbage") {
 }
 
 const cancelled = [];
+// The `serial` call under way, if any, and the calls served, in order.
+let serialBusy = null;
+const served = [];
 let extraTool = false;
 
 const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
@@ -48,6 +51,8 @@ const tools = () => [
     { name: "answer", description: "Answers with `result` as given, with an audio part of `audioBytes` bytes after its content if asked.",
       inputSchema: object({ result: { type: "object" }, audioBytes: { type: "number" } }) },
     { name: "add_tool", description: "Adds the tool `added` and says the list changed.", inputSchema: object() },
+    { name: "serial", description: "Takes `ms` milliseconds to answer call `n`; fails a call that overlaps another (a server that cannot take parallel calls).",
+      inputSchema: object({ ms: { type: "number" }, n: { type: "number" } }) },
     ...(extraTool ? [{ name: "added", description: "Added at run time.", inputSchema: object() }] : []),
 ];
 
@@ -100,6 +105,16 @@ async function call(id, name, args, meta) {
                                           { type: "text", text: "a picture" }],
                                 structuredContent: { width: 1 } });
         case "fails": return answer(id, { content: [{ type: "text", text: "it went wrong" }], isError: true });
+        case "serial": {
+            if (serialBusy !== null) {
+                return answer(id, { content: [{ type: "text", text: `call ${args.n} overlapped call ${serialBusy}` }], isError: true });
+            }
+            serialBusy = args.n;
+            await sleep(args.ms ?? 0);
+            serialBusy = null;
+            served.push(args.n);
+            return text(id, `call ${args.n} served ${served.length}`);
+        }
         case "answer": {
             const result = { content: [], ...(args.result ?? {}) };
             if (args.audioBytes) {

@@ -1,0 +1,156 @@
+//! What a host serves beside its tools: resources, resource templates,
+//! prompts and completions, through rho's server.
+//!
+//! rho governs tools (a call is a rho call, with its gate, clock and
+//! plain answer); the rest of MCP it only serves. A host that has
+//! resources or prompts gives the server an [`McpFeatures`]
+//! ([`McpServer::with_features`](crate::McpServer::with_features)), and
+//! each session answers those requests from it and declares the
+//! capabilities it names, so one server offers a client everything. A
+//! panic in the host's code is contained: the request gets an internal
+//! error naming what failed, and the session serves on.
+
+use std::sync::Arc;
+
+use rho_tool_core::async_trait;
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+
+/// Resources, prompts and completions a host serves beside its tools.
+///
+/// Every method has a default: a request for something not served is
+/// answered "method not found", as rmcp answers it. Implement what the
+/// host has, and say so in [`capabilities`](McpFeatures::capabilities)
+/// (rho declares only what that names). The types are rmcp's.
+///
+/// ```
+/// use rho_mcp::rmcp::model::{
+///     ListResourcesResult, PaginatedRequestParams, Resource, ServerCapabilities,
+/// };
+/// use rho_mcp::rmcp::service::RequestContext;
+/// use rho_mcp::rmcp::{ErrorData, RoleServer};
+/// use rho_mcp::serve::McpFeatures;
+///
+/// /// A host's one document, listed as a resource.
+/// struct Docs;
+///
+/// #[rho_tool_core::async_trait]
+/// impl McpFeatures for Docs {
+///     fn capabilities(&self) -> ServerCapabilities {
+///         ServerCapabilities::builder().enable_resources().build()
+///     }
+///
+///     async fn list_resources(
+///         &self,
+///         _request: Option<PaginatedRequestParams>,
+///         _context: RequestContext<RoleServer>,
+///     ) -> Result<ListResourcesResult, ErrorData> {
+///         let readme = Resource::new("file:///README.md", "README").with_mime_type("text/markdown");
+///         Ok(ListResourcesResult::with_all_items(vec![readme]))
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait McpFeatures: Send + Sync + 'static {
+    /// Which of resources, prompts and completions are served (the rest
+    /// of what it says, tools among them, is rho's to say and ignored).
+    fn capabilities(&self) -> ServerCapabilities;
+
+    /// `resources/list`.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(not_served("resources/list"))
+    }
+
+    /// `resources/templates/list`.
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(not_served("resources/templates/list"))
+    }
+
+    /// `resources/read`.
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Err(not_served("resources/read"))
+    }
+
+    /// `resources/subscribe` (revisions before 2026-07-28).
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(not_served("resources/subscribe"))
+    }
+
+    /// `resources/unsubscribe` (revisions before 2026-07-28).
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(not_served("resources/unsubscribe"))
+    }
+
+    /// `prompts/list`.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(not_served("prompts/list"))
+    }
+
+    /// `prompts/get`.
+    async fn get_prompt(
+        &self,
+        _request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Err(not_served("prompts/get"))
+    }
+
+    /// `completion/complete`. Default: no completions (an empty list), as
+    /// a server that declares completions and knows none answers.
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Ok(CompleteResult::default())
+    }
+}
+
+fn not_served(method: &'static str) -> ErrorData {
+    ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None)
+}
+
+/// `capabilities` with the resources, prompts and completions of
+/// `features`, if any.
+pub(crate) fn merged(
+    mut capabilities: ServerCapabilities,
+    features: Option<&Arc<dyn McpFeatures>>,
+) -> ServerCapabilities {
+    if let Some(features) = features {
+        let theirs = features.capabilities();
+        capabilities.resources = theirs.resources;
+        capabilities.prompts = theirs.prompts;
+        capabilities.completions = theirs.completions;
+    }
+    capabilities
+}
