@@ -25,7 +25,7 @@ use rho_tool_core::{CallEnd, Executor, Runner, ToolCall};
 use serde_json::Value;
 
 /// The target directory, where the peers are installed.
-fn target_dir() -> PathBuf {
+pub fn target_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("the tmp dir is inside the target dir")
@@ -49,28 +49,43 @@ fn peers_dir() -> PathBuf {
 pub fn everything() -> &'static Path {
     static EVERYTHING: OnceLock<PathBuf> = OnceLock::new();
     EVERYTHING.get_or_init(|| {
-        let dir = target_dir().join("peers").join("node");
-        let script = peers_dir().join("install-node.sh");
-        let output = Command::new("bash")
-            .arg(&script)
-            .arg(&dir)
-            .output()
-            .unwrap_or_else(|error| {
-                panic!("\n\n*** cannot run {}: {error} ***\n", script.display())
-            });
-        if !output.status.success() {
-            panic!(
-                "\n\n*** the MCP import tests need node (20 or later) and the pinned MCP reference \
-                 server, and it could not be installed ***\n{} said ({}):\n{}{}\nInstall Node.js \
-                 with npm and allow access to the npm registry, or run the script by hand.\n",
-                script.display(),
-                output.status,
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr),
-            );
-        }
+        let dir = install_peers(
+            "install-node.sh",
+            "node",
+            "the MCP import tests need node (20 or later) and the pinned MCP reference server",
+            "Install Node.js with npm",
+        );
         dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
     })
+}
+
+/// Runs `tests/peers/<script>` to install pinned peers into
+/// `target/peers/<into>`, and gives that directory.
+///
+/// # Panics
+///
+/// Loudly, with the installer's words, when it cannot: `needs` says what
+/// the tests need, `install` what to install; a peer test never passes
+/// without its peer.
+pub fn install_peers(script: &str, into: &str, needs: &str, install: &str) -> PathBuf {
+    let dir = target_dir().join("peers").join(into);
+    let script = peers_dir().join(script);
+    let output = Command::new("bash")
+        .arg(&script)
+        .arg(&dir)
+        .output()
+        .unwrap_or_else(|error| panic!("\n\n*** cannot run {}: {error} ***\n", script.display()));
+    if !output.status.success() {
+        panic!(
+            "\n\n*** {needs}, and it could not be installed ***\n{} said ({}):\n{}{}\n{install} \
+             and allow access to the npm registry, or run the script by hand.\n",
+            script.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+    }
+    dir
 }
 
 /// `node`, checked to be there.
