@@ -72,6 +72,7 @@ mod contain;
 mod content;
 mod end;
 mod executor;
+mod extensions;
 mod gate;
 mod handle;
 mod notice;

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use rho_untrusted::{Limits, Plain};
 
 use crate::call::TaskId;
+use crate::extensions::Extensions;
 use crate::runner::Parts;
 use crate::tool::{CallSide, Timer};
 use crate::watch::Watch;
@@ -28,6 +29,14 @@ use crate::watch::Watch;
 /// A loop that polls its calls keeps this near empty; the bound only stops
 /// a chatty tool from growing memory while the loop is busy elsewhere.
 pub(crate) const UPDATE_QUEUE: usize = 256;
+
+/// What a call has beside its tool, from its [`Start`](crate::Start):
+/// its own watch and the values handed to its tool.
+#[derive(Default)]
+pub(crate) struct Beside {
+    pub(crate) watch: Option<Arc<dyn Watch>>,
+    pub(crate) extensions: Option<Box<Extensions>>,
+}
 
 /// See the module's docs.
 pub(crate) struct Notice {
@@ -38,6 +47,10 @@ pub(crate) struct Notice {
     pub(crate) parts: Arc<Parts>,
     /// The call's own watch (its tool's source, say), beside the runner's.
     pub(crate) watch: Option<Arc<dyn Watch>>,
+    /// What the starter handed the tool ([`Start::with_extension`]).
+    ///
+    /// [`Start::with_extension`]: crate::Start::with_extension
+    extensions: Option<Box<Extensions>>,
     state: Mutex<State>,
 }
 
@@ -139,17 +152,13 @@ pub(crate) struct Seen {
 }
 
 impl Notice {
-    pub(crate) fn new(
-        task: TaskId,
-        parts: Arc<Parts>,
-        names: Names,
-        watch: Option<Arc<dyn Watch>>,
-    ) -> Self {
+    pub(crate) fn new(task: TaskId, parts: Arc<Parts>, names: Names, beside: Beside) -> Self {
         Self {
             names,
             task,
             parts,
-            watch,
+            watch: beside.watch,
+            extensions: beside.extensions,
             state: Mutex::default(),
         }
     }
@@ -353,5 +362,9 @@ impl CallSide for Notice {
 
     fn timer(&self) -> &dyn Timer {
         self.parts.timer.as_ref()
+    }
+
+    fn extensions(&self) -> Option<&Extensions> {
+        self.extensions.as_deref()
     }
 }

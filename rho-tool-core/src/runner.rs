@@ -13,7 +13,7 @@ use crate::contain::Contained;
 use crate::executor::Executor;
 use crate::gate::{AllowAll, ApprovalRequest, Approver, Gate, Verdict};
 use crate::handle::CallHandle;
-use crate::notice::{Names, Notice};
+use crate::notice::{Beside, Names, Notice};
 use crate::result::ToolResult;
 use crate::start::{Start, What};
 use crate::tool::{ClockPause, ExecutorTimer, Timer, Tool, ToolContext};
@@ -165,10 +165,15 @@ impl<E: Executor> Runner<E> {
     /// read here, in the loop; if reading it panics, the call ends as
     /// crashed without running.
     pub fn start(&self, call: ToolCall, start: impl Into<Start>) -> CallHandle<E> {
-        let Start { what, watch } = start.into();
+        let Start {
+            what,
+            watch,
+            extensions,
+        } = start.into();
+        let beside = Beside { watch, extensions };
         match what {
-            What::Tool(tool) => self.run(call, tool, watch),
-            What::Refused(result) => self.refuse(call, result, watch),
+            What::Tool(tool) => self.run(call, tool, beside),
+            What::Refused(result) => self.refuse(call, result, beside),
         }
     }
 
@@ -176,19 +181,14 @@ impl<E: Executor> Runner<E> {
     /// a tool ([`Start::refused`]). It ends with
     /// [`Outcome::Refused`](crate::Outcome::Refused) through the same
     /// [`CallHandle`] as every other call.
-    fn refuse(
-        &self,
-        call: ToolCall,
-        result: ToolResult,
-        watch: Option<Arc<dyn Watch>>,
-    ) -> CallHandle<E> {
+    fn refuse(&self, call: ToolCall, result: ToolResult, beside: Beside) -> CallHandle<E> {
         let started = Instant::now();
         let task = TaskId::next();
         let notice = Notice::new(
             task,
             self.parts.clone(),
             Names::new(&call.id, &call.name),
-            watch,
+            beside,
         );
         tell_started(&notice, &call);
         let handle = self.executor.spawn(std::future::ready(TaskOut {
@@ -206,12 +206,7 @@ impl<E: Executor> Runner<E> {
     }
 
     /// A call of `tool`: the gate, then the tool, in one task.
-    fn run(
-        &self,
-        call: ToolCall,
-        tool: Arc<dyn Tool>,
-        watch: Option<Arc<dyn Watch>>,
-    ) -> CallHandle<E> {
+    fn run(&self, call: ToolCall, tool: Arc<dyn Tool>, beside: Beside) -> CallHandle<E> {
         // Before the spawn: on a multi-threaded executor the task may reach
         // its gate before this thread makes the handle, and `waited` must
         // hold all of the gate's wait.
@@ -221,7 +216,7 @@ impl<E: Executor> Runner<E> {
         let parts = self.parts.clone();
         let (notice, timeout, handle) = match metadata {
             Ok((names, timeout)) => {
-                let notice = Arc::new(Notice::new(task, parts, names, watch));
+                let notice = Arc::new(Notice::new(task, parts, names, beside));
                 tell_started(&notice, &call);
                 let body = run_call(call, tool, notice.clone());
                 (notice, timeout, self.executor.spawn(body))
@@ -230,7 +225,7 @@ impl<E: Executor> Runner<E> {
                 // Still a task, so the end reaches the loop the one way all
                 // ends do.
                 let names = Names::new(&call.id, &call.name);
-                let notice = Arc::new(Notice::new(task, parts, names, watch));
+                let notice = Arc::new(Notice::new(task, parts, names, beside));
                 tell_started(&notice, &call);
                 let end = TaskOut {
                     call_id: call.id,
@@ -512,7 +507,7 @@ mod tests {
             TaskId::next(),
             parts,
             Names::new(&call.id, &call.name),
-            None,
+            Beside::default(),
         );
         let body = run_call(call, Arc::new(Idle), Arc::new(notice));
         let size = std::mem::size_of_val(&body);

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::extensions::Extensions;
 use crate::result::ToolResult;
 use crate::tool::Tool;
 use crate::watch::Watch;
@@ -37,6 +38,9 @@ use crate::watch::Watch;
 pub struct Start {
     pub(crate) what: What,
     pub(crate) watch: Option<Arc<dyn Watch>>,
+    /// Values for the tool ([`with_extension`](Start::with_extension));
+    /// boxed when there are any, so a call without them pays a pointer.
+    pub(crate) extensions: Option<Box<Extensions>>,
 }
 
 /// What the call's task does.
@@ -53,6 +57,7 @@ impl Start {
         Self {
             what: What::Tool(tool),
             watch: None,
+            extensions: None,
         }
     }
 
@@ -65,6 +70,7 @@ impl Start {
         Self {
             what: What::Refused(result),
             watch: None,
+            extensions: None,
         }
     }
 
@@ -79,6 +85,37 @@ impl Start {
     /// [`watched_by`](Start::watched_by) when there is a watch.
     pub fn maybe_watched_by(mut self, watch: Option<Arc<dyn Watch>>) -> Self {
         self.watch = watch;
+        self
+    }
+
+    /// Hands the tool `value`, which it finds with
+    /// [`ToolContext::extension`](crate::ToolContext::extension): something
+    /// this starter has and others may not (rho's MCP server hands the
+    /// client the call came from). One value per type: a second of the
+    /// same type replaces the first.
+    ///
+    /// The value is the starter's own, trusted like the tool's `impl`: it
+    /// is dropped wherever the call's shared state is last let go of,
+    /// possibly in the loop.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rho::call::Start;
+    /// use rho::{Executor, Runner, Tool, ToolCall};
+    ///
+    /// /// Where the calls of this host come from.
+    /// struct Channel(&'static str);
+    ///
+    /// # fn demo<E: Executor>(runner: Runner<E>, tool: Arc<dyn Tool>) {
+    /// let call = ToolCall::new("1", "echo", serde_json::json!({}));
+    /// // In the tool: `context.extension::<Channel>()` is `Some`.
+    /// let _handle = runner.start(call, Start::tool(tool).with_extension(Channel("chat")));
+    /// # }
+    /// ```
+    pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions
+            .get_or_insert_with(Box::default)
+            .insert(value);
         self
     }
 }
@@ -105,6 +142,7 @@ impl fmt::Debug for Start {
         f.debug_struct("Start")
             .field("what", &what)
             .field("watched", &self.watch.is_some())
+            .field("extensions", &self.extensions)
             .finish()
     }
 }

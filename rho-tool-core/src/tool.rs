@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::annotations::ToolAnnotations;
 use crate::call::TaskId;
 use crate::executor::Executor;
+use crate::extensions::Extensions;
 use crate::output::ToolOutput;
 
 /// What a running tool reaches of its call, through its [`ToolContext`]:
@@ -32,6 +33,8 @@ pub(crate) trait CallSide: Send + Sync {
     fn release_clock(&self);
     fn max_clock_pause(&self) -> Duration;
     fn timer(&self) -> &dyn Timer;
+    /// What the starter handed the tool, if anything.
+    fn extensions(&self) -> Option<&Extensions>;
 }
 
 impl dyn Tool {
@@ -210,6 +213,16 @@ impl ToolContext {
     /// with its timeout, the latest the call can end.
     pub fn max_clock_pause(&self) -> Duration {
         self.notice.max_clock_pause()
+    }
+
+    /// The value of type `T` the starter of this call handed the tool
+    /// ([`Start::with_extension`](crate::Start::with_extension)), if it
+    /// did: what one starter has and others may not. rho's MCP server, for
+    /// one, hands `rho_mcp::McpClient`, the client the call came from.
+    /// A tool that finds nothing does without (or says it cannot run
+    /// here).
+    pub fn extension<T: 'static>(&self) -> Option<&T> {
+        self.notice.extensions()?.get::<T>()
     }
 
     /// Waits for `duration` on the timer of the executor the call runs on.
