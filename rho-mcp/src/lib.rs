@@ -141,8 +141,8 @@ pub mod serve;
 
 pub use error::ServeError;
 pub use serve::{
-    CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpFeatures, McpServer, ServedCall,
-    Session,
+    CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpClient, McpClientError,
+    McpFeatures, McpServer, ServedCall, Session,
 };
 
 /// Re-exported: the MCP SDK the server is built on, for hosts that wire

@@ -13,6 +13,8 @@
 //! baseline can only shrink as rho learns what it lacks. The suite's own
 //! output for each run is kept under `target/conformance/`.
 
+#[path = "conformance/asking.rs"]
+mod asking;
 #[path = "conformance/features.rs"]
 mod features;
 mod import_support;

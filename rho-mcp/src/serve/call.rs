@@ -13,13 +13,14 @@
 
 use std::sync::Arc;
 
-use rho_tool_core::{CallEnd, CallEvent, CallHandle, Executor, Outcome, ToolCall};
+use rho_tool_core::{CallEnd, CallEvent, CallHandle, Executor, Outcome, Start, ToolCall};
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RequestContext;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::client::{LogThreshold, McpClient};
 use super::closing::ConnectionClosed;
 use super::observe::ServedCall;
 use super::progress::{Progress, ProgressSink};
@@ -40,6 +41,7 @@ pub(crate) async fn run<E: Executor>(
     context: &RequestContext<RoleServer>,
     session: &CancellationToken,
     progress: ProgressSink,
+    log_threshold: &LogThreshold,
 ) -> CallToolResult {
     let connection = context
         .extensions
@@ -59,7 +61,9 @@ pub(crate) async fn run<E: Executor>(
     // the call.
     let observed_arguments = shared.observer.as_ref().map(|_| arguments.clone());
     let call = ToolCall::new(call_id, params.name.into_owned(), arguments);
-    let (handle, output_schema) = start(shared, call);
+    // The tool may log to the client, or ask it, through this.
+    let client = McpClient::new(context.peer.clone(), log_threshold.clone());
+    let (handle, output_schema) = start(shared, call, client);
     let mut progress = context
         .meta
         .get_progress_token()
@@ -132,7 +136,11 @@ fn observe<E: Executor>(
 /// Starts `call`: the tool, or a refusal that ends at once (unknown or
 /// disabled tool, arguments that do not fit). Also gives the tool's output
 /// schema, to check its answer against.
-fn start<E: Executor>(shared: &Shared<E>, call: ToolCall) -> (CallHandle<E>, Option<Arc<Value>>) {
+fn start<E: Executor>(
+    shared: &Shared<E>,
+    call: ToolCall,
+    client: McpClient,
+) -> (CallHandle<E>, Option<Arc<Value>>) {
     let runner = &shared.runner;
     match shared.registry.resolve(&call.name) {
         Err(refusal) => (runner.start(call, refusal), None),
@@ -140,7 +148,7 @@ fn start<E: Executor>(shared: &Shared<E>, call: ToolCall) -> (CallHandle<E>, Opt
             let info = resolved.info().clone();
             let output_schema = info.output_schema.clone().map(Arc::new);
             let handle = match shared.arguments.check_tool(&info, &call.arguments) {
-                Ok(()) => runner.start(call, resolved),
+                Ok(()) => runner.start(call, Start::from(resolved).with_extension(client)),
                 // Told to the tool's source as a refusal, never a strike.
                 Err(error) => runner.start(call, resolved.refused(error.to_result())),
             };

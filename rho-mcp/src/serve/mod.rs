@@ -6,7 +6,8 @@
 //! maps its end to MCP's result, `progress` turns partial results into
 //! progress notifications, `list_changed` tells clients when the list
 //! changes, `closing` tells calls that their client has gone, `contain`
-//! answers a request whose handling panicked, `features` serves a host's
+//! answers a request whose handling panicked, `client` is the client a
+//! served call came from, handed to its tool, `features` serves a host's
 //! resources, prompts and completions beside the tools, `elicit` asks the
 //! client's user to approve a call, `observe` reports each call's end
 //! (an audit log's hook), `stdio` serves over a byte stream on rmcp's
@@ -14,6 +15,7 @@
 //! and `http` streamable HTTP. Every message goes through rmcp's service.
 
 mod call;
+mod client;
 mod closing;
 mod contain;
 mod elicit;
@@ -30,6 +32,7 @@ mod stdio;
 #[cfg(unix)]
 mod stdio_fd;
 
+pub use client::{McpClient, McpClientError};
 pub use elicit::ElicitationApprover;
 pub use features::McpFeatures;
 pub use http::{HttpOptions, HttpServer};

@@ -12,11 +12,16 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
     SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
+// Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
+// still set their level.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::Semaphore;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::client::LogThreshold;
 use super::contain::{contained, failure_text};
 use super::features::{self, McpFeatures};
 use super::progress::ProgressSink;
@@ -48,6 +53,8 @@ pub(crate) struct SessionCalls<E: Executor> {
     closed: CancellationToken,
     /// Places for calls in flight.
     places: Arc<Semaphore>,
+    /// The log level the client asked for, which its calls' tools heed.
+    log_threshold: LogThreshold,
 }
 
 impl<E: Executor> Clone for SessionCalls<E> {
@@ -57,6 +64,7 @@ impl<E: Executor> Clone for SessionCalls<E> {
             number: self.number,
             closed: self.closed.clone(),
             places: Arc::clone(&self.places),
+            log_threshold: self.log_threshold.clone(),
         }
     }
 }
@@ -94,6 +102,7 @@ impl<E: Executor> SessionCalls<E> {
             context,
             &self.closed,
             progress,
+            &self.log_threshold,
         ));
         contained(run).await.unwrap_or_else(|caught| {
             result::error_text(failure_text(&format!("the call of tool `{tool}`"), &caught))
@@ -112,6 +121,7 @@ impl<E: Executor> Session<E> {
                 number,
                 closed,
                 places,
+                log_threshold: LogThreshold::default(),
             },
             list_changed: Mutex::new(None),
         }
@@ -149,12 +159,16 @@ impl<E: Executor> Session<E> {
 }
 
 impl<E: Executor> ServerHandler for Session<E> {
+    // `enable_logging` is deprecated by SEP-2577; see `set_level`.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let shared = &self.calls.shared;
         let capabilities = features::merged(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                // Tools log to the client through `McpClient::log`.
+                .enable_logging()
                 .build(),
             shared.features.as_ref(),
         );
@@ -301,6 +315,18 @@ impl<E: Executor> ServerHandler for Session<E> {
     ) -> Result<CallToolResponse, ErrorData> {
         let progress: ProgressSink = context.peer.clone();
         Ok(self.calls.call(request, &context, progress).await.into())
+    }
+
+    // Deprecated by SEP-2577 with the rest of logging; clients on
+    // 2025-11-25 still set their level.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.calls.log_threshold.set(request.level);
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -1,9 +1,10 @@
 //! The conformance suite's fixtures as rho tools: each tool the suite's
 //! server scenarios call, by the name and with the answer they check
 //! (`@modelcontextprotocol/conformance`, its "everything" server's
-//! fixtures). Only tools here: what a scenario needs beyond tools
-//! (resources, prompts, completions, logging, input-required results,
-//! tasks) is listed in the baselines beside this file until rho serves it.
+//! fixtures). The tools that reach back to the client are in `asking.rs`;
+//! resources, prompts and completions in `features.rs`; what rho does not
+//! serve yet (input-required results, tasks) is listed in the baselines
+//! beside this file.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -262,6 +263,13 @@ pub(crate) fn registry() -> ToolRegistry {
     source
         .add_all(
             ALL.iter()
+                .map(|&fixture| Arc::new(fixture) as Arc<dyn Tool>),
+        )
+        .expect("new names");
+    source
+        .add_all(
+            crate::asking::ALL
+                .iter()
                 .map(|&fixture| Arc::new(fixture) as Arc<dyn Tool>),
         )
         .expect("new names");
