@@ -1,8 +1,10 @@
 //! `rho-mcp proxy` options, each checked through the real binary with raw
 //! JSON-RPC on its stdin and stdout: the server's hints in the listing only
 //! when the policy believes them, `SIGUSR1` lifting quarantines while the
-//! client stays connected, a server at an HTTP endpoint (`--url`), and
-//! options that do not fit refused with exit code 2.
+//! client stays connected, a server at an HTTP endpoint (`--url`), a
+//! server that cannot take parallel calls served one call at a time
+//! (`--max-concurrent-calls`), and options that do not fit refused with
+//! exit code 2.
 
 mod import_support;
 mod support;
@@ -77,6 +79,42 @@ impl RawProxy {
                     .unwrap_or_else(|| panic!("an error answer: {message}"));
             }
         }
+    }
+
+    /// Sends `calls` `tools/call` requests without waiting, then reads
+    /// their answers' results, by request.
+    fn call_all(&mut self, tool: &str, calls: &[Value]) -> Vec<Value> {
+        let first = self.next_id;
+        for arguments in calls {
+            let id = self.next_id;
+            self.next_id += 1;
+            self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                               "params": { "name": tool, "arguments": arguments } }));
+        }
+        let mut results = vec![Value::Null; calls.len()];
+        let mut answered = 0;
+        while answered < calls.len() {
+            let line = self
+                .lines
+                .next()
+                .expect("the proxy answers")
+                .expect("a line");
+            let message: Value = serde_json::from_str(&line).expect("JSON");
+            let Some(index) = message["id"]
+                .as_u64()
+                .and_then(|id| id.checked_sub(first))
+                .and_then(|index| usize::try_from(index).ok())
+                .filter(|&index| index < calls.len())
+            else {
+                continue;
+            };
+            results[index] = message
+                .get("result")
+                .cloned()
+                .unwrap_or_else(|| panic!("an error answer: {message}"));
+            answered += 1;
+        }
+        results
     }
 
     fn tools(&mut self) -> Vec<Value> {
@@ -190,6 +228,45 @@ fn a_server_at_an_http_endpoint_is_proxied_with_url() {
     );
     let echo = proxy.call("echo", json!({ "message": "over HTTP" }));
     assert_eq!(text(&echo), "Echo: over HTTP", "{echo}");
+}
+
+/// The fault server's `serial` tool fails a call that overlaps another.
+/// Four calls sent at once through a proxy bounded to one call at a time
+/// all succeed, served in turn; through an unbounded proxy, the server
+/// sees them overlap and fails some (which shows the bound is what made
+/// the difference).
+#[test]
+fn max_concurrent_calls_serves_a_server_one_call_at_a_time() {
+    let fault = peers_dir().join("node").join("fault-server.mjs");
+    let fault = fault.to_str().expect("UTF-8");
+    let calls: Vec<Value> = (0..4).map(|n| json!({ "ms": 100, "n": n })).collect();
+    let is_error = |result: &Value| result["isError"] == true;
+
+    let mut bounded = RawProxy::start(&["--max-concurrent-calls", "1", "--", node(), fault]);
+    let results = bounded.call_all("serial", &calls);
+    for result in &results {
+        assert!(!is_error(result), "a bounded call failed: {result}");
+    }
+    // The server's answer ends with the call's place in its order.
+    let mut places: Vec<String> = results
+        .iter()
+        .map(|result| {
+            text(result)
+                .rsplit(' ')
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    places.sort();
+    assert_eq!(places, ["1", "2", "3", "4"], "one place each: {results:?}");
+
+    let mut unbounded = RawProxy::start(&["--", node(), fault]);
+    let results = unbounded.call_all("serial", &calls);
+    assert!(
+        results.iter().any(is_error),
+        "without the bound the server should have seen calls overlap: {results:?}"
+    );
 }
 
 #[test]

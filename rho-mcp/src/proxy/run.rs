@@ -58,6 +58,7 @@ pub struct ProxyOptions {
     timeout: Duration,
     output_cap: Option<usize>,
     quarantine_after: u32,
+    max_concurrent_calls: Option<usize>,
 }
 
 impl ProxyOptions {
@@ -112,6 +113,7 @@ impl ProxyOptions {
             timeout: <dyn Tool>::DEFAULT_TIMEOUT,
             output_cap: None,
             quarantine_after: 3,
+            max_concurrent_calls: None,
         }
     }
 
@@ -220,6 +222,16 @@ impl ProxyOptions {
         self
     }
 
+    /// At most `calls` calls on the server at once; the rest wait their
+    /// turn in order, their clocks held (default: no bound). `1` serves a
+    /// server that cannot take parallel calls one call at a time, however
+    /// many the client sends. See
+    /// [`McpSourceBuilder::max_concurrent_calls`](crate::import::McpSourceBuilder::max_concurrent_calls).
+    pub fn max_concurrent_calls(mut self, calls: usize) -> Self {
+        self.max_concurrent_calls = Some(calls);
+        self
+    }
+
     /// After how many crashes or timeouts a tool is quarantined, and after
     /// how many deaths within five minutes the whole server is (default 3;
     /// 0: never). A quarantined tool leaves the client's list until
@@ -275,6 +287,11 @@ impl ProxyOptions {
         };
         let registry = ToolRegistry::new();
         let accounting = Arc::new(Accounting::new(rule));
+        let limits = Limits {
+            timeout: self.timeout,
+            rule,
+            max_concurrent_calls: self.max_concurrent_calls,
+        };
         let source = match self.upstream {
             Upstream::Command {
                 program,
@@ -285,7 +302,7 @@ impl ProxyOptions {
                 if let Some(confinement) = confinement {
                     builder = builder.confined(*confinement);
                 }
-                guarded(builder, self.timeout, rule, &accounting)
+                guarded(builder, &limits, &accounting)
                     // A desktop client logs its servers' stderr; the
                     // proxy's is where the server's goes.
                     .forward_stderr(true)
@@ -294,7 +311,7 @@ impl ProxyOptions {
             }
             Upstream::Http(spec) => {
                 let builder = McpSource::http(self.name, spec.url);
-                let mut builder = guarded(builder, self.timeout, rule, &accounting);
+                let mut builder = guarded(builder, &limits, &accounting);
                 if let Some(token) = spec.bearer {
                     builder = builder.bearer_token(token);
                 }
@@ -336,18 +353,28 @@ fn allow_all() -> AnnotationGate {
         .otherwise(Verdict::Allow)
 }
 
-/// `builder` with what the proxy sets on the imported source, whichever
-/// its kind: the calls' timeout, the quarantine rule and its accounting,
-/// and the proxy's own runtime.
-fn guarded<K>(
-    builder: McpSourceBuilder<K>,
+/// What the proxy bounds the imported source's calls by.
+struct Limits {
     timeout: Duration,
     rule: QuarantineRule,
+    max_concurrent_calls: Option<usize>,
+}
+
+/// `builder` with what the proxy sets on the imported source, whichever
+/// its kind: the calls' timeout and concurrency bound, the quarantine rule
+/// and its accounting, and the proxy's own runtime.
+fn guarded<K>(
+    builder: McpSourceBuilder<K>,
+    limits: &Limits,
     accounting: &Arc<Accounting>,
 ) -> McpSourceBuilder<K> {
+    let builder = match limits.max_concurrent_calls {
+        Some(calls) => builder.max_concurrent_calls(calls),
+        None => builder,
+    };
     builder
-        .timeout(timeout)
-        .quarantine(rule.within(DEATH_WINDOW))
+        .timeout(limits.timeout)
+        .quarantine(limits.rule.within(DEATH_WINDOW))
         .accounting(Arc::clone(accounting))
         // Every call crosses the source: on the proxy's own runtime it
         // takes two fewer turns between threads than on a thread of its

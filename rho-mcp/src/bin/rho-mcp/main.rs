@@ -359,6 +359,10 @@ mod tests {
             ErrorKind::ValueValidation
         );
         assert_eq!(
+            refused(&["proxy", "--max-concurrent-calls", "0", "--", "/bin/true"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
             refused(&[
                 "proxy",
                 "--url",

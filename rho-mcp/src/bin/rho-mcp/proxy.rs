@@ -36,6 +36,11 @@ pub(crate) struct ProxyArgs {
     /// Cut each text part of a result to BYTES [default: none].
     #[arg(long, value_name = "BYTES")]
     output_cap: Option<usize>,
+    /// At most N calls on the server at once, the rest queued with their
+    /// clocks held (1: one at a time, for a server that cannot take
+    /// parallel calls) [default: no bound].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_concurrent_calls: Option<u64>,
     /// Quarantine a tool after N crashes or timeouts, and the server after
     /// N deaths in 5 minutes (0: never) [default: 3].
     #[arg(long, value_name = "N")]
@@ -84,6 +89,9 @@ impl ProxyArgs {
         }
         if let Some(bytes) = self.output_cap {
             options = options.output_cap(bytes);
+        }
+        if let Some(calls) = self.max_concurrent_calls {
+            options = options.max_concurrent_calls(usize::try_from(calls).unwrap_or(usize::MAX));
         }
         if let Some(failures) = self.quarantine_after {
             options = options.quarantine_after(failures);
