@@ -32,6 +32,13 @@
 //!   host's gate, a call that needs a person is put to the user of the
 //!   client that made it (MCP elicitation), when that client can be asked;
 //!   otherwise the host's own approver decides.
+//! - **A way back to the client.** A tool that wants it takes the client
+//!   its call came from ([`McpClient::of`]) and logs to it (at the level
+//!   the client set), asks its model (sampling), its user (elicitation,
+//!   the call's clock held meanwhile) or for its roots, each only when the
+//!   client offered it. The same tool run outside MCP finds no client.
+//! - **Beside the tools.** A host's resources, prompts and completions
+//!   ([`McpFeatures`]) are served as they are, their panics answered.
 //! - **Live and stoppable.** Partial results become
 //!   `notifications/progress` when the client sent a progress token;
 //!   `notifications/cancelled` or the client leaving aborts the call at
