@@ -59,24 +59,32 @@ impl RawProxy {
         writeln!(self.stdin, "{message}").expect("the proxy reads");
     }
 
-    /// Sends a request and reads lines until its answer (notifications in
-    /// between are skipped); the answer's `result`.
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    /// Sends a request without waiting for its answer; its id.
+    fn send_request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        id
+    }
+
+    /// The next message the proxy writes.
+    fn next_message(&mut self) -> Value {
+        let line = self
+            .lines
+            .next()
+            .expect("the proxy answers")
+            .expect("a line");
+        serde_json::from_str(&line).expect("JSON")
+    }
+
+    /// Sends a request and reads lines until its answer (notifications in
+    /// between are skipped); the answer's `result`.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
         loop {
-            let line = self
-                .lines
-                .next()
-                .expect("the proxy answers")
-                .expect("a line");
-            let message: Value = serde_json::from_str(&line).expect("JSON");
+            let message = self.next_message();
             if message["id"] == id {
-                return message
-                    .get("result")
-                    .cloned()
-                    .unwrap_or_else(|| panic!("an error answer: {message}"));
+                return result_of(&message);
             }
         }
     }
@@ -84,34 +92,23 @@ impl RawProxy {
     /// Sends `calls` `tools/call` requests without waiting, then reads
     /// their answers' results, by request.
     fn call_all(&mut self, tool: &str, calls: &[Value]) -> Vec<Value> {
-        let first = self.next_id;
-        for arguments in calls {
-            let id = self.next_id;
-            self.next_id += 1;
-            self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
-                               "params": { "name": tool, "arguments": arguments } }));
-        }
+        let ids: Vec<u64> = calls
+            .iter()
+            .map(|arguments| {
+                self.send_request(
+                    "tools/call",
+                    json!({ "name": tool, "arguments": arguments }),
+                )
+            })
+            .collect();
         let mut results = vec![Value::Null; calls.len()];
         let mut answered = 0;
         while answered < calls.len() {
-            let line = self
-                .lines
-                .next()
-                .expect("the proxy answers")
-                .expect("a line");
-            let message: Value = serde_json::from_str(&line).expect("JSON");
-            let Some(index) = message["id"]
-                .as_u64()
-                .and_then(|id| id.checked_sub(first))
-                .and_then(|index| usize::try_from(index).ok())
-                .filter(|&index| index < calls.len())
-            else {
+            let message = self.next_message();
+            let Some(index) = ids.iter().position(|&id| message["id"] == id) else {
                 continue;
             };
-            results[index] = message
-                .get("result")
-                .cloned()
-                .unwrap_or_else(|| panic!("an error answer: {message}"));
+            results[index] = result_of(&message);
             answered += 1;
         }
         results
@@ -135,6 +132,14 @@ impl Drop for RawProxy {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// An answer's `result`; panics on an error answer.
+fn result_of(message: &Value) -> Value {
+    message
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("an error answer: {message}"))
 }
 
 fn text(result: &Value) -> String {
