@@ -32,11 +32,20 @@
 //!   host's gate, a call that needs a person is put to the user of the
 //!   client that made it (MCP elicitation), when that client can be asked;
 //!   otherwise the host's own approver decides.
+//! - **Questions the 2026-07-28 way.** A client on 2026-07-28 or later,
+//!   which takes no requests from its server, is asked (the gate's
+//!   approval, a tool's questions) through an input-required result: the
+//!   call waits on the server, its clock held, for the client's retry with
+//!   the answers, and runs once however many rounds it takes. Its
+//!   `requestState` is a random token good for one retry of that call; a
+//!   call whose client never answers ends at the server's input deadline
+//!   ([`McpServer::with_input_deadline`]).
 //! - **A way back to the client.** A tool that wants it takes the client
 //!   its call came from ([`McpClient::of`]) and logs to it (at the level
 //!   the client set), asks its model (sampling), its user (elicitation,
-//!   the call's clock held meanwhile) or for its roots, each only when the
-//!   client offered it. The same tool run outside MCP finds no client.
+//!   the call's clock held meanwhile) or for its roots, one at a time or
+//!   several at once ([`McpClient::ask`]), each only when the client
+//!   offered it. The same tool run outside MCP finds no client.
 //! - **Beside the tools.** A host's resources, prompts and completions
 //!   ([`McpFeatures`]) are served as they are, their panics answered.
 //! - **Live and stoppable.** Partial results become
@@ -148,8 +157,8 @@ pub mod serve;
 
 pub use error::ServeError;
 pub use serve::{
-    CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpClient, McpClientError,
-    McpFeatures, McpServer, ServedCall, Session,
+    Answer, Answers, CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpClient,
+    McpClientError, McpFeatures, McpServer, Questions, ServedCall, Session,
 };
 
 /// Re-exported: the MCP SDK the server is built on, for hosts that wire

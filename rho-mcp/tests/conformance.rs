@@ -18,6 +18,8 @@ mod asking;
 #[path = "conformance/features.rs"]
 mod features;
 mod import_support;
+#[path = "conformance/input.rs"]
+mod input;
 #[path = "conformance/registry.rs"]
 mod registry;
 

@@ -10,12 +10,14 @@
 //! user (elicitation) or asks for its roots. Run anywhere else, the tool
 //! finds none and does without.
 //!
-//! These are requests from server to client, which MCP has from 2025-06-18
-//! to 2025-11-25: a client on 2026-07-28 or later takes questions as
-//! input-required results instead, which a tool cannot send this way yet,
-//! so its requests end with an error saying so. A question that waits for
-//! a person (elicitation) holds the call's clock while it waits, as the
-//! gate's approvals do: the person's time is not the tool's.
+//! To a client on 2025-06-18 to 2025-11-25 these are requests from server
+//! to client. A client on 2026-07-28 or later takes questions as
+//! input-required results instead (see `input`): the tool asks the same
+//! way and rho puts the questions to the client in the answer to its
+//! request, keeping the call waiting for the retry. A question that waits
+//! for a person (elicitation, and on 2026 clients every question, which
+//! waits for the client's next request) holds the call's clock while it
+//! waits, as the gate's approvals do: the person's time is not the tool's.
 
 // Logging, sampling and roots are deprecated by SEP-2577 (2026-07-28 has
 // no requests from server to client); this module serves the clients on
@@ -27,12 +29,16 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use rho_tool_core::ToolContext;
 use rmcp::model::{
-    ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, InputRequest, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProtocolVersion,
 };
 use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::input::{Answer, Answers, Asker, Question, Questions};
 
 /// The MCP client a served call came from: what a tool can ask of it while
 /// it runs. Found with [`McpClient::of`] in a call rho's server started.
@@ -78,6 +84,17 @@ pub struct McpClient {
     /// The call's context, whose clock a question to a person holds; set
     /// by [`of`](McpClient::of).
     context: Option<ToolContext>,
+    /// Set when the client is on 2026-07-28 or later: questions go to
+    /// whoever follows the call, as input-required results.
+    modern: Option<Modern>,
+}
+
+/// A client on 2026-07-28 or later.
+#[derive(Clone)]
+struct Modern {
+    /// What the client declared with the request that started the call.
+    capabilities: Option<ClientCapabilities>,
+    asker: Asker,
 }
 
 impl McpClient {
@@ -86,6 +103,24 @@ impl McpClient {
             peer,
             threshold,
             context: None,
+            modern: None,
+        }
+    }
+
+    /// The client of a call whose request is on 2026-07-28 or later: its
+    /// questions go to `asker`.
+    pub(crate) fn modern(
+        peer: Peer<RoleServer>,
+        threshold: LogThreshold,
+        capabilities: Option<ClientCapabilities>,
+        asker: Asker,
+    ) -> Self {
+        Self {
+            modern: Some(Modern {
+                capabilities,
+                asker,
+            }),
+            ..Self::new(peer, threshold)
         }
     }
 
@@ -100,9 +135,95 @@ impl McpClient {
     }
 
     /// What the client said of itself at initialization: its name, its
-    /// protocol version, its capabilities.
+    /// protocol version, its capabilities. `None` on 2026-07-28 or later,
+    /// where a client says it with each request instead (see
+    /// [`capabilities`](McpClient::capabilities)).
     pub fn info(&self) -> Option<Arc<ClientConfig>> {
         self.peer.peer_info()
+    }
+
+    /// What the client can be asked: its capabilities, as it declared them
+    /// at initialization or, on 2026-07-28 or later, with the request that
+    /// started the call. A tool that can do without an answer checks here
+    /// before it asks: on 2026-07-28 a question the client did not declare
+    /// ends its request with MCP's missing-capability error.
+    pub fn capabilities(&self) -> Option<ClientCapabilities> {
+        match &self.modern {
+            Some(modern) => modern.capabilities.clone(),
+            None => self.peer.peer_info().map(|info| info.capabilities.clone()),
+        }
+    }
+
+    /// Puts `questions` to the client at once and gives its answers, by
+    /// the keys the tool chose. On a client on 2026-07-28 or later they go
+    /// out together in one input-required result and the call waits for
+    /// the client's retry (its clock held); on an older client they are
+    /// requests from server to client, one after another.
+    ///
+    /// # Errors
+    ///
+    /// [`McpClientError::NotOffered`] when the client cannot take one of
+    /// them (on 2026-07-28, where MCP calls that a missing capability, the
+    /// call is ended instead and its client told which capabilities it
+    /// lacks); [`McpClientError::Failed`] when the client answered with an
+    /// error or went away.
+    pub async fn ask(&self, questions: Questions) -> Result<Answers, McpClientError> {
+        let Some(modern) = &self.modern else {
+            return self.ask_one_by_one(questions).await;
+        };
+        if questions.is_empty() {
+            return Ok(Answers::default());
+        }
+        let (reply, answers) = oneshot::channel();
+        let gone = || McpClientError::Failed {
+            what: "input",
+            why: "the call's request ended before the client answered".to_owned(),
+        };
+        modern
+            .asker
+            .send(Question { questions, reply })
+            .map_err(|_| gone())?;
+        // The client's next request may take a person's time: not the
+        // tool's.
+        let _held = self.context.as_ref().map(ToolContext::pause_clock);
+        answers.await.map_err(|_| gone())?
+    }
+
+    /// `questions` as requests from server to client, in turn.
+    async fn ask_one_by_one(&self, questions: Questions) -> Result<Answers, McpClientError> {
+        let mut answers = Answers::default();
+        for (key, request) in questions.iter() {
+            let answer = match request {
+                InputRequest::Elicitation(request) => {
+                    Answer::Elicit(self.elicit_now(request.params.clone()).await?)
+                }
+                InputRequest::CreateMessage(request) => {
+                    Answer::Message(self.create_message_now(request.params.clone()).await?)
+                }
+                InputRequest::ListRoots(_) => Answer::Roots(self.list_roots_now().await?),
+                _ => {
+                    return Err(McpClientError::NotOffered {
+                        what: "input",
+                        why: "rho asks only elicitation, sampling and roots".to_owned(),
+                    });
+                }
+            };
+            answers.insert(key.to_owned(), answer);
+        }
+        Ok(answers)
+    }
+
+    /// One question, asked through [`ask`](McpClient::ask) under `key`.
+    async fn ask_alone(
+        &self,
+        key: &'static str,
+        questions: Questions,
+    ) -> Result<Answer, McpClientError> {
+        let mut answers = self.ask(questions).await?;
+        answers.take(key).ok_or_else(|| McpClientError::Failed {
+            what: "input",
+            why: format!("the client gave no answer to `{key}`"),
+        })
     }
 
     /// Sends the client a log message (`notifications/message`), unless
@@ -135,10 +256,29 @@ impl McpClient {
     /// # Errors
     ///
     /// [`McpClientError::NotOffered`] when the client offers no sampling
-    /// or is on a revision without requests to clients;
+    /// (see [`ask`](McpClient::ask) for a client on 2026-07-28);
     /// [`McpClientError::Failed`] when the client answered with an error
     /// or went away.
     pub async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, McpClientError> {
+        if self.modern.is_none() {
+            return self.create_message_now(params).await;
+        }
+        match self
+            .ask_alone(
+                "sampling",
+                Questions::new().create_message("sampling", params),
+            )
+            .await?
+        {
+            Answer::Message(answer) => Ok(answer),
+            _ => Err(not_the_answer("sampling")),
+        }
+    }
+
+    async fn create_message_now(
         &self,
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, McpClientError> {
@@ -157,10 +297,30 @@ impl McpClient {
     /// # Errors
     ///
     /// [`McpClientError::NotOffered`] when the client offers no
-    /// elicitation or is on a revision without requests to clients;
+    /// elicitation (see [`ask`](McpClient::ask) for a client on
+    /// 2026-07-28);
     /// [`McpClientError::Failed`] when the client answered with an error
     /// or went away.
     pub async fn elicit(
+        &self,
+        params: ElicitRequestParams,
+    ) -> Result<ElicitResult, McpClientError> {
+        if self.modern.is_none() {
+            return self.elicit_now(params).await;
+        }
+        match self
+            .ask_alone(
+                "elicitation",
+                Questions::new().elicit("elicitation", params),
+            )
+            .await?
+        {
+            Answer::Elicit(answer) => Ok(answer),
+            _ => Err(not_the_answer("elicitation")),
+        }
+    }
+
+    async fn elicit_now(
         &self,
         params: ElicitRequestParams,
     ) -> Result<ElicitResult, McpClientError> {
@@ -179,11 +339,24 @@ impl McpClient {
     ///
     /// # Errors
     ///
-    /// [`McpClientError::NotOffered`] when the client offers no roots or
-    /// is on a revision without requests to clients;
+    /// [`McpClientError::NotOffered`] when the client offers no roots
+    /// (see [`ask`](McpClient::ask) for a client on 2026-07-28);
     /// [`McpClientError::Failed`] when the client answered with an error
     /// or went away.
     pub async fn list_roots(&self) -> Result<ListRootsResult, McpClientError> {
+        if self.modern.is_none() {
+            return self.list_roots_now().await;
+        }
+        match self
+            .ask_alone("roots", Questions::new().list_roots("roots"))
+            .await?
+        {
+            Answer::Roots(answer) => Ok(answer),
+            _ => Err(not_the_answer("roots")),
+        }
+    }
+
+    async fn list_roots_now(&self) -> Result<ListRootsResult, McpClientError> {
         self.offers("roots", |info| info.capabilities.roots.is_some())?;
         self.peer
             .list_roots()
@@ -257,6 +430,15 @@ pub enum McpClientError {
         /// The error, as text.
         why: String,
     },
+}
+
+/// An answer of another kind than the question's (rho reads each answer
+/// as its question's kind, so this is a guard only).
+fn not_the_answer(what: &'static str) -> McpClientError {
+    McpClientError::Failed {
+        what,
+        why: "the client's answer is of another kind".to_owned(),
+    }
 }
 
 fn failed(what: &'static str, error: &ServiceError) -> McpClientError {

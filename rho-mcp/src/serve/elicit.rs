@@ -19,9 +19,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use rho_tool_core::{ApprovalRequest, Approver, Verdict};
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ProtocolVersion};
-use rmcp::{Peer, RoleServer};
+use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use serde_json::json;
+
+use super::client::McpClient;
+use super::input::{Answer, Questions};
+
+/// The key of the gate's question among a client's input requests.
+const APPROVAL: &str = "approval";
 
 /// Asks the client's user to approve a call, through MCP elicitation;
 /// falls back to the host's approver when the client cannot be asked.
@@ -49,7 +54,7 @@ use serde_json::json;
 #[derive(Clone)]
 pub struct ElicitationApprover {
     /// The client of each call in flight, by the call's id.
-    clients: Arc<Mutex<HashMap<String, Peer<RoleServer>>>>,
+    clients: Arc<Mutex<HashMap<String, McpClient>>>,
     fallback: Arc<dyn Approver>,
 }
 
@@ -64,7 +69,7 @@ impl ElicitationApprover {
 
     /// Records that call `call_id` came from `client`, until the returned
     /// guard is dropped.
-    pub(crate) fn enter(&self, call_id: &str, client: Peer<RoleServer>) -> InFlight {
+    pub(crate) fn enter(&self, call_id: &str, client: McpClient) -> InFlight {
         self.lock().insert(call_id.to_owned(), client);
         InFlight {
             clients: self.clients.clone(),
@@ -72,24 +77,22 @@ impl ElicitationApprover {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Peer<RoleServer>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, McpClient>> {
         // Only map operations run under the lock.
         self.clients.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The client of `call_id`, if it can be asked.
-    fn askable(&self, call_id: &str) -> Option<Peer<RoleServer>> {
+    fn askable(&self, call_id: &str) -> Option<McpClient> {
         let client = self.lock().get(call_id).cloned()?;
-        let info = client.peer_info()?;
-        // From 2026-07-28 on a server may not send a client requests.
-        let modern = info.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
-        (!modern && !client.supported_elicitation_modes().is_empty()).then_some(client)
+        let offered = client.capabilities()?.elicitation.is_some();
+        offered.then_some(client)
     }
 }
 
 /// A call's entry in [`ElicitationApprover`]'s directory; removed on drop.
 pub(crate) struct InFlight {
-    clients: Arc<Mutex<HashMap<String, Peer<RoleServer>>>>,
+    clients: Arc<Mutex<HashMap<String, McpClient>>>,
     call_id: String,
 }
 
@@ -111,8 +114,12 @@ impl Approver for ElicitationApprover {
         let Some(params) = question(&request) else {
             return self.fallback.approve(request).await;
         };
-        match client.create_elicitation(params).await {
-            Ok(answer) => match answer.action {
+        let asked = client
+            .ask(Questions::new().elicit(APPROVAL, params))
+            .await
+            .map(|mut answers| answers.take(APPROVAL));
+        match asked {
+            Ok(Some(Answer::Elicit(answer))) => match answer.action {
                 ElicitationAction::Accept
                     if answer
                         .content
@@ -134,7 +141,7 @@ impl Approver for ElicitationApprover {
             },
             // The client could not ask (no one at it, an error): the host
             // decides.
-            Err(_) => self.fallback.approve(request).await,
+            Ok(_) | Err(_) => self.fallback.approve(request).await,
         }
     }
 }

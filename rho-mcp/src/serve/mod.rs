@@ -7,7 +7,8 @@
 //! progress notifications, `list_changed` tells clients when the list
 //! changes, `closing` tells calls that their client has gone, `contain`
 //! answers a request whose handling panicked, `client` is the client a
-//! served call came from, handed to its tool, `features` serves a host's
+//! served call came from, handed to its tool, `input` asks clients on
+//! 2026-07-28 and later through input-required results, `features` serves a host's
 //! resources, prompts and completions beside the tools, `elicit` asks the
 //! client's user to approve a call, `observe` reports each call's end
 //! (an audit log's hook), `stdio` serves over a byte stream on rmcp's
@@ -21,6 +22,7 @@ mod contain;
 mod elicit;
 mod features;
 mod http;
+mod input;
 mod list_changed;
 mod listing;
 mod observe;
@@ -36,6 +38,7 @@ pub use client::{McpClient, McpClientError};
 pub use elicit::ElicitationApprover;
 pub use features::McpFeatures;
 pub use http::{HttpOptions, HttpServer};
+pub use input::{Answer, Answers, Questions};
 pub use observe::{CallObserver, ServedCall};
 pub use server::McpServer;
 pub use session::Session;

@@ -3,12 +3,14 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use rho_registry::ToolRegistry;
 use rho_tool_core::{Executor, Runner};
 use rho_turn::{OutputCap, SchemaCache, TurnRunner};
 use rmcp::model::Implementation;
 
+use super::call::{DEFAULT_INPUT_DEADLINE, Parked};
 use super::elicit::ElicitationApprover;
 use super::features::McpFeatures;
 use super::observe::CallObserver;
@@ -52,6 +54,10 @@ pub(crate) struct Shared<E: Executor> {
     pub(crate) believe_untrusted_hints: bool,
     /// What the host serves beside its tools.
     pub(crate) features: Option<Arc<dyn McpFeatures>>,
+    /// Calls waiting for their clients' answers (2026-07-28 and later).
+    pub(crate) waiting: Parked<E>,
+    /// How long a call waits for its client's answers.
+    pub(crate) input_deadline: Duration,
 }
 
 impl<E: Executor> Clone for Shared<E> {
@@ -70,6 +76,8 @@ impl<E: Executor> Clone for Shared<E> {
             observer: self.observer.clone(),
             believe_untrusted_hints: self.believe_untrusted_hints,
             features: self.features.clone(),
+            waiting: self.waiting.clone(),
+            input_deadline: self.input_deadline,
         }
     }
 }
@@ -99,6 +107,8 @@ impl<E: Executor> McpServer<E> {
                 observer: None,
                 believe_untrusted_hints: false,
                 features: None,
+                waiting: Parked::default(),
+                input_deadline: DEFAULT_INPUT_DEADLINE,
             }),
         }
     }
@@ -140,6 +150,16 @@ impl<E: Executor> McpServer<E> {
     /// gate.
     pub fn with_elicitation(self, approver: ElicitationApprover) -> Self {
         self.change(|shared| shared.elicitation = Some(approver))
+    }
+
+    /// How long a call whose tool (or gate) asked a client on MCP
+    /// 2026-07-28 or later waits for the client's answers (default ten
+    /// minutes). Such a client is asked through an input-required result
+    /// and answers with a new request; the call waits for it on this
+    /// server, its clock held, and is aborted when no answer has come by
+    /// then. The time counts against no tool.
+    pub fn with_input_deadline(self, deadline: Duration) -> Self {
+        self.change(|shared| shared.input_deadline = deadline)
     }
 
     /// Cuts each text part of a result longer than `cap` to its head and

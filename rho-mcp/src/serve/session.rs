@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rho_registry::ChangeSubscription;
 use rho_tool_core::Executor;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ErrorCode, GetPromptRequestParams, GetPromptResponse, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorCode,
+    GetPromptRequestParams, GetPromptResponse, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 // Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
 // still set their level.
@@ -78,19 +78,21 @@ impl<E: Executor> SessionCalls<E> {
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         progress: ProgressSink,
-    ) -> CallToolResult {
+    ) -> Result<CallToolResponse, ErrorData> {
         if self.closed.is_cancelled() {
-            return result::error_text(format!(
+            return Ok(result::error_text(format!(
                 "tool `{}` was not run: the session is closing",
                 request.name
-            ));
+            ))
+            .into());
         }
         let Ok(_place) = self.places.clone().try_acquire_owned() else {
-            return result::error_text(format!(
+            return Ok(result::error_text(format!(
                 "tool `{}` was not run: this session already has {} calls in flight, \
                  the most it may have; try again when one has ended",
                 request.name, self.shared.max_calls_per_session
-            ));
+            ))
+            .into());
         };
         let tool = request.name.clone();
         // Boxed: rmcp moves each handler's future around (into its task,
@@ -105,7 +107,10 @@ impl<E: Executor> SessionCalls<E> {
             &self.log_threshold,
         ));
         contained(run).await.unwrap_or_else(|caught| {
-            result::error_text(failure_text(&format!("the call of tool `{tool}`"), &caught))
+            Ok(
+                result::error_text(failure_text(&format!("the call of tool `{tool}`"), &caught))
+                    .into(),
+            )
         })
     }
 }
@@ -314,7 +319,7 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let progress: ProgressSink = context.peer.clone();
-        Ok(self.calls.call(request, &context, progress).await.into())
+        self.calls.call(request, &context, progress).await
     }
 
     // Deprecated by SEP-2577 with the rest of logging; clients on

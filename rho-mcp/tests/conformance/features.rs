@@ -4,10 +4,11 @@
 //! specification shows and read into rmcp's types.
 
 use rho_mcp::rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, SubscribeRequestParams, UnsubscribeRequestParams,
+    CompleteRequestParams, CompleteResult, ElicitRequest, ElicitRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequest, InputRequiredResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rho_mcp::rmcp::service::RequestContext;
 use rho_mcp::rmcp::{ErrorData, RoleServer};
@@ -133,7 +134,9 @@ impl McpFeatures for Features {
             { "name": "test_prompt_with_embedded_resource",
               "description": "A prompt holding a resource",
               "arguments": [{ "name": "resourceUri", "description": "The resource", "required": true }] },
-            { "name": "test_prompt_with_image", "description": "A prompt holding an image" }
+            { "name": "test_prompt_with_image", "description": "A prompt holding an image" },
+            { "name": "test_input_required_result_prompt",
+              "description": "A prompt that asks the user for its context first" }
         ] })))
     }
 
@@ -164,6 +167,37 @@ impl McpFeatures for Features {
             } }),
             "test_prompt_with_image" => {
                 json!({ "type": "image", "data": PNG_BASE64, "mimeType": "image/png" })
+            }
+            // A host's prompt asks its client the 2026-07-28 way itself,
+            // with rmcp's types: rho passes prompts through.
+            "test_input_required_result_prompt" => {
+                let answered = request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|responses| responses.get("user_context"))
+                    .and_then(|answer| answer.pointer("/content/context"))
+                    .and_then(Value::as_str);
+                let Some(context) = answered else {
+                    let question: ElicitRequestParams = shape(json!({
+                        "mode": "form",
+                        "message": "What context should the prompt use?",
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": { "context": { "type": "string" } },
+                            "required": ["context"]
+                        }
+                    }));
+                    let asks = InputRequiredResult::from_input_requests(
+                        [(
+                            "user_context".to_owned(),
+                            InputRequest::Elicitation(ElicitRequest::new(question)),
+                        )]
+                        .into_iter()
+                        .collect(),
+                    );
+                    return Ok(asks.into());
+                };
+                json!({ "type": "text", "text": format!("A prompt in this context: {context}") })
             }
             other => {
                 return Err(ErrorData::invalid_params(

@@ -1,0 +1,395 @@
+//! Asking a client on MCP 2026-07-28 (input-required results, SEP-2322),
+//! checked with raw HTTP requests as such a client sends them: a gate's
+//! approval and a tool's questions go out in the answer to the client's
+//! request, the call waits on the server for the retry, the tool runs
+//! once, the clock starts at the approval, a request state is good for one
+//! retry of its own call, and a call nobody answers ends at the server's
+//! input deadline.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rho_exec_tokio::TokioExecutor;
+use rho_mcp::rmcp::model::ElicitRequestParams;
+use rho_mcp::{ElicitationApprover, HttpOptions, HttpServer, McpClient, McpServer, Questions};
+use rho_registry::{Source, ToolRegistry};
+use rho_tool_core::{
+    AnnotationGate, Match, Runner, Tool, ToolContext, ToolOutput, Verdict, async_trait,
+};
+use serde_json::{Value, json};
+
+/// What the tools saw: how many runs began, and whether a run was dropped.
+#[derive(Default)]
+struct Seen {
+    runs: AtomicUsize,
+    dropped: AtomicBool,
+}
+
+struct DropFlag(Arc<Seen>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+/// `guarded`: needs the user's approval, then takes 100 ms of its 300 ms
+/// timeout. `two_questions`: asks a name, then a colour.
+enum Fixture {
+    Guarded(Arc<Seen>),
+    TwoQuestions(Arc<Seen>),
+}
+
+fn form(message: &str, field: &str) -> ElicitRequestParams {
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": { field: { "type": "string" } },
+            "required": [field],
+        },
+    }))
+    .expect("a form")
+}
+
+#[async_trait]
+impl Tool for Fixture {
+    fn name(&self) -> &str {
+        match self {
+            Fixture::Guarded(_) => "guarded",
+            Fixture::TwoQuestions(_) => "two_questions",
+        }
+    }
+    fn description(&self) -> &str {
+        "a test tool"
+    }
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(300)
+    }
+    async fn run(&self, _arguments: Value, context: ToolContext) -> ToolOutput {
+        match self {
+            Fixture::Guarded(seen) => {
+                seen.runs.fetch_add(1, Ordering::SeqCst);
+                context.sleep(Duration::from_millis(100)).await;
+                ToolOutput::text("guarded ran")
+            }
+            Fixture::TwoQuestions(seen) => {
+                seen.runs.fetch_add(1, Ordering::SeqCst);
+                let _flag = DropFlag(seen.clone());
+                let client = McpClient::of(&context).expect("served over MCP");
+                let mut said = Vec::new();
+                for (key, message, field) in [
+                    ("name", "Your name?", "name"),
+                    ("colour", "Your colour?", "colour"),
+                ] {
+                    let answers = match client
+                        .ask(Questions::new().elicit(key, form(message, field)))
+                        .await
+                    {
+                        Ok(answers) => answers,
+                        Err(error) => return ToolOutput::error(error.to_string()),
+                    };
+                    let answer = answers
+                        .elicit(key)
+                        .and_then(|answer| answer.content.as_ref())
+                        .and_then(|content| content.get(field))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    said.push(answer);
+                }
+                ToolOutput::text(said.join(" likes "))
+            }
+        }
+    }
+}
+
+/// A server of both fixtures whose gate asks before `guarded`, through
+/// the client (the host's own approver would say no).
+async fn serve(seen: &Arc<Seen>, input_deadline: Duration) -> HttpServer {
+    let registry = ToolRegistry::new();
+    let source = registry
+        .add_source(Source::trusted("test"))
+        .expect("a source");
+    source
+        .add(Arc::new(Fixture::Guarded(seen.clone())))
+        .expect("a name");
+    source
+        .add(Arc::new(Fixture::TwoQuestions(seen.clone())))
+        .expect("a name");
+    let asks = ElicitationApprover::new(|_request| async { Verdict::deny("the host says no") });
+    let runner = Runner::new(TokioExecutor::current().expect("a tokio runtime"))
+        .with_gate(Arc::new(
+            AnnotationGate::new()
+                .ask(Match::tool("guarded"))
+                .otherwise(Verdict::Allow),
+        ))
+        .with_approver(Arc::new(asks.clone()));
+    McpServer::new(runner, registry)
+        .with_elicitation(asks)
+        .with_input_deadline(input_deadline)
+        .serve_http(HttpOptions::new())
+        .await
+        .expect("serves on loopback")
+}
+
+/// A client on 2026-07-28 that declared elicitation, sending each request
+/// by itself (stateless HTTP).
+struct Client {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Client {
+    fn new(server: &HttpServer) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            url: server.url(),
+        }
+    }
+
+    /// `tools/call` of `tool` with `extra` parameters (`inputResponses`,
+    /// `requestState`); gives the JSON-RPC answer's `result` or `error`.
+    async fn call(&self, tool: &str, arguments: Value, extra: Value) -> Value {
+        let mut params = json!({
+            "name": tool,
+            "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+                "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+            },
+        });
+        if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+            params.extend(extra.clone());
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+        let response = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool)
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("the server answers");
+        let text = response.text().await.expect("a body");
+        // JSON, or one SSE event whose data is the answer.
+        let json = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|data| data.contains("\"jsonrpc\""))
+            .unwrap_or(text.trim());
+        let message: Value = serde_json::from_str(json)
+            .unwrap_or_else(|error| panic!("not JSON-RPC ({error}): {text}"));
+        if let Some(error) = message.get("error") {
+            return json!({ "error": error });
+        }
+        message["result"].clone()
+    }
+}
+
+/// The one question of an input-required `result`: its key and request.
+fn only_question(result: &Value) -> (String, Value) {
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let requests = result["inputRequests"].as_object().expect("inputRequests");
+    assert_eq!(requests.len(), 1, "{result}");
+    let (key, request) = requests.iter().next().expect("one");
+    (key.clone(), request.clone())
+}
+
+fn state(result: &Value) -> String {
+    result["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_owned()
+}
+
+fn accept(key: &str, content: Value) -> Value {
+    json!({ key: { "action": "accept", "content": content } })
+}
+
+/// The gate's question goes to a 2026 client as an input-required
+/// elicitation; the retry with the answer lets the call run, once; the
+/// answer came after longer than the tool's timeout, which did not run
+/// meanwhile (the clock starts at approval).
+#[tokio::test]
+async fn a_gates_approval_goes_out_as_input_required_and_the_clock_starts_at_the_answer() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen, Duration::from_secs(60)).await;
+    let client = Client::new(&server);
+
+    let asked = client.call("guarded", json!({}), json!({})).await;
+    let (key, request) = only_question(&asked);
+    assert_eq!(request["method"], "elicitation/create");
+    assert!(
+        request["params"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("guarded")),
+        "{request}"
+    );
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 0, "ran before approval");
+
+    // The person takes longer than the tool's whole timeout.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let done = client
+        .call(
+            "guarded",
+            json!({}),
+            json!({ "inputResponses": accept(&key, json!({ "approve": true })), "requestState": state(&asked) }),
+        )
+        .await;
+    assert_eq!(done["content"][0]["text"], "guarded ran", "{done}");
+    assert_eq!(done["isError"], json!(false), "{done}");
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 1);
+    server.shutdown().await.expect("shuts down");
+}
+
+/// A declined approval denies the call; the tool never runs.
+#[tokio::test]
+async fn a_declined_approval_denies_the_call() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen, Duration::from_secs(60)).await;
+    let client = Client::new(&server);
+    let asked = client.call("guarded", json!({}), json!({})).await;
+    let (key, _) = only_question(&asked);
+    let denied = client
+        .call(
+            "guarded",
+            json!({}),
+            json!({ "inputResponses": { key: { "action": "decline" } }, "requestState": state(&asked) }),
+        )
+        .await;
+    assert_eq!(denied["isError"], json!(true), "{denied}");
+    assert!(
+        denied["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("declined")),
+        "{denied}"
+    );
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 0);
+    server.shutdown().await.expect("shuts down");
+}
+
+/// A request state resumes its own call once: used again, changed, or
+/// sent with other arguments, it is refused with -32602 and the call
+/// waits on; the tool runs once over both rounds.
+#[tokio::test]
+async fn a_request_state_resumes_its_own_call_once() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen, Duration::from_secs(60)).await;
+    let client = Client::new(&server);
+    let arguments = json!({ "n": 1 });
+
+    let first = client
+        .call("two_questions", arguments.clone(), json!({}))
+        .await;
+    let (key, _) = only_question(&first);
+    assert_eq!(key, "name");
+    let second = client
+        .call(
+            "two_questions",
+            arguments.clone(),
+            json!({ "inputResponses": accept("name", json!({ "name": "Ada" })), "requestState": state(&first) }),
+        )
+        .await;
+    let (key, _) = only_question(&second);
+    assert_eq!(key, "colour");
+    assert_ne!(state(&first), state(&second));
+
+    let invalid = |answer: &Value| answer["error"]["code"] == json!(-32602);
+    // The first state again: used.
+    let replayed = client
+        .call(
+            "two_questions",
+            arguments.clone(),
+            json!({ "inputResponses": accept("name", json!({ "name": "Eve" })), "requestState": state(&first) }),
+        )
+        .await;
+    assert!(invalid(&replayed), "{replayed}");
+    // The second, changed.
+    let changed = client
+        .call(
+            "two_questions",
+            arguments.clone(),
+            json!({ "inputResponses": accept("colour", json!({ "colour": "red" })), "requestState": format!("{}0", state(&second)) }),
+        )
+        .await;
+    assert!(invalid(&changed), "{changed}");
+    // The second, for other arguments.
+    let other = client
+        .call(
+            "two_questions",
+            json!({ "n": 2 }),
+            json!({ "inputResponses": accept("colour", json!({ "colour": "red" })), "requestState": state(&second) }),
+        )
+        .await;
+    assert!(invalid(&other), "{other}");
+
+    let done = client
+        .call(
+            "two_questions",
+            arguments,
+            json!({ "inputResponses": accept("colour", json!({ "colour": "green" })), "requestState": state(&second) }),
+        )
+        .await;
+    assert_eq!(done["content"][0]["text"], "Ada likes green", "{done}");
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 1);
+    server.shutdown().await.expect("shuts down");
+}
+
+/// An answer that is not the result its question calls for is asked for
+/// again, under a fresh state.
+#[tokio::test]
+async fn an_answer_of_the_wrong_shape_is_asked_for_again() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen, Duration::from_secs(60)).await;
+    let client = Client::new(&server);
+    let first = client.call("two_questions", json!({}), json!({})).await;
+    let again = client
+        .call(
+            "two_questions",
+            json!({}),
+            json!({ "inputResponses": { "name": 12345 }, "requestState": state(&first) }),
+        )
+        .await;
+    let (key, _) = only_question(&again);
+    assert_eq!(key, "name");
+    assert_ne!(state(&first), state(&again));
+    server.shutdown().await.expect("shuts down");
+}
+
+/// A call whose client never comes back is ended at the input deadline
+/// (its tool stopped), and its state then resumes nothing.
+#[tokio::test]
+async fn a_call_nobody_answers_ends_at_the_input_deadline() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen, Duration::from_millis(200)).await;
+    let client = Client::new(&server);
+    let asked = client.call("two_questions", json!({}), json!({})).await;
+    only_question(&asked);
+    assert!(!seen.dropped.load(Ordering::SeqCst));
+    let began = Instant::now();
+    while !seen.dropped.load(Ordering::SeqCst) {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "the waiting call was never stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let late = client
+        .call(
+            "two_questions",
+            json!({}),
+            json!({ "inputResponses": accept("name", json!({ "name": "Ada" })), "requestState": state(&asked) }),
+        )
+        .await;
+    assert_eq!(late["error"]["code"], json!(-32602), "{late}");
+    server.shutdown().await.expect("shuts down");
+}
