@@ -68,6 +68,20 @@ impl Match {
         Self::All(tests.into_iter().collect())
     }
 
+    /// Whether the tool named `name`, with `hints`, matches; `untrusted`
+    /// says its code is not the host's, and then its hints are read as
+    /// absent (MCP's cautious defaults), as the gate reads them unless told
+    /// to believe them. For a host that picks tools by the gate's tests
+    /// outside the gate (which tools run as MCP tasks, say).
+    pub fn matches_tool(&self, name: &str, hints: &ToolAnnotations, untrusted: bool) -> bool {
+        let absent = ToolAnnotations::new();
+        self.matches(&Facts {
+            name,
+            hints: if untrusted { &absent } else { hints },
+            untrusted,
+        })
+    }
+
     /// Whether a call of `tool` matches; its hints are as the gate reads
     /// them (already cleared for an untrusted tool that is not believed).
     pub(super) fn matches(&self, tool: &Facts<'_>) -> bool {
@@ -444,6 +458,17 @@ mod tests {
         assert_eq!(Match::Destructive.to_string(), "destructive tools");
         let files = ToolGlob::new(["read_*", "list_*"]).expect("globs");
         assert_eq!(Match::Glob(files).to_string(), "tool `read_*` or `list_*`");
+    }
+
+    /// Outside the gate a tool is tested as the gate tests it: an
+    /// untrusted tool's hints count for nothing.
+    #[test]
+    fn a_tool_is_matched_with_an_untrusted_tools_hints_read_as_absent() {
+        let read_only = ToolAnnotations::new().read_only();
+        assert!(Match::ReadOnly.matches_tool("cat", &read_only, false));
+        assert!(!Match::ReadOnly.matches_tool("cat", &read_only, true));
+        assert!(Match::Untrusted.matches_tool("cat", &read_only, true));
+        assert!(Match::tool("cat").matches_tool("cat", &read_only, true));
     }
 
     #[test]
