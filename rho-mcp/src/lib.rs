@@ -40,6 +40,11 @@
 //!   `requestState` is a random token good for one retry of that call; a
 //!   call whose client never answers ends at the server's input deadline
 //!   ([`McpServer::with_input_deadline`]).
+//! - **Long calls as tasks.** The tools a host picks ([`McpTasks`]) run as
+//!   MCP tasks for clients that take them once a call has run a moment:
+//!   `tasks/get` tells its status and result, `tasks/update` answers its
+//!   questions, `tasks/cancel` aborts the rho call (the tool is stopped,
+//!   not told).
 //! - **A way back to the client.** A tool that wants it takes the client
 //!   its call came from ([`McpClient::of`]) and logs to it (at the level
 //!   the client set), asks its model (sampling), its user (elicitation,
@@ -158,7 +163,7 @@ pub mod serve;
 pub use error::ServeError;
 pub use serve::{
     Answer, Answers, CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpClient,
-    McpClientError, McpFeatures, McpServer, Questions, ServedCall, Session,
+    McpClientError, McpFeatures, McpServer, McpTasks, Questions, ServedCall, Session,
 };
 
 /// Re-exported: the MCP SDK the server is built on, for hosts that wire

@@ -22,6 +22,8 @@ mod import_support;
 mod input;
 #[path = "conformance/registry.rs"]
 mod registry;
+#[path = "conformance/tasks.rs"]
+mod tasks;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -92,6 +94,7 @@ fn judge_server(leg: &str, runs: &[Vec<&str>]) {
             registry::registry(),
         )
         .with_features(std::sync::Arc::new(features::Features))
+        .with_tasks(tasks::tasks())
         .serve_http(HttpOptions::new())
         .await
         .expect("serves on loopback")

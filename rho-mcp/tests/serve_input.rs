@@ -19,6 +19,10 @@ use rho_tool_core::{
 };
 use serde_json::{Value, json};
 
+mod support;
+
+use support::stateless::StatelessClient;
+
 /// What the tools saw: how many runs began, and whether a run was dropped.
 #[derive(Default)]
 struct Seen {
@@ -135,66 +139,6 @@ async fn serve(seen: &Arc<Seen>, input_deadline: Duration) -> HttpServer {
         .expect("serves on loopback")
 }
 
-/// A client on 2026-07-28 that declared elicitation, sending each request
-/// by itself (stateless HTTP).
-struct Client {
-    http: reqwest::Client,
-    url: String,
-}
-
-impl Client {
-    fn new(server: &HttpServer) -> Self {
-        Self {
-            http: reqwest::Client::new(),
-            url: server.url(),
-        }
-    }
-
-    /// `tools/call` of `tool` with `extra` parameters (`inputResponses`,
-    /// `requestState`); gives the JSON-RPC answer's `result` or `error`.
-    async fn call(&self, tool: &str, arguments: Value, extra: Value) -> Value {
-        let mut params = json!({
-            "name": tool,
-            "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
-                "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
-            },
-        });
-        if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
-            params.extend(extra.clone());
-        }
-        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
-        let response = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", tool)
-            .body(body.to_string())
-            .send()
-            .await
-            .expect("the server answers");
-        let text = response.text().await.expect("a body");
-        // JSON, or one SSE event whose data is the answer.
-        let json = text
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(str::trim)
-            .find(|data| data.contains("\"jsonrpc\""))
-            .unwrap_or(text.trim());
-        let message: Value = serde_json::from_str(json)
-            .unwrap_or_else(|error| panic!("not JSON-RPC ({error}): {text}"));
-        if let Some(error) = message.get("error") {
-            return json!({ "error": error });
-        }
-        message["result"].clone()
-    }
-}
-
 /// The one question of an input-required `result`: its key and request.
 fn only_question(result: &Value) -> (String, Value) {
     assert_eq!(result["resultType"], "input_required", "{result}");
@@ -223,7 +167,7 @@ fn accept(key: &str, content: Value) -> Value {
 async fn a_gates_approval_goes_out_as_input_required_and_the_clock_starts_at_the_answer() {
     let seen = Arc::new(Seen::default());
     let server = serve(&seen, Duration::from_secs(60)).await;
-    let client = Client::new(&server);
+    let client = StatelessClient::new(server.url());
 
     let asked = client.call("guarded", json!({}), json!({})).await;
     let (key, request) = only_question(&asked);
@@ -256,7 +200,7 @@ async fn a_gates_approval_goes_out_as_input_required_and_the_clock_starts_at_the
 async fn a_declined_approval_denies_the_call() {
     let seen = Arc::new(Seen::default());
     let server = serve(&seen, Duration::from_secs(60)).await;
-    let client = Client::new(&server);
+    let client = StatelessClient::new(server.url());
     let asked = client.call("guarded", json!({}), json!({})).await;
     let (key, _) = only_question(&asked);
     let denied = client
@@ -284,7 +228,7 @@ async fn a_declined_approval_denies_the_call() {
 async fn a_request_state_resumes_its_own_call_once() {
     let seen = Arc::new(Seen::default());
     let server = serve(&seen, Duration::from_secs(60)).await;
-    let client = Client::new(&server);
+    let client = StatelessClient::new(server.url());
     let arguments = json!({ "n": 1 });
 
     let first = client
@@ -350,7 +294,7 @@ async fn a_request_state_resumes_its_own_call_once() {
 async fn an_answer_of_the_wrong_shape_is_asked_for_again() {
     let seen = Arc::new(Seen::default());
     let server = serve(&seen, Duration::from_secs(60)).await;
-    let client = Client::new(&server);
+    let client = StatelessClient::new(server.url());
     let first = client.call("two_questions", json!({}), json!({})).await;
     let again = client
         .call(
@@ -371,7 +315,7 @@ async fn an_answer_of_the_wrong_shape_is_asked_for_again() {
 async fn a_call_nobody_answers_ends_at_the_input_deadline() {
     let seen = Arc::new(Seen::default());
     let server = serve(&seen, Duration::from_millis(200)).await;
-    let client = Client::new(&server);
+    let client = StatelessClient::new(server.url());
     let asked = client.call("two_questions", json!({}), json!({})).await;
     only_question(&asked);
     assert!(!seen.dropped.load(Ordering::SeqCst));

@@ -56,6 +56,7 @@
 //! | extension | `call::Start::with_extension`, [`ToolContext::extension`] | a value the starter of a call hands its tool, found by its type |
 //! | MCP client | `mcp::McpClient` | the client a served call came from, handed to its tool: log to it, ask its model or its user, read its roots (feature `mcp`) |
 //! | questions | `mcp::Questions`, `mcp::Answers` | what a served tool asks its client at once, each under its own key, and the answers by key (feature `mcp`) |
+//! | task | `mcp::McpTasks` | a long served call the client polls instead of waiting for (MCP's tasks extension); which tools run as tasks (feature `mcp`) |
 //! | input deadline | `mcp::McpServer::with_input_deadline` | how long a call that asked a client on MCP 2026-07-28 waits on the server for the client's answers (feature `mcp`) |
 //!
 //! [`prelude`] holds the same names for a glob import, without the modules

@@ -10,20 +10,22 @@
 //! The client can stop a call at any time: `notifications/cancelled` for
 //! its request, or the connection closing. Either aborts the rho call at
 //! once (its task is killed; an abort is never counted against the tool).
-
+//!
 //! On a client on 2026-07-28 or later a tool's questions to the client
 //! (through [`McpClient`]) end the request that follows the call with an
 //! input-required result; the call waits, parked on the server, for the
-//! retry that answers them, which then follows it on (see `input`).
+//! retry that answers them, which then follows it on (see `input`). A
+//! call of a tool the host runs as a task, from a client that takes
+//! tasks, becomes one once it has run a while (see `tasks`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rho_tool_core::{CallEnd, CallEvent, CallHandle, Executor, Outcome, Start, ToolCall};
+use rho_tool_core::{CallEnd, CallHandle, Executor, Outcome, Start, ToolCall};
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ErrorData,
-    InputResponses, ProtocolVersion,
+    ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 use serde_json::Value;
@@ -32,31 +34,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{LogThreshold, McpClient, McpClientError};
 use super::closing::ConnectionClosed;
-use super::elicit::InFlight;
-use super::input::{self, AskedQuestions, Pending, Taken, Waiting};
+use super::follow::{Following, Step, stop_call};
+use super::input::{self, Pending, Taken, Waiting};
 use super::observe::ServedCall;
 use super::progress::{Progress, ProgressSink};
 use super::result;
 use super::server::Shared;
-
-/// A call being followed, by the request that started it or by a retry
-/// that resumed it; parked between them (see `input`).
-pub(crate) struct Following<E: Executor> {
-    handle: CallHandle<E>,
-    /// The questions its tool asks, on a client on 2026-07-28 or later.
-    questions: Option<AskedQuestions>,
-    /// A question waiting for the client's answers.
-    pending: Option<Pending>,
-    /// The tool and arguments of the request that started it, which a
-    /// retry must repeat (2026-07-28 and later only).
-    asked_as: Option<(String, Value)>,
-    output_schema: Option<Arc<Value>>,
-    /// Kept for the observer only.
-    observed_arguments: Option<Value>,
-    /// The call's entry in the approver's directory, for as long as the
-    /// call lives.
-    _asks_this_client: Option<InFlight>,
-}
+use super::tasks::{self, TaskSupport};
 
 /// The calls parked on a server.
 pub(crate) type Parked<E> = Waiting<Box<Following<E>>>;
@@ -102,7 +86,7 @@ pub(crate) async fn run<E: Executor>(
             let call_id = format!("mcp-{session_number}-{}", context.id);
             let call = ToolCall::new(call_id, params.name.into_owned(), arguments);
             let asks = modern.then(|| declared.clone());
-            begin(shared, call, context, log_threshold, asks)
+            begin(shared, call, context, log_threshold, asks)?
         }
     };
     let mut progress = context
@@ -117,14 +101,9 @@ pub(crate) async fn run<E: Executor>(
         }
     };
     let end = loop {
-        match follow(
-            &mut following,
-            &mut responses,
-            declared.as_ref(),
-            progress.as_mut(),
-            stop(),
-        )
-        .await
+        match following
+            .follow(&mut responses, declared.as_ref(), progress.as_mut(), stop())
+            .await
         {
             Step::Ended(end) => break end,
             Step::Missing(capabilities) => {
@@ -140,6 +119,9 @@ pub(crate) async fn run<E: Executor>(
                 Ok(asks) => return Ok(CallToolResponse::InputRequired(asks)),
                 Err(back) => following = back,
             },
+            Step::BecomesTask => {
+                return Ok(CallToolResponse::Task(tasks::start(shared, following)));
+            }
         }
     };
     if let Some(progress) = progress {
@@ -180,9 +162,13 @@ fn begin<E: Executor>(
     context: &RequestContext<RoleServer>,
     log_threshold: &LogThreshold,
     modern: Option<Option<ClientCapabilities>>,
-) -> Box<Following<E>> {
+) -> Result<Box<Following<E>>, ErrorData> {
+    let takes_tasks = modern
+        .as_ref()
+        .and_then(Option::as_ref)
+        .is_some_and(ClientCapabilities::supports_tasks);
     // The tool may log to the client, or ask it, through this.
-    let (client, questions, asked_as) = if let Some(declared) = modern {
+    let (client, questions, asked_as) = if let Some(declared) = modern.clone() {
         let (asker, questions) = mpsc::unbounded_channel();
         let client =
             McpClient::modern(context.peer.clone(), log_threshold.clone(), declared, asker);
@@ -198,16 +184,19 @@ fn begin<E: Executor>(
         .map(|asks| asks.enter(&call.id, client.clone()));
     // Without an observer the arguments move into the call.
     let observed_arguments = shared.observer.as_ref().map(|_| call.arguments.clone());
-    let (handle, output_schema) = start(shared, call, client);
-    Box::new(Following {
-        handle,
+    let started = start(shared, call, client, takes_tasks)?;
+    Ok(Box::new(Following {
+        handle: started.handle,
         questions,
         pending: None,
+        declared: modern.flatten(),
         asked_as,
-        output_schema,
+        task_after: started.task_after,
+        running: false,
+        output_schema: started.output_schema,
         observed_arguments,
         _asks_this_client: asks_this_client,
-    })
+    }))
 }
 
 /// The call parked under `token`, for a retry of `tool` with `arguments`.
@@ -286,100 +275,8 @@ fn expire<E: Executor>(shared: Arc<Shared<E>>, token: String) {
     });
 }
 
-/// What following a call for one request came to.
-enum Step {
-    /// The call ended (`None`: without an end, a guard only).
-    Ended(Option<CallEnd>),
-    /// The tool asks; the question is in `pending`.
-    Asks,
-    /// The tool asks what the client did not declare it can take.
-    Missing(ClientCapabilities),
-}
-
-/// Follows the call until it ends or asks what `responses` do not answer,
-/// sending partial results to `progress` when the client asked for them;
-/// aborts the call when `stop` comes first.
-async fn follow<E: Executor>(
-    following: &mut Following<E>,
-    responses: &mut InputResponses,
-    declared: Option<&ClientCapabilities>,
-    mut progress: Option<&mut Progress>,
-    stop: impl Future<Output = ()>,
-) -> Step {
-    tokio::pin!(stop);
-    loop {
-        if let Some(mut pending) = following.pending.take() {
-            if let Some(missing) = pending.missing_capabilities(declared) {
-                pending.fail(McpClientError::NotOffered {
-                    what: "input",
-                    why: "the client did not declare it can take it".to_owned(),
-                });
-                return Step::Missing(missing);
-            }
-            pending.take_answers(responses);
-            match pending.finish() {
-                Ok(()) => continue,
-                Err(unanswered) => {
-                    following.pending = Some(unanswered);
-                    return Step::Asks;
-                }
-            }
-        }
-        // Nothing reads partial results and nothing can be asked: await
-        // the end alone, which keeps none of them.
-        if progress.is_none() && following.questions.is_none() {
-            tokio::select! {
-                end = &mut following.handle => return Step::Ended(Some(end)),
-                () = &mut stop => break,
-            }
-        }
-        let questions = async {
-            match following.questions.as_mut() {
-                Some(questions) => questions.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        let next = tokio::select! {
-            event = following.handle.next_event() => Next::Event(event),
-            question = questions => Next::Question(question),
-            () = &mut stop => break,
-        };
-        match next {
-            Next::Event(Some(CallEvent::Ended(end))) => return Step::Ended(Some(end)),
-            Next::Event(Some(CallEvent::Update(update))) => {
-                if let Some(progress) = progress.as_deref_mut() {
-                    progress.report(&update);
-                }
-            }
-            Next::Event(Some(CallEvent::AwaitingApproval(_) | CallEvent::Running(_))) => {}
-            Next::Event(None) => return Step::Ended(None),
-            Next::Question(Some(question)) => following.pending = Some(Pending::new(question)),
-            // Every asker is gone (the tool dropped its client).
-            Next::Question(None) => following.questions = None,
-        }
-    }
-    Step::Ended(stop_call(&mut following.handle).await)
-}
-
-/// What came first while following a call.
-enum Next {
-    Event(Option<CallEvent>),
-    Question(Option<input::Question>),
-}
-
-/// Aborts the call and gives its end.
-async fn stop_call<E: Executor>(handle: &mut CallHandle<E>) -> Option<CallEnd> {
-    handle.abort();
-    while let Some(event) = handle.next_event().await {
-        if let CallEvent::Ended(end) = event {
-            return Some(end);
-        }
-    }
-    None
-}
-
 /// The MCP result of the call's `end`, told to the observer.
-fn finish<E: Executor>(
+pub(crate) fn finish<E: Executor>(
     shared: &Shared<E>,
     end: &CallEnd,
     output_schema: Option<&Value>,
@@ -414,7 +311,7 @@ fn finish<E: Executor>(
 ///
 /// A call no client hears the end of (ended at its input deadline, or
 /// for a missing capability) is told with the result rho makes of it.
-fn observe<E: Executor>(
+pub(crate) fn observe<E: Executor>(
     shared: &Shared<E>,
     end: &CallEnd,
     result: Option<&CallToolResult>,
@@ -439,26 +336,61 @@ fn observe<E: Executor>(
     }
 }
 
+/// A call as [`start`] started it.
+struct Started<E: Executor> {
+    handle: CallHandle<E>,
+    /// The tool's output schema, to check its answer against.
+    output_schema: Option<Arc<Value>>,
+    /// Set when the call may become a task (see `tasks`).
+    task_after: Option<Duration>,
+}
+
 /// Starts `call`: the tool, or a refusal that ends at once (unknown or
-/// disabled tool, arguments that do not fit). Also gives the tool's output
-/// schema, to check its answer against.
+/// disabled tool, arguments that do not fit). A tool the host runs only
+/// as a task is refused to a client that does not take tasks
+/// (`takes_tasks`), before anything runs, with MCP's missing-capability
+/// error.
 fn start<E: Executor>(
     shared: &Shared<E>,
     call: ToolCall,
     client: McpClient,
-) -> (CallHandle<E>, Option<Arc<Value>>) {
+    takes_tasks: bool,
+) -> Result<Started<E>, ErrorData> {
     let runner = &shared.runner;
-    match shared.registry.resolve(&call.name) {
-        Err(refusal) => (runner.start(call, refusal), None),
-        Ok(resolved) => {
-            let info = resolved.info().clone();
-            let output_schema = info.output_schema.clone().map(Arc::new);
-            let handle = match shared.arguments.check_tool(&info, &call.arguments) {
-                Ok(()) => runner.start(call, Start::from(resolved).with_extension(client)),
-                // Told to the tool's source as a refusal, never a strike.
-                Err(error) => runner.start(call, resolved.refused(error.to_result())),
-            };
-            (handle, output_schema)
+    let resolved = match shared.registry.resolve(&call.name) {
+        Err(refusal) => {
+            return Ok(Started {
+                handle: runner.start(call, refusal),
+                output_schema: None,
+                task_after: None,
+            });
         }
+        Ok(resolved) => resolved,
+    };
+    let info = resolved.info().clone();
+    let support = shared
+        .tasks
+        .as_ref()
+        .and_then(|tasks| tasks.support(&info.name, &info.annotations, info.untrusted));
+    if support == Some(TaskSupport::Required) && !takes_tasks {
+        return Err(ErrorData::missing_required_client_capability(
+            ClientCapabilities::builder().enable_tasks().build(),
+        ));
     }
+    let task_after = shared
+        .tasks
+        .as_ref()
+        .filter(|_| support.is_some() && takes_tasks)
+        .map(tasks::McpTasks::after_time);
+    let output_schema = info.output_schema.clone().map(Arc::new);
+    let handle = match shared.arguments.check_tool(&info, &call.arguments) {
+        Ok(()) => runner.start(call, Start::from(resolved).with_extension(client)),
+        // Told to the tool's source as a refusal, never a strike.
+        Err(error) => runner.start(call, resolved.refused(error.to_result())),
+    };
+    Ok(Started {
+        handle,
+        output_schema,
+        task_after,
+    })
 }

@@ -355,7 +355,7 @@ pub(crate) enum Taken<T> {
 
 /// 256 random bits from the system's source, as hex: a state nobody can
 /// guess, so a client can only resume the call it was given.
-fn fresh_token() -> String {
+pub(crate) fn fresh_token() -> String {
     let mut bytes = [0u8; 32];
     // The system's random source failing is not a state a server can
     // serve on: without it any token could be guessed.

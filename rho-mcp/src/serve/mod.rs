@@ -2,7 +2,8 @@
 //!
 //! One concept a module: `server` holds what every session shares,
 //! `session` is rmcp's handler of one connection, `listing` answers
-//! `tools/list`, `call` runs `tools/call` as a rho call and `result`
+//! `tools/list`, `call` runs `tools/call` as a rho call, `follow` follows it to its
+//! end (through its questions, or as a task: `tasks`), and `result`
 //! maps its end to MCP's result, `progress` turns partial results into
 //! progress notifications, `list_changed` tells clients when the list
 //! changes, `closing` tells calls that their client has gone, `contain`
@@ -21,6 +22,7 @@ mod closing;
 mod contain;
 mod elicit;
 mod features;
+mod follow;
 mod http;
 mod input;
 mod list_changed;
@@ -33,6 +35,7 @@ mod session;
 mod stdio;
 #[cfg(unix)]
 mod stdio_fd;
+mod tasks;
 
 pub use client::{McpClient, McpClientError};
 pub use elicit::ElicitationApprover;
@@ -42,3 +45,4 @@ pub use input::{Answer, Answers, Questions};
 pub use observe::{CallObserver, ServedCall};
 pub use server::McpServer;
 pub use session::Session;
+pub use tasks::McpTasks;

@@ -15,6 +15,7 @@ use super::elicit::ElicitationApprover;
 use super::features::McpFeatures;
 use super::observe::CallObserver;
 use super::session::Session;
+use super::tasks::{McpTasks, Tasks};
 
 /// A rho tool registry served over MCP.
 ///
@@ -58,6 +59,10 @@ pub(crate) struct Shared<E: Executor> {
     pub(crate) waiting: Parked<E>,
     /// How long a call waits for its client's answers.
     pub(crate) input_deadline: Duration,
+    /// Which tools run as MCP tasks; `None`: the server offers no tasks.
+    pub(crate) tasks: Option<McpTasks>,
+    /// The tasks made so far, by id.
+    pub(crate) task_list: Tasks,
 }
 
 impl<E: Executor> Clone for Shared<E> {
@@ -78,6 +83,8 @@ impl<E: Executor> Clone for Shared<E> {
             features: self.features.clone(),
             waiting: self.waiting.clone(),
             input_deadline: self.input_deadline,
+            tasks: self.tasks.clone(),
+            task_list: self.task_list.clone(),
         }
     }
 }
@@ -109,6 +116,8 @@ impl<E: Executor> McpServer<E> {
                 features: None,
                 waiting: Parked::default(),
                 input_deadline: DEFAULT_INPUT_DEADLINE,
+                tasks: None,
+                task_list: Tasks::default(),
             }),
         }
     }
@@ -160,6 +169,14 @@ impl<E: Executor> McpServer<E> {
     /// then. The time counts against no tool.
     pub fn with_input_deadline(self, deadline: Duration) -> Self {
         self.change(|shared| shared.input_deadline = deadline)
+    }
+
+    /// Offers the MCP tasks extension (`io.modelcontextprotocol/tasks`):
+    /// the tools `tasks` picks run as tasks for clients that take them
+    /// (see [`McpTasks`]), so a long call is polled rather than waited
+    /// for, and `tasks/cancel` stops it. Default: no tasks.
+    pub fn with_tasks(self, tasks: McpTasks) -> Self {
+        self.change(|shared| shared.tasks = Some(tasks))
     }
 
     /// Cuts each text part of a result longer than `cap` to its head and

@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rho_registry::ChangeSubscription;
 use rho_tool_core::Executor;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
+    GetTaskResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 // Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
 // still set their level.
@@ -168,15 +169,16 @@ impl<E: Executor> ServerHandler for Session<E> {
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let shared = &self.calls.shared;
-        let capabilities = features::merged(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                // Tools log to the client through `McpClient::log`.
-                .enable_logging()
-                .build(),
-            shared.features.as_ref(),
-        );
+        let builder = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            // Tools log to the client through `McpClient::log`.
+            .enable_logging();
+        let builder = match &shared.tasks {
+            Some(_) => builder.enable_tasks(),
+            None => builder,
+        };
+        let capabilities = features::merged(builder.build(), shared.features.as_ref());
         let config = ServerConfig::new(capabilities).with_server_info(shared.identity.clone());
         match &shared.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
@@ -320,6 +322,34 @@ impl<E: Executor> ServerHandler for Session<E> {
     ) -> Result<CallToolResponse, ErrorData> {
         let progress: ProgressSink = context.peer.clone();
         self.calls.call(request, &context, progress).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let task = self.calls.shared.task_list.detailed(&request.task_id)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.calls
+            .shared
+            .task_list
+            .update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.calls.shared.task_list.cancel(&request.task_id)
     }
 
     // Deprecated by SEP-2577 with the rest of logging; clients on

@@ -281,6 +281,13 @@ pub(crate) fn registry() -> ToolRegistry {
         )
         .expect("new names");
     source
+        .add_all(
+            crate::tasks::ALL
+                .iter()
+                .map(|&fixture| Arc::new(fixture) as Arc<dyn Tool>),
+        )
+        .expect("new names");
+    source
         .add(Arc::new(TriggerToolChange {
             source: source.clone(),
         }))

@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 pub mod sample_checks;
+pub mod stateless;
 
 /// What a client saw of the sample registry, and the sample's log.
 pub struct PeerRun {

@@ -1,0 +1,348 @@
+//! Long calls as MCP tasks (the tasks extension, SEP-2663), checked with
+//! raw 2026-07-28 HTTP requests: a call that outlasts the server's `after`
+//! becomes a task whose status and result `tasks/get` tells, one that ends
+//! sooner is answered as usual, a task's questions wait for `tasks/update`
+//! (the tool's clock held), `tasks/cancel` stops the tool itself, and a
+//! client that takes no tasks gets plain answers or, for a tool served
+//! only as a task, MCP's missing-capability error.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rho_exec_tokio::TokioExecutor;
+use rho_mcp::rmcp::model::ElicitRequestParams;
+use rho_mcp::{HttpOptions, HttpServer, McpClient, McpServer, McpTasks, Questions};
+use rho_registry::{Source, ToolRegistry};
+use rho_tool_core::{Match, Tool, ToolContext, ToolOutput, async_trait};
+use serde_json::{Value, json};
+
+mod support;
+
+use support::stateless::StatelessClient;
+
+/// What the tools did: runs begun, ticks of `ticking`, and whether a run
+/// was dropped (stopped).
+#[derive(Default)]
+struct Seen {
+    runs: AtomicUsize,
+    ticks: AtomicUsize,
+    dropped: AtomicBool,
+}
+
+struct DropFlag(Arc<Seen>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+enum Fixture {
+    /// Works `ms` milliseconds, then answers.
+    Work(Arc<Seen>),
+    /// Ticks every 10 ms for a minute.
+    Ticking(Arc<Seen>),
+    /// Works 200 ms, then asks two questions at once; its timeout is
+    /// 300 ms.
+    Asking(Arc<Seen>),
+    /// Works 200 ms, then panics.
+    Crashing,
+    /// Only as a task.
+    OnlyTask,
+}
+
+fn form(message: &str, field: &str) -> ElicitRequestParams {
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": { field: { "type": "string" } },
+            "required": [field],
+        },
+    }))
+    .expect("a form")
+}
+
+#[async_trait]
+impl Tool for Fixture {
+    fn name(&self) -> &str {
+        match self {
+            Fixture::Work(_) => "work",
+            Fixture::Ticking(_) => "ticking",
+            Fixture::Asking(_) => "asking",
+            Fixture::Crashing => "crashing",
+            Fixture::OnlyTask => "only_task",
+        }
+    }
+    fn description(&self) -> &str {
+        "a test tool"
+    }
+    fn timeout(&self) -> Duration {
+        match self {
+            Fixture::Asking(_) => Duration::from_millis(300),
+            _ => Duration::from_secs(120),
+        }
+    }
+    async fn run(&self, arguments: Value, context: ToolContext) -> ToolOutput {
+        match self {
+            Fixture::Work(seen) => {
+                seen.runs.fetch_add(1, Ordering::SeqCst);
+                let ms = arguments["ms"].as_u64().unwrap_or(0);
+                context.sleep(Duration::from_millis(ms)).await;
+                ToolOutput::text(format!("worked {ms} ms"))
+            }
+            Fixture::Ticking(seen) => {
+                let _flag = DropFlag(seen.clone());
+                for _ in 0..6000 {
+                    seen.ticks.fetch_add(1, Ordering::SeqCst);
+                    context.sleep(Duration::from_millis(10)).await;
+                }
+                ToolOutput::text("ticked a minute")
+            }
+            Fixture::Asking(seen) => {
+                seen.runs.fetch_add(1, Ordering::SeqCst);
+                let client = McpClient::of(&context).expect("served over MCP");
+                context.sleep(Duration::from_millis(200)).await;
+                let questions = Questions::new()
+                    .elicit("name", form("Your name?", "name"))
+                    .elicit("colour", form("Your colour?", "colour"));
+                match client.ask(questions).await {
+                    Ok(answers) => {
+                        let said = |key: &str| {
+                            answers
+                                .elicit(key)
+                                .and_then(|answer| answer.content.as_ref())
+                                .and_then(|content| content.get(key))
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned()
+                        };
+                        ToolOutput::text(format!("{} likes {}", said("name"), said("colour")))
+                    }
+                    Err(error) => ToolOutput::error(error.to_string()),
+                }
+            }
+            Fixture::Crashing => {
+                context.sleep(Duration::from_millis(200)).await;
+                panic!("the fixture crashed")
+            }
+            Fixture::OnlyTask => ToolOutput::text("ran as a task"),
+        }
+    }
+}
+
+async fn serve(seen: &Arc<Seen>) -> HttpServer {
+    let registry = ToolRegistry::new();
+    let source = registry
+        .add_source(Source::trusted("test"))
+        .expect("a source");
+    for tool in [
+        Fixture::Work(seen.clone()),
+        Fixture::Ticking(seen.clone()),
+        Fixture::Asking(seen.clone()),
+        Fixture::Crashing,
+        Fixture::OnlyTask,
+    ] {
+        source.add(Arc::new(tool)).expect("a name");
+    }
+    let tasks = McpTasks::new()
+        .required(Match::tool("only_task"))
+        .optional(Match::Always)
+        .after(Duration::from_millis(50));
+    McpServer::new(TokioExecutor::current().expect("a tokio runtime"), registry)
+        .with_tasks(tasks)
+        .serve_http(HttpOptions::new())
+        .await
+        .expect("serves on loopback")
+}
+
+/// A client that takes tasks (and elicitation).
+fn tasking(server: &HttpServer) -> StatelessClient {
+    StatelessClient::new(server.url()).declaring(json!({
+        "elicitation": {},
+        "extensions": { "io.modelcontextprotocol/tasks": {} },
+    }))
+}
+
+/// The task `id` once its status is `status` (or a terminal one).
+async fn task_when(client: &StatelessClient, id: &str, status: &str) -> Value {
+    let began = Instant::now();
+    loop {
+        let task = client.request("tasks/get", json!({ "taskId": id })).await;
+        let now = task["status"].as_str().unwrap_or_default().to_owned();
+        if now == status || ["completed", "failed", "cancelled"].contains(&now.as_str()) {
+            return task;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "task {id} never came to {status}: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn task_id(created: &Value) -> String {
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"].as_str().expect("a taskId").to_owned()
+}
+
+/// A call that outlasts `after` becomes a task: working, then completed
+/// with the tool's result inlined; the tool ran once. A short call is
+/// answered at once, without a task; an unknown task id is -32602.
+#[tokio::test]
+async fn a_long_call_becomes_a_task_and_a_short_one_is_answered() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen).await;
+    let client = tasking(&server);
+
+    let quick = client.call("work", json!({ "ms": 0 }), json!({})).await;
+    assert_eq!(quick["content"][0]["text"], "worked 0 ms", "{quick}");
+    assert!(quick.get("taskId").is_none(), "{quick}");
+
+    let created = client.call("work", json!({ "ms": 500 }), json!({})).await;
+    let id = task_id(&created);
+    let working = client.request("tasks/get", json!({ "taskId": id })).await;
+    assert_eq!(working["status"], "working", "{working}");
+    let done = task_when(&client, &id, "completed").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "worked 500 ms",
+        "{done}"
+    );
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 2);
+
+    let unknown = client
+        .request("tasks/get", json!({ "taskId": "nope" }))
+        .await;
+    assert_eq!(unknown["error"]["code"], json!(-32602), "{unknown}");
+    server.shutdown().await.expect("shuts down");
+}
+
+/// `tasks/cancel` aborts the rho call: the tool's future is dropped and
+/// it ticks no more; the task is cancelled, and cancelling it again is
+/// the same empty answer.
+#[tokio::test]
+async fn tasks_cancel_stops_the_tool_itself() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen).await;
+    let client = tasking(&server);
+    let id = task_id(&client.call("ticking", json!({}), json!({})).await);
+
+    let ack = client
+        .request("tasks/cancel", json!({ "taskId": id }))
+        .await;
+    assert!(ack.get("error").is_none(), "{ack}");
+    let cancelled = task_when(&client, &id, "cancelled").await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert!(seen.dropped.load(Ordering::SeqCst), "the tool still runs");
+    let ticks = seen.ticks.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        seen.ticks.load(Ordering::SeqCst),
+        ticks,
+        "the tool ticks on"
+    );
+
+    let again = client
+        .request("tasks/cancel", json!({ "taskId": id }))
+        .await;
+    assert!(again.get("error").is_none(), "{again}");
+    server.shutdown().await.expect("shuts down");
+}
+
+/// A task's questions show on `tasks/get` until `tasks/update` answers
+/// them, one at a time if the client likes; the answers reach the tool,
+/// whose 300 ms timeout did not run while the questions waited 600 ms.
+#[tokio::test]
+async fn a_tasks_questions_wait_for_tasks_update_with_the_clock_held() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen).await;
+    let client = tasking(&server);
+    let id = task_id(&client.call("asking", json!({}), json!({})).await);
+
+    let asking = task_when(&client, &id, "input_required").await;
+    let mut keys: Vec<_> = asking["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["colour", "name"], "{asking}");
+
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let answer =
+        |key: &str, value: &str| json!({ key: { "action": "accept", "content": { key: value } } });
+    client
+        .request(
+            "tasks/update",
+            json!({ "taskId": id, "inputResponses": answer("name", "Ada") }),
+        )
+        .await;
+    let half = client.request("tasks/get", json!({ "taskId": id })).await;
+    assert_eq!(half["status"], "input_required", "{half}");
+    let left: Vec<_> = half["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .collect();
+    assert_eq!(left, ["colour"], "{half}");
+
+    client
+        .request(
+            "tasks/update",
+            json!({ "taskId": id, "inputResponses": answer("colour", "green") }),
+        )
+        .await;
+    let done = task_when(&client, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Ada likes green",
+        "{done}"
+    );
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 1);
+    server.shutdown().await.expect("shuts down");
+}
+
+/// A tool that crashes in a task makes it failed, with an error object
+/// and no result.
+#[tokio::test]
+async fn a_crash_fails_the_task() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen).await;
+    let client = tasking(&server);
+    let id = task_id(&client.call("crashing", json!({}), json!({})).await);
+    let failed = task_when(&client, &id, "failed").await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .is_some_and(|text| text.contains("crashed")),
+        "{failed}"
+    );
+    assert!(failed.get("result").is_none(), "{failed}");
+    server.shutdown().await.expect("shuts down");
+}
+
+/// A client that takes no tasks waits for its answer as before; a tool
+/// served only as a task is refused to it with -32021 naming the tasks
+/// extension, before it runs.
+#[tokio::test]
+async fn a_client_without_tasks_gets_plain_answers_or_a_missing_capability() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen).await;
+    let client = StatelessClient::new(server.url());
+    let plain = client.call("work", json!({ "ms": 300 }), json!({})).await;
+    assert_eq!(plain["content"][0]["text"], "worked 300 ms", "{plain}");
+
+    let refused = client.call("only_task", json!({}), json!({})).await;
+    assert_eq!(refused["error"]["code"], json!(-32021), "{refused}");
+    assert!(
+        refused["error"]["data"]["requiredCapabilities"]["extensions"]
+            .get("io.modelcontextprotocol/tasks")
+            .is_some(),
+        "{refused}"
+    );
+    server.shutdown().await.expect("shuts down");
+}
