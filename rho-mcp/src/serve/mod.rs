@@ -2,19 +2,20 @@
 //!
 //! One concept a module: `server` holds what every session shares,
 //! `session` is rmcp's handler of one connection, `listing` answers
-//! `tools/list`, `call` runs `tools/call` as a rho call, `follow` follows it to its
-//! end (through its questions, or as a task: `tasks`), and `result`
-//! maps its end to MCP's result, `progress` turns partial results into
-//! progress notifications, `list_changed` tells clients when the list
-//! changes, `closing` tells calls that their client has gone, `contain`
-//! answers a request whose handling panicked, `client` is the client a
-//! served call came from, handed to its tool, `input` asks clients on
-//! 2026-07-28 and later through input-required results, `features` serves a host's
-//! resources, prompts and completions beside the tools, `elicit` asks the
-//! client's user to approve a call, `observe` reports each call's end
-//! (an audit log's hook), `stdio` serves over a byte stream on rmcp's
-//! transport (`stdio_fd` reading stdin and writing stdout on the reactor)
-//! and `http` streamable HTTP. Every message goes through rmcp's service.
+//! `tools/list`, `call` runs `tools/call` as a rho call, `follow`
+//! follows it to its end (through its questions, or as a task: `tasks`),
+//! `result` maps its end to MCP's result, `progress` turns partial
+//! results into progress notifications, `list_changed` tells clients when
+//! the list changes, `closing` tells calls that their client has gone,
+//! `contain` answers a request whose handling panicked, `client` is the
+//! client a served call came from, handed to its tool, `input` asks
+//! clients on 2026-07-28 and later through input-required results,
+//! `features` serves a host's resources, prompts and completions beside
+//! the tools, `elicit` asks the client's user to approve a call,
+//! `observe` reports each call's end (an audit log's hook), `stdio`
+//! serves over a byte stream on rmcp's transport (`stdio_fd` reading
+//! stdin and writing stdout on the reactor) and `http` streamable HTTP.
+//! Every message goes through rmcp's service.
 
 mod call;
 mod client;
