@@ -423,6 +423,19 @@ mod tests {
         assert!(pending.finish().is_ok());
     }
 
+    /// No more than `MOST` calls wait at once: the next is given back,
+    /// and one taken makes room again.
+    #[test]
+    fn at_most_so_many_calls_wait() {
+        let waiting = Waiting::default();
+        let tokens: Vec<String> = (0..Waiting::<usize>::MOST)
+            .map(|call| waiting.park(call).expect("room to wait"))
+            .collect();
+        assert!(matches!(waiting.park(usize::MAX), Err(usize::MAX)));
+        assert!(matches!(waiting.take(&tokens[7], |_| true), Taken::Call(7)));
+        assert!(waiting.park(usize::MAX).is_ok());
+    }
+
     /// Tokens are fresh each time, and a token is good once.
     #[test]
     fn a_parked_call_is_taken_once_by_its_token() {
