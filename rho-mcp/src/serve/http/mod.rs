@@ -266,6 +266,14 @@ impl<E: Executor> McpServer<E> {
         let stop = CancellationToken::new();
         let router = self.http_router(&options, addr, stop.child_token());
         let until = stop.clone().cancelled_owned();
+        // An answer is written in small pieces (headers, an event, the
+        // stream's end): without TCP_NODELAY, Nagle's algorithm holds the
+        // last piece back until the client's delayed ACK, some 40 ms a
+        // call on a kept-alive connection (a load balancer's, say).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            // A socket that refuses the option still serves, slower.
+            let _ = stream.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             axum::serve(listener, router)
                 .with_graceful_shutdown(until)
