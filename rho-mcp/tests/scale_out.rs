@@ -24,6 +24,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod support;
+
+use support::stateless::StatelessClient;
+
 const CALLS: usize = 10_000;
 const IN_FLIGHT: usize = 16;
 const KILL_AT: usize = CALLS / 3;
@@ -154,56 +158,18 @@ http {{
 }
 
 /// One `tools/call` of the sample's `tool` through the balancer: the text
-/// it answered, or the error the client got.
+/// it answered, or the error the client got (the balancer's 502, say).
 async fn call_tool(
-    http: &reqwest::Client,
-    url: &str,
+    client: &StatelessClient,
     tool: &str,
     arguments: Value,
 ) -> Result<String, String> {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": tool,
-            "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": { "name": "scale-out", "version": "1" },
-            },
-        },
-    });
-    let response = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .body(body.to_string())
-        .send()
-        .await
-        .map_err(|error| format!("no answer: {error}"))?;
-    let status = response.status();
-    let text = response
-        .text()
-        .await
-        .map_err(|error| format!("a broken answer: {error}"))?;
-    if !status.is_success() {
-        return Err(format!("HTTP {status}: {}", text.trim()));
-    }
-    let json = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|data| data.contains("\"jsonrpc\""))
-        .unwrap_or(text.trim());
-    let message: Value =
-        serde_json::from_str(json).map_err(|error| format!("not JSON-RPC ({error}): {text}"))?;
-    message["result"]["content"][0]["text"]
+    let params = json!({ "name": tool, "arguments": arguments });
+    let result = client.try_request("tools/call", params).await?;
+    result["content"][0]["text"]
         .as_str()
         .map(str::to_owned)
-        .ok_or_else(|| format!("no text in {message}"))
+        .ok_or_else(|| format!("no text in {result}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,8 +183,8 @@ async fn three_servers_behind_nginx_end_every_call_once_when_one_is_killed() {
         .collect();
     let port = free_port();
     let _nginx = balancer(&dir, port, &upstreams);
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let http = reqwest::Client::new();
+    let client =
+        Arc::new(StatelessClient::new(format!("http://127.0.0.1:{port}/mcp")).declaring(json!({})));
 
     // Each call's end, by its number: counted, so that a second end shows.
     let ends: Arc<Vec<AtomicUsize>> = Arc::new((0..CALLS).map(|_| AtomicUsize::new(0)).collect());
@@ -231,9 +197,8 @@ async fn three_servers_behind_nginx_end_every_call_once_when_one_is_killed() {
     let began = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..IN_FLIGHT {
-        let (http, url, ends, outcomes, next, ended, places) = (
-            http.clone(),
-            url.clone(),
+        let (client, ends, outcomes, next, ended, places) = (
+            client.clone(),
             ends.clone(),
             outcomes.clone(),
             next.clone(),
@@ -248,7 +213,7 @@ async fn three_servers_behind_nginx_end_every_call_once_when_one_is_killed() {
                     return;
                 }
                 let text = format!("call {call}");
-                let echo = call_tool(&http, &url, "echo", json!({ "text": text }));
+                let echo = call_tool(&client, "echo", json!({ "text": text }));
                 let outcome = tokio::time::timeout(Duration::from_secs(60), echo)
                     .await
                     .unwrap_or_else(|_| Err("lost: no end within 60 s".to_owned()));
@@ -274,9 +239,9 @@ async fn three_servers_behind_nginx_end_every_call_once_when_one_is_killed() {
         .expect("places stay open");
     let mut long = tokio::task::JoinSet::new();
     for _ in 0..LONG {
-        let (http, url) = (http.clone(), url.clone());
+        let client = client.clone();
         long.spawn(async move {
-            let slow = call_tool(&http, &url, "slow", json!({ "ms": 2000 }));
+            let slow = call_tool(&client, "slow", json!({ "ms": 2000 }));
             tokio::time::timeout(Duration::from_secs(60), slow)
                 .await
                 .unwrap_or_else(|_| Err("lost: no end within 60 s".to_owned()))

@@ -7,11 +7,10 @@
 //! input deadline.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rho_exec_tokio::TokioExecutor;
-use rho_mcp::rmcp::model::ElicitRequestParams;
 use rho_mcp::{ElicitationApprover, HttpOptions, HttpServer, McpClient, McpServer, Questions};
 use rho_registry::{Source, ToolRegistry};
 use rho_tool_core::{
@@ -21,41 +20,13 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::stateless::StatelessClient;
-
-/// What the tools saw: how many runs began, and whether a run was dropped.
-#[derive(Default)]
-struct Seen {
-    runs: AtomicUsize,
-    dropped: AtomicBool,
-}
-
-struct DropFlag(Arc<Seen>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.dropped.store(true, Ordering::SeqCst);
-    }
-}
+use support::stateless::{DropFlag, Seen, StatelessClient, form};
 
 /// `guarded`: needs the user's approval, then takes 100 ms of its 300 ms
 /// timeout. `two_questions`: asks a name, then a colour.
 enum Fixture {
     Guarded(Arc<Seen>),
     TwoQuestions(Arc<Seen>),
-}
-
-fn form(message: &str, field: &str) -> ElicitRequestParams {
-    serde_json::from_value(json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": {
-            "type": "object",
-            "properties": { field: { "type": "string" } },
-            "required": [field],
-        },
-    }))
-    .expect("a form")
 }
 
 #[async_trait]

@@ -7,11 +7,10 @@
 //! only as a task, MCP's missing-capability error.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rho_exec_tokio::TokioExecutor;
-use rho_mcp::rmcp::model::ElicitRequestParams;
 use rho_mcp::{HttpOptions, HttpServer, McpClient, McpServer, McpTasks, Questions};
 use rho_registry::{Source, ToolRegistry};
 use rho_tool_core::{Match, Tool, ToolContext, ToolOutput, async_trait};
@@ -19,24 +18,7 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::stateless::StatelessClient;
-
-/// What the tools did: runs begun, ticks of `ticking`, and whether a run
-/// was dropped (stopped).
-#[derive(Default)]
-struct Seen {
-    runs: AtomicUsize,
-    ticks: AtomicUsize,
-    dropped: AtomicBool,
-}
-
-struct DropFlag(Arc<Seen>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.dropped.store(true, Ordering::SeqCst);
-    }
-}
+use support::stateless::{DropFlag, Seen, StatelessClient, form};
 
 enum Fixture {
     /// Works `ms` milliseconds, then answers.
@@ -50,19 +32,6 @@ enum Fixture {
     Crashing,
     /// Only as a task.
     OnlyTask,
-}
-
-fn form(message: &str, field: &str) -> ElicitRequestParams {
-    serde_json::from_value(json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": {
-            "type": "object",
-            "properties": { field: { "type": "string" } },
-            "required": [field],
-        },
-    }))
-    .expect("a form")
 }
 
 #[async_trait]

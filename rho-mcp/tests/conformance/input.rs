@@ -40,8 +40,8 @@ pub(crate) const ALL: &[Input] = &[
     Input::MissingCapability,
 ];
 
-/// An elicitation of one field.
-fn elicitation(message: &str, field: &str, kind: &str) -> ElicitRequestParams {
+/// An elicitation of one field (of JSON Schema type `kind`).
+pub(crate) fn elicitation(message: &str, field: &str, kind: &str) -> ElicitRequestParams {
     serde_json::from_value(json!({
         "mode": "form",
         "message": message,

@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
+use crate::input::elicitation;
 use rho_mcp::McpTasks;
-use rho_mcp::rmcp::model::ElicitRequestParams;
 use rho_mcp::{McpClient, Questions};
 use rho_tool_core::{Match, Tool, ToolContext, ToolOutput, async_trait};
 use serde_json::{Value, json};
@@ -57,19 +57,6 @@ pub(crate) fn tasks() -> McpTasks {
 /// What a fixture does before its first question, so that it is a task
 /// by then.
 const WORK_FIRST: Duration = Duration::from_millis(500);
-
-fn form(message: &str, field: &str, kind: &str) -> ElicitRequestParams {
-    serde_json::from_value(json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": {
-            "type": "object",
-            "properties": { field: { "type": kind } },
-            "required": [field],
-        },
-    }))
-    .expect("a form elicitation")
-}
 
 #[async_trait]
 impl Tool for Tasked {
@@ -152,7 +139,7 @@ impl Tool for Tasked {
                 };
                 context.sleep(WORK_FIRST).await;
                 let filename = arguments["filename"].as_str().unwrap_or_default();
-                let question = form(&format!("Delete {filename}?"), "confirm", "boolean");
+                let question = elicitation(&format!("Delete {filename}?"), "confirm", "boolean");
                 match client
                     .ask(Questions::new().elicit("confirm", question))
                     .await
@@ -179,8 +166,8 @@ impl Tool for Tasked {
                 };
                 context.sleep(WORK_FIRST).await;
                 let questions = Questions::new()
-                    .elicit("first", form("Your name?", "name", "string"))
-                    .elicit("second", form("Go ahead?", "confirm", "boolean"));
+                    .elicit("first", elicitation("Your name?", "name", "string"))
+                    .elicit("second", elicitation("Go ahead?", "confirm", "boolean"));
                 match client.ask(questions).await {
                     Ok(_) => ToolOutput::text("Both answered"),
                     Err(error) => ToolOutput::error(error.to_string()),
@@ -190,7 +177,7 @@ impl Tool for Tasked {
                 let Some(client) = McpClient::of(&context) else {
                     return ToolOutput::error("this tool runs only when served over MCP");
                 };
-                let question = form("What is your name?", "name", "string");
+                let question = elicitation("What is your name?", "name", "string");
                 let name = match client
                     .ask(Questions::new().elicit("user_name", question))
                     .await

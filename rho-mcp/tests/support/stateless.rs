@@ -5,7 +5,44 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use rho_mcp::rmcp::model::ElicitRequestParams;
 use serde_json::{Value, json};
+
+/// What a test's tools did: runs begun, ticks, and whether a run was
+/// dropped (stopped).
+#[derive(Default)]
+pub struct Seen {
+    pub runs: AtomicUsize,
+    pub ticks: AtomicUsize,
+    pub dropped: AtomicBool,
+}
+
+/// Sets [`Seen::dropped`] when dropped: held by a run, it tells that the
+/// run was stopped.
+pub struct DropFlag(pub Arc<Seen>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A form elicitation asking for one string `field`.
+pub fn form(message: &str, field: &str) -> ElicitRequestParams {
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": { field: { "type": "string" } },
+            "required": [field],
+        },
+    }))
+    .expect("a form")
+}
 
 /// A client on 2026-07-28 that declared `capabilities` (elicitation by
 /// default).
@@ -44,7 +81,16 @@ impl StatelessClient {
 
     /// `method` with `params` (the request's `_meta` added); gives the
     /// JSON-RPC answer's `result`, or `{"error": ...}`.
-    pub async fn request(&self, method: &str, mut params: Value) -> Value {
+    pub async fn request(&self, method: &str, params: Value) -> Value {
+        self.try_request(method, params)
+            .await
+            .unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// As [`request`](Self::request), but what failed below JSON-RPC (no
+    /// answer, an HTTP error status such as a load balancer's 502, a body
+    /// that is not JSON-RPC) is an `Err` saying so.
+    pub async fn try_request(&self, method: &str, mut params: Value) -> Result<Value, String> {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": self.capabilities,
@@ -70,20 +116,31 @@ impl StatelessClient {
             .body(body.to_string())
             .send()
             .await
-            .expect("the server answers");
-        let text = response.text().await.expect("a body");
-        // JSON, or one SSE event whose data is the answer.
+            .map_err(|error| format!("no answer: {error}"))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|error| format!("a broken answer: {error}"))?;
+        // JSON, or one SSE event whose data is the answer. A JSON-RPC
+        // error may come with an HTTP error status (400 for a missing
+        // capability): it is read as any answer.
         let json = text
             .lines()
             .filter_map(|line| line.strip_prefix("data:"))
             .map(str::trim)
             .find(|data| data.contains("\"jsonrpc\""))
             .unwrap_or(text.trim());
-        let message: Value = serde_json::from_str(json)
-            .unwrap_or_else(|error| panic!("not JSON-RPC ({error}): {text}"));
+        let message: Value = match serde_json::from_str(json) {
+            Ok(message) => message,
+            Err(_) if !status.is_success() => {
+                return Err(format!("HTTP {status}: {}", text.trim()));
+            }
+            Err(error) => return Err(format!("not JSON-RPC ({error}): {text}")),
+        };
         if let Some(error) = message.get("error") {
-            return json!({ "error": error });
+            return Ok(json!({ "error": error }));
         }
-        message["result"].clone()
+        Ok(message["result"].clone())
     }
 }
