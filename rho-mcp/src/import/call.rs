@@ -219,6 +219,15 @@ impl Request {
                 self.server.health.answered();
                 to_output(&self.server.name, &self.shown, CallToolResult::default())
             }
+            // MCP 2026-07-28: the server wants its client to answer first.
+            // rho offers an imported server no capabilities to ask with,
+            // so it asked what it may not; the call cannot go on.
+            Ok(Ok(ServerResult::InputRequiredResult(_))) => ToolOutput::error(format!(
+                "tool `{}` of MCP server `{}` asked its client a question (an input-required \
+                 result), and rho's import answers none: the server was offered no elicitation, \
+                 sampling or roots",
+                self.shown, self.server.name
+            )),
             Ok(Ok(_)) => ToolOutput::error(format!(
                 "tool `{}` of MCP server `{}` answered with something that is not a tool's result",
                 self.shown, self.server.name

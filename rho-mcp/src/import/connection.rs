@@ -10,13 +10,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::RoleClient;
+use rmcp::service::ClientServiceExt;
 use rmcp::service::{ClientInitializeError, Peer, RunningService};
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
-use rmcp::{RoleClient, ServiceExt};
 use tokio::sync::{Notify, watch};
 
 use super::handler::Handler;
+use super::handshake::Handshake;
 use super::http::HttpPeer;
 use super::progress::{HandlerTally, ProgressRoutes, Routed};
 use super::stdio::Process;
@@ -84,6 +86,8 @@ pub(crate) struct Limits {
     pub(crate) startup_timeout: Duration,
     /// Copy the server's stderr to this process's as it comes.
     pub(crate) forward_stderr: bool,
+    /// How the conversation opens.
+    pub(crate) handshake: Handshake,
 }
 
 /// What is on the other end of a connection.
@@ -126,13 +130,16 @@ impl Connection {
         let routes = Arc::clone(&handler.routes);
         let tally = Arc::clone(&handler.tally);
         let transport = Routed::new(transport, Arc::clone(&routes), Arc::clone(&tally));
-        let handshake = tokio::time::timeout(limits.startup_timeout, handler.serve(transport));
+        let handshake = tokio::time::timeout(
+            limits.startup_timeout,
+            handler.serve_with_lifecycle(transport, limits.handshake.lifecycle()),
+        );
         let service = tokio::select! {
             biased;
             answered = handshake => match answered {
                 Ok(Ok(service)) => service,
                 Ok(Err(error)) => {
-                    let error = handshake_error(&error);
+                    let error = format!("{}: {}", limits.handshake.opening(), handshake_error(&error));
                     // Only a child's death comes after a failed handshake.
                     let death = match remote {
                         Remote::Process(_) => settle(&mut died).await,
@@ -149,7 +156,8 @@ impl Connection {
                 Err(_) => {
                     return Err(with_stderr(
                         format!(
-                            "did not answer `initialize` within {} ms",
+                            "did not answer {} within {} ms",
+                            limits.handshake.opening(),
                             limits.startup_timeout.as_millis()
                         ),
                         &remote.stderr_tail(),
@@ -157,7 +165,11 @@ impl Connection {
                 }
             },
             death = wait_for_death(&mut died) => {
-                return Err(format!("died before it answered `initialize`: {}", death.describe_short()));
+                return Err(format!(
+                    "died before it answered {}: {}",
+                    limits.handshake.opening(),
+                    death.describe_short()
+                ));
             }
         };
         Ok(Self {
@@ -169,7 +181,8 @@ impl Connection {
         })
     }
 
-    /// What the server said of itself at `initialize`: its name and
+    /// What the server said of itself at `initialize` or
+    /// `server/discover`: its name and
     /// version, and its instructions for the model.
     pub(crate) fn server_info(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
         self.service.peer_info()

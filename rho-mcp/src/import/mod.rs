@@ -49,6 +49,15 @@
 //!   connects again after the backoff, and an endpoint that stays down is
 //!   quarantined as a whole, as a stdio server that keeps dying is. A
 //!   call the server refuses in its own answer crashes alone.
+//! - **Either revision.** A server is greeted with `initialize`
+//!   (2025-11-25) unless the builder's [`Handshake`] says otherwise:
+//!   [`Handshake::Discover`] speaks 2026-07-28, where there is no handshake
+//!   and every request carries its revision and capabilities (over HTTP
+//!   also as headers, a tool's `x-mcp-header` arguments included, so a
+//!   load balancer can route on them); [`Handshake::Either`] asks first
+//!   and falls back. A server's questions to its client (elicitation,
+//!   sampling, roots, input-required results) are declined: an imported
+//!   server is offered none of them.
 //! - **Garbage is a clear error, in bounded memory.** A line on stdout
 //!   that is not an MCP message, a line longer than the cap
 //!   ([`McpSource::DEFAULT_MAX_MESSAGE`] unless set), or an answer to a request that
@@ -126,6 +135,7 @@ mod call;
 mod connection;
 mod error;
 mod handler;
+mod handshake;
 mod health;
 mod http;
 mod policy;
@@ -138,6 +148,7 @@ mod tool;
 mod transport;
 
 pub use error::ImportError;
+pub use handshake::Handshake;
 pub use health::Backoff;
 pub(crate) use http::HttpSpec;
 pub use source::{Http, McpSource, McpSourceBuilder, Stdio};

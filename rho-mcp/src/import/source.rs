@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use super::connection::Limits;
 use super::error::ImportError;
+use super::handshake::Handshake;
 use super::health::{Backoff, Health};
 use super::http::HttpSpec;
 use super::policy::ImportPolicy;
@@ -256,6 +257,7 @@ pub struct McpSourceBuilder<K = Stdio> {
     backoff: Backoff,
     accounting: Option<Arc<Accounting>>,
     forward_stderr: bool,
+    handshake: Handshake,
     host_runtime: Option<tokio::runtime::Handle>,
     max_concurrent_calls: Option<usize>,
 }
@@ -273,6 +275,7 @@ impl<K> McpSourceBuilder<K> {
             backoff: Backoff::default(),
             accounting: None,
             forward_stderr: false,
+            handshake: Handshake::default(),
             host_runtime: None,
             max_concurrent_calls: None,
         }
@@ -373,6 +376,16 @@ impl<K> McpSourceBuilder<K> {
         self
     }
 
+    /// How the conversation with the server opens (default
+    /// [`Handshake::Initialize`]): [`Handshake::Discover`] for a server
+    /// that speaks only MCP 2026-07-28, [`Handshake::Either`] for one whose
+    /// revision the host does not know. A server that restarts (or an
+    /// HTTP server that forgets its session) is greeted the same way again.
+    pub fn handshake(mut self, handshake: Handshake) -> Self {
+        self.handshake = handshake;
+        self
+    }
+
     /// Connects to the builder's endpoint, lists its tools and registers
     /// them.
     async fn connect_to(self, registry: &ToolRegistry) -> Result<McpSource, ImportError>
@@ -405,6 +418,7 @@ impl<K> McpSourceBuilder<K> {
                 max_message: self.max_message,
                 startup_timeout: self.startup_timeout,
                 forward_stderr: self.forward_stderr,
+                handshake: self.handshake,
             },
         };
         let server = Arc::new(Server::new(
