@@ -21,9 +21,9 @@ mod judge;
 use std::time::Duration;
 
 use rho_exec_tokio::TokioExecutor;
-use rho_mcp::import::{Handshake, McpSource};
+use rho_mcp::import::{Authorize, Handshake, McpSource, OAuth};
 use rho_registry::ToolRegistry;
-use rho_tool_core::Runner;
+use rho_tool_core::{Runner, async_trait};
 use serde_json::{Value, json};
 
 /// The one test this binary holds, named as libtest would list it.
@@ -104,6 +104,7 @@ fn act(scenario: &str) -> i32 {
         let registry = ToolRegistry::new();
         let source = match McpSource::http("server", url)
             .handshake(handshake)
+            .oauth(oauth())
             .timeout(Duration::from_secs(10))
             .connect(&registry)
             .await
@@ -183,10 +184,56 @@ fn calls(scenario: &str, registry: &ToolRegistry) -> Vec<(String, Value)> {
         "elicitation-sep1034-client-defaults" => {
             vec![("test_client_elicitation_defaults".into(), json!({}))]
         }
-        _ => {
-            eprintln!("scenario {scenario} has no host behaviour here; only the handshake runs");
-            Vec::new()
-        }
+        // The authorization scenarios: a host calls the server's tools.
+        _ => tools
+            .iter()
+            .map(|tool| (tool.name.clone(), json!({})))
+            .collect(),
+    }
+}
+
+/// The OAuth a host sets up for the suite's authorization servers: rho's
+/// name, the client of the scenario's context when it names one, the
+/// suite's client ID metadata document, and [`Headless`] for its user.
+fn oauth() -> OAuth {
+    let context = context();
+    let mut oauth = OAuth::new("http://localhost:3000/callback", Headless)
+        .client_metadata_url("https://conformance-test.local/client-metadata.json");
+    if let Some(id) = context["client_id"].as_str() {
+        let secret = context["client_secret"].as_str().map(str::to_owned);
+        oauth = oauth.preregistered(id, secret);
+    }
+    oauth
+}
+
+/// A user who approves at once: the suite's authorization server redirects
+/// straight back with a code, so following its page's first redirect is
+/// the approval. (A desktop host opens the page in a browser instead and
+/// listens on its redirect URI.)
+struct Headless;
+
+#[async_trait]
+impl Authorize for Headless {
+    async fn authorize(&self, url: String) -> Result<String, String> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| error.to_string())?;
+        let page = client
+            .get(&url)
+            .send()
+            .await
+            .map_err(|error| error.to_string())?;
+        page.headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|location| location.to_str().ok())
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                format!(
+                    "the authorization page answered {} with no redirect",
+                    page.status()
+                )
+            })
     }
 }
 

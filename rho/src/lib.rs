@@ -57,6 +57,7 @@
 //! | MCP client | `mcp::McpClient` | the client a served call came from, handed to its tool: log to it, ask its model or its user, read its roots (feature `mcp`) |
 //! | questions | `mcp::Questions`, `mcp::Answers` | what a served tool asks its client at once, each under its own key, and the answers by key (feature `mcp`) |
 //! | task | `mcp::McpTasks` | a long served call the client polls instead of waiting for (MCP's tasks extension); which tools run as tasks (feature `mcp`) |
+//! | authorization | `mcp::import::OAuth`, `mcp::import::Authorize` | how an import reaches a server behind OAuth 2.1, and the host's part: its user's approval (feature `mcp-oauth`) |
 //! | input deadline | `mcp::McpServer::with_input_deadline` | how long a call that asked a client on MCP 2026-07-28 waits on the server for the client's answers (feature `mcp`) |
 //!
 //! [`prelude`] holds the same names for a glob import, without the modules
@@ -74,8 +75,9 @@
 //! | `script` | `script`: tools the model writes in JavaScript, and code mode |
 //! | `mcp` | `mcp`: serve a registry over MCP, import MCP servers, the proxy |
 //! | `mcp-https` | `mcp`, with imports from `https://` endpoints |
+//! | `mcp-oauth` | `mcp`, with imports from servers behind OAuth 2.1 (`mcp::import::OAuth`) |
 //! | `process` | `process`: a tool that is a child process, killed whole, confined by the kernel (`process::confine`) |
-//! | `full` | all of the above |
+//! | `full` | all of the above but `mcp-https` (which brings a TLS stack) |
 //! | `conformance` | `conformance`: the executor conformance suite, for executor authors (not in `full`) |
 //!
 //! # A host in a few lines

@@ -38,7 +38,7 @@ use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::client_side_sse::SseRetryPolicy;
 use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use tokio::sync::{Notify, watch};
@@ -54,6 +54,10 @@ pub(crate) struct HttpSpec {
     /// Sent as `Authorization: Bearer <token>`.
     pub(crate) bearer: Option<String>,
     pub(crate) headers: Vec<(String, String)>,
+    /// OAuth, when the host set it up: shared by the source's
+    /// connections, so that one approval serves them all.
+    #[cfg(feature = "oauth")]
+    pub(crate) oauth: Option<Arc<super::oauth::Authorization>>,
 }
 
 impl std::fmt::Debug for HttpSpec {
@@ -75,6 +79,17 @@ impl std::fmt::Debug for HttpSpec {
 }
 
 impl HttpSpec {
+    /// The server at `url`, with nothing sent but MCP.
+    pub(crate) fn new(url: String) -> Self {
+        Self {
+            url,
+            bearer: None,
+            headers: Vec::new(),
+            #[cfg(feature = "oauth")]
+            oauth: None,
+        }
+    }
+
     /// Checks the URL and the headers before anything is started.
     ///
     /// # Errors
@@ -214,6 +229,30 @@ pub(crate) async fn start(
     limits: Limits,
     tools_changed: Arc<Notify>,
 ) -> Result<Connection, String> {
+    // A server behind OAuth is reached through a client that authorizes
+    // when the server asks.
+    #[cfg(feature = "oauth")]
+    if let Some(oauth) = &spec.oauth {
+        let client = oauth.client(&spec.url).await?;
+        let transport = |config| StreamableHttpClientTransport::with_client(client, config);
+        return connect(spec, transport, limits, tools_changed).await;
+    }
+    let transport = |config| StreamableHttpClientTransport::from_config(config);
+    connect(spec, transport, limits, tools_changed).await
+}
+
+/// Makes rmcp's transport for `spec` with `transport` (over the HTTP
+/// client of the caller's choice) and shakes hands over it.
+async fn connect<C, F>(
+    spec: &HttpSpec,
+    transport: F,
+    limits: Limits,
+    tools_changed: Arc<Notify>,
+) -> Result<Connection, String>
+where
+    C: StreamableHttpClient + 'static,
+    F: FnOnce(StreamableHttpClientTransportConfig) -> StreamableHttpClientTransport<C>,
+{
     // The spec was checked when the source was built; the headers are
     // made again for each connection.
     let mut config = StreamableHttpClientTransportConfig::with_uri(spec.url.as_str())
@@ -231,7 +270,7 @@ pub(crate) async fn start(
         died: Arc::new(died_tx),
     };
     let transport = Checked {
-        inner: StreamableHttpClientTransport::from_config(config),
+        inner: transport(config),
         sent: SentIds::default(),
         peer: peer.clone(),
     };

@@ -42,7 +42,12 @@
 //!   host calls [`McpSource::reenable`].
 //! - **Over HTTP too.** [`McpSource::http`] imports a server at a
 //!   streamable HTTP endpoint (an `https://` one with the crate's `https`
-//!   feature), with a bearer token or headers if it needs them. Its
+//!   feature), with a bearer token or headers if it needs them, or
+//!   behind OAuth 2.1 ([`OAuth`], feature `oauth`, on by default: rho
+//!   registers, has the host's [`Authorize`] send its user to approve,
+//!   and keeps and refreshes the token; a `401` or a `403` for a missing
+//!   scope later asks again, and the refused request is sent once more).
+//!   Its
 //!   "death" is a request that cannot reach it (nothing listens, the
 //!   connection or an answer's stream broke): the calls in flight end as
 //!   crashed, the next call
@@ -138,6 +143,8 @@ mod handler;
 mod handshake;
 mod health;
 mod http;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod policy;
 mod progress;
 mod runtime;
@@ -151,4 +158,6 @@ pub use error::ImportError;
 pub use handshake::Handshake;
 pub use health::Backoff;
 pub(crate) use http::HttpSpec;
+#[cfg(feature = "oauth")]
+pub use oauth::{Authorize, OAuth};
 pub use source::{Http, McpSource, McpSourceBuilder, Stdio};

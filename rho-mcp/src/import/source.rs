@@ -84,14 +84,7 @@ impl McpSource {
     /// dying. A call the server refuses in its own answer (an HTTP error,
     /// a response body past the cap) crashes alone.
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> McpSourceBuilder<Http> {
-        McpSourceBuilder::new(
-            name.into(),
-            Http(HttpSpec {
-                url: url.into(),
-                bearer: None,
-                headers: Vec::new(),
-            }),
-        )
+        McpSourceBuilder::new(name.into(), Http(HttpSpec::new(url.into())))
     }
 
     /// The source's name.
@@ -542,6 +535,15 @@ impl McpSourceBuilder<Http> {
     /// A name or value HTTP does not allow fails `connect`.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.endpoint.0.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Authorizes with OAuth 2.1 when the server asks (MCP's
+    /// authorization): see [`OAuth`](super::OAuth). Without it, a server
+    /// that answers `401` fails `connect`, saying so.
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: super::OAuth) -> Self {
+        self.endpoint.0.oauth = Some(Arc::new(super::oauth::Authorization::new(oauth)));
         self
     }
 

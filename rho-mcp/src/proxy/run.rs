@@ -92,14 +92,7 @@ impl ProxyOptions {
             .ok()
             .and_then(|uri| uri.host().map(str::to_owned))
             .unwrap_or_else(|| "server".to_owned());
-        Self::with_upstream(
-            name,
-            Upstream::Http(HttpSpec {
-                url,
-                bearer: None,
-                headers: Vec::new(),
-            }),
-        )
+        Self::with_upstream(name, Upstream::Http(HttpSpec::new(url)))
     }
 
     fn with_upstream(name: String, upstream: Upstream) -> Self {
