@@ -4,7 +4,9 @@
 //! server. Tools listed through it, calls allowed, denied by the policy
 //! and asked about through elicitation, a hung tool cut at the proxy's
 //! timeout, the audit log, the output cap, a dying server restarted then
-//! quarantined, and the server gone with the proxy however the proxy ends.
+//! quarantined, the server gone with the proxy however the proxy ends, and
+//! the server's resources, prompts and completions passed through as the
+//! server answers them.
 
 mod import_support;
 mod support;
@@ -282,6 +284,50 @@ fn the_audit_log_has_one_line_per_call_end() {
 }
 
 /// The processes whose command line holds `marker`, zombies left out.
+/// What the Python SDK client sees of the reference server's resources,
+/// prompts and completions through the proxy is what it sees of the server
+/// itself, scenario for scenario: rho governs tools and carries the rest.
+#[test]
+fn resources_prompts_and_completions_pass_through_unchanged() {
+    let server = everything().to_str().expect("a UTF-8 path");
+    let features = |command: &[&str]| {
+        let output = Command::new(python())
+            .arg(peers_dir().join("proxy_client.py"))
+            .arg("features")
+            .args(command)
+            .output()
+            .expect("the venv's python runs");
+        client_json(&output)
+    };
+    let direct = features(&[node(), server, "stdio"]);
+    let proxied = features(&[PROXY, "proxy", "--", node(), server, "stdio"]);
+    for name in [
+        "capabilities",
+        "resources",
+        "prompts",
+        "completions",
+        "unknown",
+    ] {
+        assert_eq!(
+            scenario(&proxied, name),
+            scenario(&direct, name),
+            "{name}: through the proxy, then from the server itself"
+        );
+    }
+    // The comparison means something: the server has each feature.
+    assert_eq!(
+        direct["capabilities"],
+        json!({"resources": true, "prompts": true, "completions": true})
+    );
+    assert!(
+        !direct["resources"]["uris"]
+            .as_array()
+            .expect("uris")
+            .is_empty()
+    );
+    assert_eq!(direct["unknown"]["refused"], "MCPError", "{direct}");
+}
+
 fn fault_server() -> PathBuf {
     peers_dir().join("node").join("fault-server.mjs")
 }

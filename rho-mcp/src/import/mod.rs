@@ -139,6 +139,7 @@ mod answer;
 mod call;
 mod connection;
 mod error;
+mod features;
 mod handler;
 mod handshake;
 mod health;

@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use super::connection::Limits;
 use super::error::ImportError;
+use super::features::Forwarded;
 use super::handshake::Handshake;
 use super::health::{Backoff, Health};
 use super::http::HttpSpec;
@@ -22,6 +23,7 @@ use super::policy::ImportPolicy;
 use super::runtime::{RuntimeThread, SourceRuntime};
 use super::server::{Endpoint, Server, Settings};
 use super::stdio::CommandSpec;
+use crate::serve::McpFeatures;
 
 impl McpSource {
     /// The largest message a server may write by default: 16 MiB.
@@ -159,6 +161,19 @@ impl McpSource {
             .map_err(ImportError::Server)
     }
 
+    /// The server's resources, resource templates, prompts and
+    /// completions, to serve on beside its tools
+    /// ([`McpServer::with_features`](crate::McpServer::with_features)):
+    /// what a proxy offers its client. Each request goes to the server as
+    /// it came, within the source's timeout, and its answer or error comes
+    /// back as the server gave it; the capabilities are what the server
+    /// declared of them.
+    pub fn features(&self) -> Arc<dyn McpFeatures> {
+        Arc::new(Forwarded {
+            server: Arc::clone(&self.server),
+        })
+    }
+
     /// Closes the source now, as dropping it does.
     pub fn close(&self) {
         // Only this source: the host may have removed it and registered
@@ -186,7 +201,7 @@ impl fmt::Debug for McpSource {
 }
 
 /// Runs `work` on the source's runtime and awaits it from any executor.
-async fn on_runtime<T: Send + 'static>(
+pub(crate) async fn on_runtime<T: Send + 'static>(
     server: &Server,
     work: impl Future<Output = Result<T, String>> + Send + 'static,
 ) -> Result<T, String> {

@@ -26,6 +26,11 @@
 //! - **an audit log** ([`AuditLog`]): a JSON line per call end, without
 //!   the arguments unless asked.
 //!
+//! What rho does not govern passes through: the server's resources,
+//! resource templates, prompts and completions are the proxy's, as the
+//! server declared and answers them
+//! ([`McpSource::features`](crate::import::McpSource::features)).
+//!
 //! What the server writes to stderr is copied to the proxy's stderr as it
 //! comes (where a desktop client logs it), and its end is quoted in the
 //! error text of a call it died under.

@@ -322,6 +322,9 @@ impl ProxyOptions {
         let mut server = McpServer::new(runner, registry)
             .with_name("rho-mcp-proxy", env!("CARGO_PKG_VERSION"))
             .with_elicitation(asks)
+            // What the proxy does not govern passes through: the server's
+            // resources, prompts and completions.
+            .with_features(source.features())
             // Believed hints reach the client too: its own prompts and
             // filters then read the server's tools as the user chose to.
             .believe_untrusted_hints(believe_hints);

@@ -3,10 +3,13 @@ it saw as one JSON object, for the Rust proxy tests to check.
 
     proxy_client.py everything PROXY_COMMAND [ARGS...]
     proxy_client.py fault PROXY_COMMAND [ARGS...]
+    proxy_client.py features COMMAND [ARGS...]
 
 `everything`: the proxy in front of the MCP reference server, with the
 policy of tests/proxy.rs; `fault`: in front of the fault server, which is
-made to die. Each scenario records plain facts; the Rust test decides
+made to die; `features`: the resources, prompts and completions of the
+server COMMAND runs (the proxy, or the server itself, to compare). Each
+scenario records plain facts; the Rust test decides
 what is right. A scenario that raises records its error instead.
 """
 
@@ -126,9 +129,78 @@ async def fault(command):
     return results
 
 
+async def features(command):
+    """What a client sees of the server's features, in a form to compare."""
+    results = {}
+    async with connect(command) as session:
+        declared = session.initialized_with.capabilities
+
+        async def capabilities():
+            return {
+                "resources": declared.resources is not None,
+                "prompts": declared.prompts is not None,
+                "completions": declared.completions is not None,
+            }
+
+        async def resources():
+            listed = await session.list_resources()
+            first = listed.resources[0]
+            read = await session.read_resource(first.uri)
+            templates = await session.list_resource_templates()
+            return {
+                "uris": [str(resource.uri) for resource in listed.resources],
+                "next_cursor": listed.next_cursor is not None,
+                "first": read.model_dump(mode="json", exclude_none=True),
+                "templates": [t.uri_template for t in templates.resource_templates],
+            }
+
+        async def prompts():
+            listed = await session.list_prompts()
+            plain = next(p for p in listed.prompts if not any(a.required for a in p.arguments or []))
+            got = await session.get_prompt(plain.name)
+            return {
+                "names": [prompt.name for prompt in listed.prompts],
+                "plain": got.model_dump(mode="json", exclude_none=True),
+            }
+
+        async def completions():
+            # Each prompt argument's completions for an empty value.
+            completed = {}
+            for prompt in (await session.list_prompts()).prompts:
+                for argument in prompt.arguments or []:
+                    done = await session.complete(
+                        types.PromptReference(type="ref/prompt", name=prompt.name),
+                        {"name": argument.name, "value": ""},
+                    )
+                    completed[f"{prompt.name}/{argument.name}"] = done.completion.values
+            return completed
+
+        async def unknown():
+            try:
+                await session.read_resource("rho-test://no/such/resource")
+                return {"answered": True}
+            except Exception as error:  # noqa: BLE001 - the error is the data
+                data = getattr(error, "error", None)
+                return {
+                    "refused": type(error).__name__,
+                    "code": getattr(data, "code", None),
+                    "message": getattr(data, "message", str(error)),
+                }
+
+        for name, scenario in [
+            ("capabilities", capabilities),
+            ("resources", resources),
+            ("prompts", prompts),
+            ("completions", completions),
+            ("unknown", unknown),
+        ]:
+            await guarded(results, name, scenario)
+    return results
+
+
 async def main(argv):
     kind, command = argv[0], argv[1:]
-    scenario = everything if kind == "everything" else fault
+    scenario = {"everything": everything, "fault": fault, "features": features}[kind]
     print(json.dumps(await scenario(command)))
 
 

@@ -1,0 +1,195 @@
+//! An imported server's resources, prompts and completions, served on:
+//! the [`McpFeatures`] of a proxy, or of any host that serves what it
+//! imports.
+//!
+//! rho governs tools; the rest it only carries. Each request goes to the
+//! server as the client sent it, on the source's connection (started
+//! again if the server died), and the server's answer or error comes back
+//! as the server gave it. The source's timeout bounds each request, so a
+//! server that hangs costs the client an error, not a session.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use rho_tool_core::async_trait;
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::{RequestContext, ServiceError};
+use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
+
+use super::server::{Server, Unavailable};
+use crate::serve::McpFeatures;
+
+/// The features of the server behind a source.
+pub(crate) struct Forwarded {
+    pub(crate) server: Arc<Server>,
+}
+
+impl Forwarded {
+    /// Sends `request` to the server on the source's runtime, within the
+    /// source's timeout: the server's answer, or why there is none.
+    async fn forward<T, F, Fut>(&self, method: &'static str, request: F) -> Result<T, ErrorData>
+    where
+        T: Send + 'static,
+        F: FnOnce(Peer<RoleClient>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, ServiceError>> + Send + 'static,
+    {
+        let server = Arc::clone(&self.server);
+        let timeout = server.settings.timeout;
+        let reached = async move {
+            let name = &server.name;
+            let connection = server.connection().await.map_err(|unavailable| {
+                Refused::Failed(match unavailable {
+                    Unavailable::Closed => format!("the MCP source `{name}` was closed"),
+                    Unavailable::Quarantined(quarantine) => quarantine.to_string(),
+                    Unavailable::StartFailed(why) => format!("MCP server `{name}` {why}"),
+                })
+            })?;
+            match tokio::time::timeout(timeout, request(connection.peer().clone())).await {
+                Ok(Ok(answer)) => Ok(answer),
+                Ok(Err(ServiceError::McpError(error))) => Err(Refused::Server(error)),
+                Ok(Err(error)) => Err(Refused::Failed(format!(
+                    "MCP server `{name}` did not answer it ({error})"
+                ))),
+                Err(_) => Err(Refused::Failed(format!(
+                    "MCP server `{name}` did not answer it within {} ms",
+                    timeout.as_millis()
+                ))),
+            }
+        };
+        // The outer `Err` is the source's runtime failing to run it.
+        let answered =
+            super::source::on_runtime(&self.server, async move { Ok(reached.await) }).await;
+        match answered {
+            Ok(Ok(answer)) => Ok(answer),
+            // The server's own error, as it sent it.
+            Ok(Err(Refused::Server(error))) => Err(error),
+            Ok(Err(Refused::Failed(why))) => Err(ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("`{method}` failed: {why}"),
+                None,
+            )),
+            Err(why) => Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, why, None)),
+        }
+    }
+}
+
+/// Why a forwarded request has no answer.
+enum Refused {
+    /// The server answered with an error.
+    Server(ErrorData),
+    /// The server could not be reached, broke the protocol, or hung: why,
+    /// as a sentence.
+    Failed(String),
+}
+
+#[async_trait]
+impl McpFeatures for Forwarded {
+    /// What the server declared of resources, prompts and completions
+    /// (nothing before it first answered).
+    fn capabilities(&self) -> ServerCapabilities {
+        let mut capabilities = ServerCapabilities::default();
+        if let Some(info) = self.server.server_info() {
+            let declared = &info.capabilities;
+            capabilities.resources.clone_from(&declared.resources);
+            capabilities.prompts.clone_from(&declared.prompts);
+            capabilities.completions.clone_from(&declared.completions);
+        }
+        capabilities
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.forward("resources/list", |peer| async move {
+            peer.list_resources(request).await
+        })
+        .await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.forward("resources/templates/list", |peer| async move {
+            peer.list_resource_templates(request).await
+        })
+        .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.forward("resources/read", |peer| async move {
+            peer.read_resource_once(request).await
+        })
+        .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.forward("resources/subscribe", |peer| async move {
+            // Carried for clients before 2026-07-28, which subscribe so.
+            #[allow(deprecated)]
+            peer.subscribe(request).await
+        })
+        .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.forward("resources/unsubscribe", |peer| async move {
+            #[allow(deprecated)]
+            peer.unsubscribe(request).await
+        })
+        .await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.forward("prompts/list", |peer| async move {
+            peer.list_prompts(request).await
+        })
+        .await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.forward("prompts/get", |peer| async move {
+            peer.get_prompt_once(request).await
+        })
+        .await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.forward("completion/complete", |peer| async move {
+            peer.complete(request).await
+        })
+        .await
+    }
+}
