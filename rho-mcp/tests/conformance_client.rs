@@ -21,9 +21,11 @@ mod judge;
 use std::time::Duration;
 
 use rho_exec_tokio::TokioExecutor;
-use rho_mcp::import::{Authorize, Handshake, McpSource, OAuth};
+use rho_mcp::import::{Answerer, Authorize, Handshake, McpSource, OAuth};
+use rho_mcp::rmcp::model::{ClientCapabilities, ElicitResult, ElicitationAction, InputRequest};
+use rho_mcp::{Answer, Answers, Questions};
 use rho_registry::ToolRegistry;
-use rho_tool_core::{Runner, async_trait};
+use rho_tool_core::{Runner, ToolContext, async_trait};
 use serde_json::{Value, json};
 
 /// The one test this binary holds, named as libtest would list it.
@@ -105,6 +107,7 @@ fn act(scenario: &str) -> i32 {
         let source = match McpSource::http("server", url)
             .handshake(handshake)
             .oauth(oauth())
+            .answerer(Approving)
             .timeout(Duration::from_secs(10))
             .connect(&registry)
             .await
@@ -234,6 +237,50 @@ impl Authorize for Headless {
                     page.status()
                 )
             })
+    }
+}
+
+/// A host whose user accepts every form the server shows: each field
+/// filled with its default, or a plain value of its type (`true` for a
+/// yes-or-no). A real host shows the form; the suite checks what rho
+/// carries: the questions out, the answers and the server's state back.
+struct Approving;
+
+#[async_trait]
+impl Answerer for Approving {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities::builder().enable_elicitation().build()
+    }
+
+    async fn answer(
+        &self,
+        questions: Questions,
+        _call: Option<ToolContext>,
+    ) -> Result<Answers, String> {
+        let mut answers = Answers::default();
+        for (key, request) in questions.requests() {
+            let InputRequest::Elicitation(elicit) = request else {
+                return Err(format!("`{key}` is not a question for the user"));
+            };
+            let asked = serde_json::to_value(&elicit.params).map_err(|e| e.to_string())?;
+            let mut form = serde_json::Map::new();
+            let fields = asked["requestedSchema"]["properties"].as_object();
+            for (name, field) in fields.into_iter().flatten() {
+                let value =
+                    field
+                        .get("default")
+                        .cloned()
+                        .unwrap_or_else(|| match field["type"].as_str() {
+                            Some("boolean") => json!(true),
+                            Some("integer" | "number") => json!(0),
+                            _ => json!(""),
+                        });
+                form.insert(name.clone(), value);
+            }
+            let accepted = ElicitResult::new(ElicitationAction::Accept).with_content(form.into());
+            answers.insert(key, Answer::Elicit(accepted));
+        }
+        Ok(answers)
     }
 }
 

@@ -328,6 +328,70 @@ fn resources_prompts_and_completions_pass_through_unchanged() {
     assert_eq!(direct["unknown"]["refused"], "MCPError", "{direct}");
 }
 
+/// A call's texts, each read as its words before any JSON in it and that
+/// JSON as a value: an object's keys may come in another order once it
+/// crossed rho (serde's maps are sorted), and JSON does not order them.
+fn read_texts(summary: &Value) -> Vec<(String, Value)> {
+    summary["texts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|text| match text.find('{') {
+            Some(at) => (
+                text[..at].to_owned(),
+                serde_json::from_str(&text[at..]).unwrap_or_else(|_| json!(text[at..])),
+            ),
+            None => (text.to_owned(), Value::Null),
+        })
+        .collect()
+}
+
+/// What the reference server asks its client during a call (the user,
+/// through elicitation; the model, through sampling) reaches the Python
+/// SDK client through the proxy as it does without it, and the server
+/// makes the same of the answers: the proxy declares what it relays, puts
+/// each question to its client in the call it came in, and hands back the
+/// answer.
+#[test]
+fn a_servers_questions_reach_the_client_through_the_proxy() {
+    let server = everything().to_str().expect("a UTF-8 path");
+    let relay = |command: &[&str]| {
+        let output = Command::new(python())
+            .arg(peers_dir().join("proxy_client.py"))
+            .arg("relay")
+            .args(command)
+            .output()
+            .expect("the venv's python runs");
+        client_json(&output)
+    };
+    let direct = relay(&[node(), server, "stdio"]);
+    let proxied = relay(&[PROXY, "proxy", "--", node(), server, "stdio"]);
+    assert_eq!(
+        proxied["asked"], direct["asked"],
+        "the questions the client was asked"
+    );
+    for call in ["elicited", "sampled"] {
+        let (through, without) = (scenario(&proxied, call), scenario(&direct, call));
+        assert_eq!(through["is_error"], false, "{call}: {through}");
+        assert_eq!(
+            read_texts(through),
+            read_texts(without),
+            "{call}: what the server made of the answer"
+        );
+    }
+    // The comparison means something: the server asked, and heard.
+    assert_eq!(
+        direct["asked"].as_array().map(Vec::len),
+        Some(2),
+        "{direct}"
+    );
+    assert!(
+        text(scenario(&direct, "elicited")).contains("Ada"),
+        "{direct}"
+    );
+}
+
 fn fault_server() -> PathBuf {
     peers_dir().join("node").join("fault-server.mjs")
 }

@@ -20,8 +20,8 @@ use std::task::Poll;
 use rho_tool_core::{ToolContext, ToolOutput};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
-    CancelledNotificationParam, ClientNotification, ClientRequest, JsonObject, ProgressToken,
-    RequestId, ServerResult,
+    CancelledNotificationParam, ClientNotification, ClientRequest, InputRequiredResult, JsonObject,
+    ProgressToken, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -83,6 +83,7 @@ pub(crate) async fn call(
         remote: remote.to_owned(),
         shown: shown.to_owned(),
         arguments,
+        context: context.clone(),
     };
     // Boxed: a call's future is large (about 8 KiB, most of it rmcp's),
     // and tokio moves a task's future whole into its cell and its state
@@ -141,12 +142,29 @@ fn closed(server: &Server) -> ToolOutput {
     ))
 }
 
+/// At most how many rounds of questions a call answers (MCP 2026-07-28's
+/// input-required results) before it gives up on a server that keeps
+/// asking.
+const QUESTION_ROUNDS: usize = 8;
+
 /// A call as the runtime runs it.
 struct Request {
     server: Arc<Server>,
     remote: String,
     shown: String,
     arguments: Option<JsonObject>,
+    /// The call's context, for the host's answers to the server's
+    /// questions.
+    context: ToolContext,
+}
+
+/// How one `tools/call` request ended.
+enum Round {
+    /// With the tool's output.
+    Ended(ToolOutput),
+    /// With questions for the client (an input-required result): the
+    /// call goes on once they are answered.
+    Asked(Box<InputRequiredResult>),
 }
 
 impl Request {
@@ -155,26 +173,65 @@ impl Request {
             Ok(connection) => connection,
             Err(why) => return self.unavailable(why),
         };
-        self.run_through_rmcp(&connection, progress).await
+        let _registered = connection.in_flight().register(self.context.clone());
+        let mut params = CallToolRequestParams::new(self.remote.clone());
+        params.arguments = self.arguments.clone();
+        for _ in 0..QUESTION_ROUNDS {
+            let asked = match self
+                .run_through_rmcp(&connection, params.clone(), progress.clone())
+                .await
+            {
+                Round::Ended(output) => return output,
+                Round::Asked(asked) => asked,
+            };
+            // The same call again, with the host's answers and the
+            // server's state as it sent it (a new request, with an id of
+            // its own).
+            let questions = asked.input_requests.unwrap_or_default().into();
+            match self
+                .server
+                .settings
+                .limits
+                .answering
+                .answer(questions, Some(self.context.clone()))
+                .await
+            {
+                Ok(answers) => params.input_responses = Some(answers.to_responses()),
+                Err(why) => {
+                    return ToolOutput::error(format!(
+                        "tool `{}` of MCP server `{}` asked its client a question (an \
+                         input-required result) that was not answered: {why}",
+                        self.shown, self.server.name
+                    ));
+                }
+            }
+            params.request_state = asked.request_state;
+        }
+        ToolOutput::error(format!(
+            "tool `{}` of MCP server `{}` asked its client {QUESTION_ROUNDS} rounds of questions \
+             without an answer of its own; rho gave up on it",
+            self.shown, self.server.name
+        ))
     }
 
     /// The call sent through rmcp's service (an HTTP server's).
     async fn run_through_rmcp(
         &self,
         connection: &Connection,
+        params: CallToolRequestParams,
         progress: mpsc::Sender<Value>,
-    ) -> ToolOutput {
+    ) -> Round {
         let mut died = connection.death_watch();
-        let mut params = CallToolRequestParams::new(self.remote.clone());
-        params.arguments = self.arguments.clone();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let sent = tokio::select! {
             sent = connection.peer().send_request_with_option(request, PeerRequestOptions::no_options()) => sent,
-            death = wait_for_death(&mut died) => return self.crashed(&death),
+            death = wait_for_death(&mut died) => return Round::Ended(self.crashed(&death)),
         };
         let mut handle = match sent {
             Ok(handle) => handle,
-            Err(error) => return self.lost(connection, self.service_error(&error)).await,
+            Err(error) => {
+                return Round::Ended(self.lost(connection, self.service_error(&error)).await);
+            }
         };
         let _route = Route::new(connection.routes(), handle.progress_token.clone(), progress);
         let mut cancel = CancelOnDrop {
@@ -186,7 +243,7 @@ impl Request {
             response = &mut handle.rx => response,
             death = wait_for_death(&mut died) => {
                 cancel.disarm();
-                return self.crashed(&death);
+                return Round::Ended(self.crashed(&death));
             }
         };
         cancel.disarm();
@@ -199,8 +256,17 @@ impl Request {
             }
             tokio::task::yield_now().await;
         }
-        self.answered(connection, response.map_err(|_| AnswerLost))
-            .await
+        match response {
+            Ok(Ok(ServerResult::InputRequiredResult(asked)))
+                if self.server.settings.limits.answering.is_set() =>
+            {
+                Round::Asked(Box::new(asked))
+            }
+            response => Round::Ended(
+                self.answered(connection, response.map_err(|_| AnswerLost))
+                    .await,
+            ),
+        }
     }
 
     /// The tool's output for the server's answer.
@@ -219,9 +285,10 @@ impl Request {
                 self.server.health.answered();
                 to_output(&self.server.name, &self.shown, CallToolResult::default())
             }
-            // MCP 2026-07-28: the server wants its client to answer first.
-            // rho offers an imported server no capabilities to ask with,
-            // so it asked what it may not; the call cannot go on.
+            // MCP 2026-07-28: the server wants its client to answer first,
+            // and the host set no answerer: rho offered the server nothing
+            // to ask with, so it asked what it may not; the call cannot go
+            // on.
             Ok(Ok(ServerResult::InputRequiredResult(_))) => ToolOutput::error(format!(
                 "tool `{}` of MCP server `{}` asked its client a question (an input-required \
                  result), and rho's import answers none: the server was offered no elicitation, \

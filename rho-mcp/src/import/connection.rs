@@ -17,6 +17,7 @@ use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 use tokio::sync::{Notify, watch};
 
+use super::answering::{Answering, InFlight};
 use super::handler::Handler;
 use super::handshake::Handshake;
 use super::http::HttpPeer;
@@ -80,7 +81,7 @@ pub(crate) fn publish(died: &DeathSender, death: Death) {
 }
 
 /// What a connection's owner sets for it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Limits {
     pub(crate) max_message: usize,
     pub(crate) startup_timeout: Duration,
@@ -88,6 +89,8 @@ pub(crate) struct Limits {
     pub(crate) forward_stderr: bool,
     /// How the conversation opens.
     pub(crate) handshake: Handshake,
+    /// Who answers the server's questions to its client.
+    pub(crate) answering: Answering,
 }
 
 /// What is on the other end of a connection.
@@ -103,6 +106,7 @@ pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
     routes: ProgressRoutes,
     tally: Arc<HandlerTally>,
+    in_flight: Arc<InFlight>,
     remote: Remote,
     died: DeathReceiver,
 }
@@ -126,7 +130,8 @@ impl Connection {
     where
         T: Transport<RoleClient> + 'static,
     {
-        let handler = Handler::new(tools_changed);
+        let handler = Handler::new(tools_changed, limits.answering.clone());
+        let in_flight = Arc::clone(&handler.in_flight);
         let routes = Arc::clone(&handler.routes);
         let tally = Arc::clone(&handler.tally);
         let transport = Routed::new(transport, Arc::clone(&routes), Arc::clone(&tally));
@@ -176,6 +181,7 @@ impl Connection {
             service,
             routes,
             tally,
+            in_flight,
             remote,
             died,
         })
@@ -191,6 +197,12 @@ impl Connection {
     /// The rmcp peer to send requests on.
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
+    }
+
+    /// Where calls register while they run, for the questions the server
+    /// sends by itself.
+    pub(crate) fn in_flight(&self) -> &Arc<InFlight> {
+        &self.in_flight
     }
 
     /// Where calls register for their progress.

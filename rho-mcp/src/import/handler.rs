@@ -1,19 +1,28 @@
 //! rmcp's client handler for one connection: routes the progress the
-//! transport could not (see `progress`) and tells the source when the
-//! server's tool list changed. Everything else (sampling, roots,
-//! elicitation) is declined by rmcp's defaults: rho offers the server no
-//! capabilities.
+//! transport could not (see `progress`), tells the source when the
+//! server's tool list changed, and puts the server's own requests to its
+//! client (elicitation, sampling, roots) to the host's answerer (see
+//! `answering`); without one, rho offers the server no capabilities, and
+//! what it asks anyway is declined as rmcp declines it.
+
+// rmcp marks sampling and roots deprecated by SEP-2577; they are what a
+// server asks its client with until MCP has their successors.
+#![allow(deprecated)]
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProtocolVersion,
+    ClientConfig, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
+    InputRequest, ListRootsResult, ProgressNotificationParam, ProtocolVersion,
 };
-use rmcp::service::NotificationContext;
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::sync::Notify;
 
+use super::answering::{Answering, InFlight};
 use super::progress::{HandlerTally, ProgressRoutes, route};
+use crate::serve::{Answer, Questions};
 
 /// The handler of one connection.
 #[derive(Clone)]
@@ -23,16 +32,52 @@ pub(crate) struct Handler {
     pub(crate) tools_changed: Arc<Notify>,
     /// Counts each progress notification handled.
     pub(crate) tally: Arc<HandlerTally>,
+    /// The host's answers to the server's questions.
+    pub(crate) answering: Answering,
+    /// The calls in flight, which a question may belong to.
+    pub(crate) in_flight: Arc<InFlight>,
 }
 
 impl Handler {
-    pub(crate) fn new(tools_changed: Arc<Notify>) -> Self {
+    pub(crate) fn new(tools_changed: Arc<Notify>, answering: Answering) -> Self {
         Self {
             routes: Arc::default(),
             tools_changed,
             tally: Arc::default(),
+            answering,
+            in_flight: Arc::default(),
         }
     }
+
+    /// Puts the server's one question to the host: its answer, or the
+    /// error the server's request gets.
+    async fn ask(&self, request: InputRequest) -> Result<Answer, ErrorData> {
+        let questions = Questions::new().with(QUESTION, request);
+        let mut answers = self
+            .answering
+            .answer(questions, self.in_flight.only())
+            .await
+            .map_err(|why| ErrorData::new(ErrorCode::INTERNAL_ERROR, why, None))?;
+        answers.take(QUESTION).ok_or_else(|| {
+            ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                "the host gave no answer to the question",
+                None,
+            )
+        })
+    }
+}
+
+/// The key of a question a server sends as a request of its own.
+const QUESTION: &str = "question";
+
+/// The error for an answer that is not what the question called for.
+fn mismatched() -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INTERNAL_ERROR,
+        "the host answered with another kind of answer than the question called for",
+        None,
+    )
 }
 
 impl ClientHandler for Handler {
@@ -57,9 +102,58 @@ impl ClientHandler for Handler {
         self.tools_changed.notify_one();
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if !self.answering.is_set() {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        match self
+            .ask(InputRequest::Elicitation(ElicitRequest::new(request)))
+            .await?
+        {
+            Answer::Elicit(answer) => Ok(answer),
+            _ => Err(mismatched()),
+        }
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match self
+            .ask(InputRequest::CreateMessage(CreateMessageRequest::new(
+                params,
+            )))
+            .await?
+        {
+            Answer::Message(answer) => Ok(answer),
+            _ => Err(mismatched()),
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        if !self.answering.is_set() {
+            return Ok(ListRootsResult::default());
+        }
+        match self
+            .ask(InputRequest::ListRoots(Default::default()))
+            .await?
+        {
+            Answer::Roots(answer) => Ok(answer),
+            _ => Err(mismatched()),
+        }
+    }
+
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::default(),
+            self.answering.capabilities(),
             Implementation::new("rho", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)

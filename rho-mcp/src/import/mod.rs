@@ -60,9 +60,15 @@
 //!   and every request carries its revision and capabilities (over HTTP
 //!   also as headers, a tool's `x-mcp-header` arguments included, so a
 //!   load balancer can route on them); [`Handshake::Either`] asks first
-//!   and falls back. A server's questions to its client (elicitation,
-//!   sampling, roots, input-required results) are declined: an imported
-//!   server is offered none of them.
+//!   and falls back.
+//! - **Its questions, answered by the host.** What the server asks its
+//!   client while a call runs (the user through elicitation, the model
+//!   through sampling, the roots), as a request of its own or, on
+//!   2026-07-28, as an input-required result (the call is then sent again
+//!   with the answers and the server's state), goes to the host's
+//!   [`Answerer`], with the call's clock held; [`AskTheClient`] passes it
+//!   on to the client of the served call (a proxy). Without an answerer
+//!   the server is offered none of them.
 //! - **Garbage is a clear error, in bounded memory.** A line on stdout
 //!   that is not an MCP message, a line longer than the cap
 //!   ([`McpSource::DEFAULT_MAX_MESSAGE`] unless set), or an answer to a request that
@@ -136,6 +142,7 @@
 //! `policy` the source's policy, `runtime` where its tasks run.
 
 mod answer;
+mod answering;
 mod call;
 mod connection;
 mod error;
@@ -155,6 +162,7 @@ mod stdio;
 mod tool;
 mod transport;
 
+pub use answering::{Answerer, AskTheClient};
 pub use error::ImportError;
 pub use handshake::Handshake;
 pub use health::Backoff;

@@ -204,7 +204,7 @@ impl Server {
 
     /// Starts a connection and the task that counts its death.
     async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
-        let limits = self.settings.limits;
+        let limits = self.settings.limits.clone();
         let tools_changed = Arc::clone(&self.tools_changed);
         let connection = match &self.endpoint {
             Endpoint::Stdio(spec) => stdio::start(spec, limits, tools_changed).await?,

@@ -13,6 +13,7 @@ use rho_registry::{
 };
 use tokio::sync::oneshot;
 
+use super::answering::{Answerer, Answering};
 use super::connection::Limits;
 use super::error::ImportError;
 use super::features::Forwarded;
@@ -266,6 +267,7 @@ pub struct McpSourceBuilder<K = Stdio> {
     accounting: Option<Arc<Accounting>>,
     forward_stderr: bool,
     handshake: Handshake,
+    answering: Answering,
     host_runtime: Option<tokio::runtime::Handle>,
     max_concurrent_calls: Option<usize>,
 }
@@ -284,6 +286,7 @@ impl<K> McpSourceBuilder<K> {
             accounting: None,
             forward_stderr: false,
             handshake: Handshake::default(),
+            answering: Answering::default(),
             host_runtime: None,
             max_concurrent_calls: None,
         }
@@ -394,6 +397,16 @@ impl<K> McpSourceBuilder<K> {
         self
     }
 
+    /// Who answers what the server asks its client while its tools run
+    /// (the user through elicitation, the model through sampling, the
+    /// roots): see [`Answerer`]. [`AskTheClient`](super::AskTheClient)
+    /// passes each question on to the client of the served call it came
+    /// in. Without one, the server is offered none of them.
+    pub fn answerer(mut self, answerer: impl Answerer) -> Self {
+        self.answering = Answering::new(Arc::new(answerer));
+        self
+    }
+
     /// Connects to the builder's endpoint, lists its tools and registers
     /// them.
     async fn connect_to(self, registry: &ToolRegistry) -> Result<McpSource, ImportError>
@@ -427,6 +440,7 @@ impl<K> McpSourceBuilder<K> {
                 startup_timeout: self.startup_timeout,
                 forward_stderr: self.forward_stderr,
                 handshake: self.handshake,
+                answering: self.answering,
             },
         };
         let server = Arc::new(Server::new(

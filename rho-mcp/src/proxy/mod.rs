@@ -29,7 +29,10 @@
 //! What rho does not govern passes through: the server's resources,
 //! resource templates, prompts and completions are the proxy's, as the
 //! server declared and answers them
-//! ([`McpSource::features`](crate::import::McpSource::features)).
+//! ([`McpSource::features`](crate::import::McpSource::features)); and
+//! what the server asks its client while a call runs (elicitation,
+//! sampling, roots) is put to the proxy's client, in that call
+//! ([`AskTheClient`](crate::import::AskTheClient)).
 //!
 //! What the server writes to stderr is copied to the proxy's stderr as it
 //! comes (where a desktop client logs it), and its end is quoted in the

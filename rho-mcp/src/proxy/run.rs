@@ -24,7 +24,7 @@ use super::gate::PolicyGate;
 use super::policy::PolicyError;
 use crate::McpServer;
 use crate::error::ServeError;
-use crate::import::{HttpSpec, ImportError, McpSource, McpSourceBuilder};
+use crate::import::{AskTheClient, HttpSpec, ImportError, McpSource, McpSourceBuilder};
 
 /// How long a server's deaths are remembered for its quarantine.
 const DEATH_WINDOW: Duration = Duration::from_secs(300);
@@ -358,7 +358,8 @@ struct Limits {
 
 /// `builder` with what the proxy sets on the imported source, whichever
 /// its kind: the calls' timeout and concurrency bound, the quarantine rule
-/// and its accounting, and the proxy's own runtime.
+/// and its accounting, the proxy's own runtime, and the server's questions
+/// passed on to the proxy's client.
 fn guarded<K>(
     builder: McpSourceBuilder<K>,
     limits: &Limits,
@@ -376,6 +377,9 @@ fn guarded<K>(
         // takes two fewer turns between threads than on a thread of its
         // own.
         .on_tokio_runtime(tokio::runtime::Handle::current())
+        // What the server asks its client (its user, its model, its
+        // roots) goes to the proxy's client, with the call it came in.
+        .answerer(AskTheClient)
 }
 
 /// A running proxy: the imported server and the MCP server in front of

@@ -85,7 +85,7 @@ impl Questions {
 
     /// A question under `key`; a second one under the same key replaces
     /// the first.
-    fn with(mut self, key: impl Into<String>, request: InputRequest) -> Self {
+    pub(crate) fn with(mut self, key: impl Into<String>, request: InputRequest) -> Self {
         let key = key.into();
         self.asked.retain(|(asked, _)| *asked != key);
         self.asked.push((key, request));
@@ -102,6 +102,26 @@ impl Questions {
             .iter()
             .map(|(key, request)| (key.as_str(), request))
     }
+
+    /// How many questions there are.
+    pub fn len(&self) -> usize {
+        self.asked.len()
+    }
+
+    /// Each question by its key, as MCP carries it: what an imported
+    /// server asked, for a host's [`Answerer`](crate::import::Answerer).
+    pub fn requests(&self) -> impl Iterator<Item = (&str, &InputRequest)> {
+        self.iter()
+    }
+}
+
+impl From<InputRequests> for Questions {
+    /// The questions of an input-required result, by their keys.
+    fn from(requests: InputRequests) -> Self {
+        Self {
+            asked: requests.into_iter().collect(),
+        }
+    }
 }
 
 /// The client's answer to one question.
@@ -117,6 +137,15 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// The answer as JSON, as MCP carries it.
+    fn to_value(&self) -> Option<Value> {
+        match self {
+            Self::Elicit(answer) => serde_json::to_value(answer).ok(),
+            Self::Message(answer) => serde_json::to_value(answer).ok(),
+            Self::Roots(answer) => serde_json::to_value(answer).ok(),
+        }
+    }
+
     /// Reads `value` as the answer `request` calls for; `None` when it is
     /// not one (a number where a result belongs, say).
     fn read(request: &InputRequest, value: Value) -> Option<Self> {
@@ -166,8 +195,19 @@ impl Answers {
         }
     }
 
-    pub(crate) fn insert(&mut self, key: String, answer: Answer) {
-        self.by_key.insert(key, answer);
+    /// Answers `key` with `answer` (a second answer replaces the first):
+    /// how a host's [`Answerer`](crate::import::Answerer) builds its
+    /// answers.
+    pub fn insert(&mut self, key: impl Into<String>, answer: Answer) {
+        self.by_key.insert(key.into(), answer);
+    }
+
+    /// The answers as a retry carries them (`inputResponses`, 2026-07-28).
+    pub(crate) fn to_responses(&self) -> InputResponses {
+        self.by_key
+            .iter()
+            .filter_map(|(key, answer)| Some((key.clone(), answer.to_value()?)))
+            .collect()
     }
 
     /// The answer under `key`, taken out.

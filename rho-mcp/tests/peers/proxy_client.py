@@ -4,11 +4,14 @@ it saw as one JSON object, for the Rust proxy tests to check.
     proxy_client.py everything PROXY_COMMAND [ARGS...]
     proxy_client.py fault PROXY_COMMAND [ARGS...]
     proxy_client.py features COMMAND [ARGS...]
+    proxy_client.py relay COMMAND [ARGS...]
 
 `everything`: the proxy in front of the MCP reference server, with the
 policy of tests/proxy.rs; `fault`: in front of the fault server, which is
 made to die; `features`: the resources, prompts and completions of the
-server COMMAND runs (the proxy, or the server itself, to compare). Each
+server COMMAND runs (the proxy, or the server itself, to compare);
+`relay`: the server's questions to its client during a call (elicitation,
+sampling), answered here, and what the server made of the answers. Each
 scenario records plain facts; the Rust test decides
 what is right. A scenario that raises records its error instead.
 """
@@ -35,10 +38,12 @@ def summary(result, started):
 
 
 @asynccontextmanager
-async def connect(command, elicitation=None):
+async def connect(command, elicitation=None, sampling=None):
     params = StdioServerParameters(command=command[0], args=command[1:])
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+        async with ClientSession(
+            read, write, elicitation_callback=elicitation, sampling_callback=sampling
+        ) as session:
             session.initialized_with = await session.initialize()
             yield session
 
@@ -198,9 +203,48 @@ async def features(command):
     return results
 
 
+async def relay(command):
+    """The server asks this client's user and model during calls."""
+    results = {}
+    asked = []
+
+    async def ask_the_user(context, params):
+        asked.append({"elicitation": params.message})
+        return types.ElicitResult(
+            action="accept",
+            content={"name": "Ada", "check": True, "integer": 7},
+        )
+
+    async def ask_the_model(context, params):
+        asked.append({"sampling": [m.content.text for m in params.messages]})
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="a sampled answer"),
+            model="rho-test-model",
+            stop_reason="endTurn",
+        )
+
+    async with connect(command, elicitation=ask_the_user, sampling=ask_the_model) as session:
+
+        async def elicited():
+            return await call(session, "trigger-elicitation-request")
+
+        async def sampled():
+            return await call(
+                session, "trigger-sampling-request", {"prompt": "say hi", "maxTokens": 20}
+            )
+
+        await guarded(results, "elicited", elicited)
+        await guarded(results, "sampled", sampled)
+    results["asked"] = asked
+    return results
+
+
 async def main(argv):
     kind, command = argv[0], argv[1:]
-    scenario = {"everything": everything, "fault": fault, "features": features}[kind]
+    scenario = {"everything": everything, "fault": fault, "features": features, "relay": relay}[
+        kind
+    ]
     print(json.dumps(await scenario(command)))
 
 

@@ -1,0 +1,212 @@
+//! What an imported server asks its client, answered by the host: the
+//! user (elicitation), the model (sampling), the roots.
+//!
+//! A server asks in one of two ways. Before MCP 2026-07-28 it sends the
+//! client a request of its own while a call runs (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list`); on 2026-07-28 it answers the
+//! call with an input-required result, and the client calls again with
+//! the answers and the server's request state. Either way the host's
+//! [`Answerer`] gets the same [`Questions`] and gives [`Answers`], and
+//! the call's clock is held while it does: the wait is the person's, not
+//! the tool's.
+
+// rmcp marks sampling and roots deprecated by SEP-2577; they are what a
+// server asks its client with until MCP has their successors.
+#![allow(deprecated)]
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rho_tool_core::{ToolContext, async_trait};
+use rmcp::model::ClientCapabilities;
+
+use crate::serve::{Answers, McpClient, Questions};
+
+/// A host's answers to what its imported servers ask their client, set by
+/// [`McpSourceBuilder::answerer`](super::McpSourceBuilder::answerer).
+///
+/// Without one, rho offers a server nothing to ask with: it declares no
+/// elicitation, sampling or roots, declines an elicitation, and a call
+/// that asks anyway ends with an error saying so.
+///
+/// ```
+/// use rho_mcp::import::Answerer;
+/// use rho_mcp::rmcp::model::{ClientCapabilities, ElicitResult, ElicitationAction, InputRequest};
+/// use rho_mcp::{Answer, Answers, Questions};
+/// use rho_tool_core::{ToolContext, async_trait};
+///
+/// /// Declines every question put to the user (a host with no one to ask).
+/// struct NobodyHome;
+///
+/// #[async_trait]
+/// impl Answerer for NobodyHome {
+///     fn capabilities(&self) -> ClientCapabilities {
+///         ClientCapabilities::builder().enable_elicitation().build()
+///     }
+///
+///     async fn answer(
+///         &self,
+///         questions: Questions,
+///         _call: Option<ToolContext>,
+///     ) -> Result<Answers, String> {
+///         let mut answers = Answers::default();
+///         for (key, request) in questions.requests() {
+///             if let InputRequest::Elicitation(_) = request {
+///                 let declined = ElicitResult::new(ElicitationAction::Decline);
+///                 answers.insert(key, Answer::Elicit(declined));
+///             }
+///         }
+///         Ok(answers)
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Answerer: Send + Sync + 'static {
+    /// What the host answers: declared to each server as the client's
+    /// capabilities (elicitation, sampling, roots), so that the server asks
+    /// only that.
+    fn capabilities(&self) -> ClientCapabilities;
+
+    /// Answers `questions`, each under its key. `call` is the call of an
+    /// imported tool the server asked in, when rho knows it (always on
+    /// 2026-07-28; before, when that call was the only one in flight on
+    /// the server).
+    ///
+    /// # Errors
+    ///
+    /// Why there is no answer, as a sentence: the server's request gets an
+    /// error with it, or the call ends with it.
+    async fn answer(
+        &self,
+        questions: Questions,
+        call: Option<ToolContext>,
+    ) -> Result<Answers, String>;
+}
+
+/// An [`Answerer`] that puts each question to the client of the served
+/// call the server asked in ([`McpClient::ask`]): a proxy, or any host
+/// that serves what it imports, passes its servers' questions on to the
+/// person and the model at its own client.
+///
+/// It declares elicitation, sampling and roots; a question its client
+/// cannot answer (it declared no such capability, or there is no served
+/// call to reach it through) gets an error saying so.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AskTheClient;
+
+#[async_trait]
+impl Answerer for AskTheClient {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities::builder()
+            .enable_elicitation()
+            .enable_sampling()
+            .enable_roots()
+            .build()
+    }
+
+    async fn answer(
+        &self,
+        questions: Questions,
+        call: Option<ToolContext>,
+    ) -> Result<Answers, String> {
+        let client = call
+            .as_ref()
+            .and_then(McpClient::of)
+            .ok_or_else(|| "there is no client to ask: no call rho serves asked".to_owned())?;
+        client
+            .ask(questions)
+            .await
+            .map_err(|error| error.to_string())
+    }
+}
+
+/// A source's answerer, if it has one.
+#[derive(Clone, Default)]
+pub(crate) struct Answering(Option<Arc<dyn Answerer>>);
+
+impl fmt::Debug for Answering {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Answering(host)"
+        } else {
+            "Answering(none)"
+        })
+    }
+}
+
+impl Answering {
+    pub(crate) fn new(answerer: Arc<dyn Answerer>) -> Self {
+        Self(Some(answerer))
+    }
+
+    /// What the source declares to its server.
+    pub(crate) fn capabilities(&self) -> ClientCapabilities {
+        self.0
+            .as_ref()
+            .map(|answerer| answerer.capabilities())
+            .unwrap_or_default()
+    }
+
+    /// The host's answers, or why there are none; with `call`'s clock held
+    /// meanwhile.
+    pub(crate) async fn answer(
+        &self,
+        questions: Questions,
+        call: Option<ToolContext>,
+    ) -> Result<Answers, String> {
+        let Some(answerer) = &self.0 else {
+            return Err("rho's import answers none: the host set no answerer".to_owned());
+        };
+        let _held = call.as_ref().map(ToolContext::pause_clock);
+        answerer.answer(questions, call).await
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+/// The calls in flight on one connection, so that a question the server
+/// sends by itself (before 2026-07-28) can be put to the host with the
+/// call it belongs to, when that is the only one.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    calls: Mutex<Vec<(u64, ToolContext)>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl InFlight {
+    /// Registers `call` until the returned guard drops.
+    pub(crate) fn register(self: &Arc<Self>, call: ToolContext) -> Registered {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock().push((id, call));
+        Registered {
+            calls: Arc::clone(self),
+            id,
+        }
+    }
+
+    /// The call in flight, when there is exactly one.
+    pub(crate) fn only(&self) -> Option<ToolContext> {
+        match self.lock().as_slice() {
+            [(_, call)] => Some(call.clone()),
+            _ => None,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, ToolContext)>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A call's place in [`InFlight`], given up on drop.
+pub(crate) struct Registered {
+    calls: Arc<InFlight>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.calls.lock().retain(|(id, _)| *id != self.id);
+    }
+}
