@@ -392,6 +392,95 @@ fn a_servers_questions_reach_the_client_through_the_proxy() {
     );
 }
 
+/// `rho-mcp proxy --http` serves its clients over streamable HTTP: the
+/// Python SDK, connecting to the URL it prints, gets the reference
+/// server's resources, prompts and completions and is asked its questions
+/// as it is by the server itself over stdio; SIGTERM ends the proxy well,
+/// its server with it.
+#[test]
+fn over_http_the_proxy_passes_the_same_through() {
+    let server = everything().to_str().expect("a UTF-8 path");
+    let mut proxy = Command::new(PROXY)
+        .args(["proxy", "--http", "--", node(), server, "stdio"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the proxy starts");
+    let mut url = String::new();
+    BufReader::new(proxy.stdout.take().expect("piped"))
+        .read_line(&mut url)
+        .expect("it prints its URL");
+    let url = url.trim().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let run = |kind: &str, target: &[&str]| {
+        let output = Command::new(python())
+            .arg(peers_dir().join("proxy_client.py"))
+            .arg(kind)
+            .args(target)
+            .output()
+            .expect("the venv's python runs");
+        client_json(&output)
+    };
+    let (direct, proxied) = (
+        run("features", &[node(), server, "stdio"]),
+        run("features", &["http", &url]),
+    );
+    for name in [
+        "capabilities",
+        "resources",
+        "prompts",
+        "completions",
+        "unknown",
+    ] {
+        assert_eq!(scenario(&proxied, name), scenario(&direct, name), "{name}");
+    }
+    let (direct, proxied) = (
+        run("relay", &[node(), server, "stdio"]),
+        run("relay", &["http", &url]),
+    );
+    assert_eq!(proxied["asked"], direct["asked"], "the questions asked");
+    for call in ["elicited", "sampled"] {
+        assert_eq!(
+            read_texts(scenario(&proxied, call)),
+            read_texts(scenario(&direct, call)),
+            "{call}"
+        );
+    }
+    // The proxy's own server: the reference server's process whose
+    // parent is the proxy (other tests run theirs meanwhile).
+    let servers: Vec<u32> = processes_with(server)
+        .into_iter()
+        .filter(|&pid| parent_of(pid) == Some(proxy.id()))
+        .collect();
+    assert_eq!(servers.len(), 1, "the proxy runs its server: {servers:?}");
+    let killed = Command::new("kill")
+        .args(["-TERM", &proxy.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let status = proxy.wait().expect("the proxy ends");
+    assert!(status.success(), "{status}");
+    for pid in servers {
+        assert!(
+            eventually(Duration::from_secs(3), || !import_support::alive(pid)),
+            "the server ({pid}) outlived the proxy"
+        );
+    }
+}
+
+/// The parent of process `pid`, from `/proc`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (name) state ppid ...`: the name may hold spaces and parentheses.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 fn fault_server() -> PathBuf {
     peers_dir().join("node").join("fault-server.mjs")
 }

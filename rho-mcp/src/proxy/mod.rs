@@ -1,6 +1,7 @@
-//! The proxy: a stdio MCP server in front of any MCP server (a command
-//! run over stdio, or a streamable HTTP endpoint), for the users of
-//! desktop agents, with rho's guarantees on every call.
+//! The proxy: an MCP server in front of any MCP server (a command run over
+//! stdio, or a streamable HTTP endpoint), for the users of desktop agents
+//! (over stdio) and for shared agents (over streamable HTTP, `--http`,
+//! [`Proxy::serve_http`]), with rho's guarantees on every call.
 //!
 //! `rho-mcp proxy [options] -- <server command>` or `rho-mcp proxy
 //! [options] --url <endpoint>` (or [`ProxyOptions`] in a program of your
@@ -186,4 +187,4 @@ mod time;
 pub use audit::AuditLog;
 pub use gate::PolicyGate;
 pub use policy::{Policy, PolicyError, load_policy, policy_from_toml};
-pub use run::{Proxy, ProxyError, ProxyOptions};
+pub use run::{Proxy, ProxyError, ProxyHttp, ProxyOptions};

@@ -22,9 +22,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::audit::AuditLog;
 use super::gate::PolicyGate;
 use super::policy::PolicyError;
-use crate::McpServer;
 use crate::error::ServeError;
 use crate::import::{AskTheClient, HttpSpec, ImportError, McpSource, McpSourceBuilder};
+use crate::{HttpOptions, HttpServer, McpServer};
 
 /// How long a server's deaths are remembered for its quarantine.
 const DEATH_WINDOW: Duration = Duration::from_secs(300);
@@ -342,6 +342,68 @@ impl ProxyOptions {
     }
 }
 
+/// A proxy serving its clients over streamable HTTP, made by
+/// [`Proxy::serve_http`]. Dropping it stops nothing that
+/// [`shutdown`](ProxyHttp::shutdown) would not: the imported server is
+/// killed with the proxy.
+pub struct ProxyHttp {
+    proxy: Proxy,
+    http: HttpServer,
+}
+
+impl fmt::Debug for ProxyHttp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProxyHttp")
+            .field("url", &self.http.url())
+            .field("source", &self.proxy.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProxyHttp {
+    /// The URL the proxy's clients connect to.
+    pub fn url(&self) -> String {
+        self.http.url()
+    }
+
+    /// The proxy (its imported server, its quarantines).
+    pub fn proxy(&self) -> &Proxy {
+        &self.proxy
+    }
+
+    /// Serves until `until` ends or the process is told to stop (SIGTERM,
+    /// SIGINT, SIGHUP), lifting every quarantine at each `SIGUSR1`; then
+    /// stops serving and kills the imported server.
+    ///
+    /// # Errors
+    ///
+    /// [`ProxyError::Runtime`] when signals cannot be listened for;
+    /// [`ProxyError::Serve`] when the HTTP server failed.
+    pub async fn serve_until(self, until: impl Future<Output = ()>) -> Result<(), ProxyError> {
+        let served = self
+            .proxy
+            .until_stopped(async {
+                until.await;
+                Ok(())
+            })
+            .await;
+        let stopped = self.shutdown().await;
+        served.and(stopped)
+    }
+
+    /// Stops serving (the calls in flight end as their clients' sessions
+    /// close) and kills the imported server.
+    ///
+    /// # Errors
+    ///
+    /// [`ProxyError::Serve`] when the HTTP server failed.
+    pub async fn shutdown(self) -> Result<(), ProxyError> {
+        let stopped = self.http.shutdown().await;
+        self.proxy.source.close();
+        Ok(stopped?)
+    }
+}
+
 /// The policy of a proxy given none: every call runs, read-only or not.
 fn allow_all() -> AnnotationGate {
     AnnotationGate::new()
@@ -426,16 +488,42 @@ impl Proxy {
     ///
     /// [`ProxyError::Serve`] when the client's handshake failed.
     pub async fn serve_stdio(self) -> Result<(), ProxyError> {
+        let served = self.until_stopped(self.server.serve_stdio()).await;
+        self.source.close();
+        served
+    }
+
+    /// Serves clients over streamable HTTP with `options` (loopback,
+    /// `Host` and `Origin` checked, a bearer token off loopback: see
+    /// [`HttpOptions`]), each session with the proxy's policy, limits and
+    /// audit log; a question the server asks during a call goes to the
+    /// client whose call it is. The proxy then runs until
+    /// [`ProxyHttp::serve_until`] or [`ProxyHttp::shutdown`].
+    ///
+    /// # Errors
+    ///
+    /// [`ProxyError::Serve`] when the options do not fit together or the
+    /// address cannot be bound.
+    pub async fn serve_http(self, options: HttpOptions) -> Result<ProxyHttp, ProxyError> {
+        let http = self.server.serve_http(options).await?;
+        Ok(ProxyHttp { proxy: self, http })
+    }
+
+    /// Runs `served` until it ends or the process is told to stop,
+    /// lifting every quarantine at each `SIGUSR1`.
+    async fn until_stopped(
+        &self,
+        served: impl Future<Output = Result<(), ServeError>>,
+    ) -> Result<(), ProxyError> {
         use tokio::signal::unix::{SignalKind, signal};
         let stop = stop_signal()?;
         let mut lift = signal(SignalKind::user_defined1())
             .map_err(|error| ProxyError::Runtime(format!("cannot listen for signals: {error}")))?;
-        let served = self.server.serve_stdio();
         tokio::pin!(stop, served);
-        let served = loop {
+        loop {
             tokio::select! {
-                served = &mut served => break served,
-                () = &mut stop => break Ok(()),
+                served = &mut served => return Ok(served?),
+                () = &mut stop => return Ok(()),
                 Some(()) = lift.recv() => {
                     let lifted = self.reenable();
                     // A client that stopped reading stderr must not end
@@ -446,9 +534,7 @@ impl Proxy {
                     );
                 }
             }
-        };
-        self.source.close();
-        Ok(served?)
+        }
     }
 
     /// Serves one client that writes to `reader` and reads from `writer`,

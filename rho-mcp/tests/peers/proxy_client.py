@@ -5,6 +5,7 @@ it saw as one JSON object, for the Rust proxy tests to check.
     proxy_client.py fault PROXY_COMMAND [ARGS...]
     proxy_client.py features COMMAND [ARGS...]
     proxy_client.py relay COMMAND [ARGS...]
+    proxy_client.py features|relay http URL
 
 `everything`: the proxy in front of the MCP reference server, with the
 policy of tests/proxy.rs; `fault`: in front of the fault server, which is
@@ -26,6 +27,7 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 
 def summary(result, started):
@@ -39,8 +41,12 @@ def summary(result, started):
 
 @asynccontextmanager
 async def connect(command, elicitation=None, sampling=None):
-    params = StdioServerParameters(command=command[0], args=command[1:])
-    async with stdio_client(params) as (read, write):
+    # `http URL`: a proxy serving over streamable HTTP; else a command.
+    if command[0] == "http":
+        transport = streamable_http_client(command[1])
+    else:
+        transport = stdio_client(StdioServerParameters(command=command[0], args=command[1:]))
+    async with transport as (read, write):
         async with ClientSession(
             read, write, elicitation_callback=elicitation, sampling_callback=sampling
         ) as session:

@@ -8,26 +8,28 @@
 //!         [--resume-grace MS]         how long a vanished client's call waits for a resume
 //! rho-mcp proxy [OPTIONS] -- CMD...   a stdio MCP server in front of the one CMD runs
 //! rho-mcp proxy [OPTIONS] --url URL   ... in front of the one at an HTTP endpoint
+//!         [--http [ADDR] ...]         serving its clients over streamable HTTP instead
 //! ```
 //!
 //! The binary only reads arguments (with clap; `--help` on each command
 //! lists its flags, and a bad command line exits with code 2); the proxy is
 //! `rho_mcp::proxy`.
 //!
-//! Over HTTP the first line on stdout is the URL to connect to; the server
-//! stops when stdin ends (or at Ctrl-C).
+//! Over HTTP the first line on stdout is the URL to connect to; the sample
+//! stops when stdin ends (or at Ctrl-C), the proxy when told to (SIGTERM,
+//! SIGINT, SIGHUP).
 
+mod listen;
 mod proxy;
 mod sample;
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use listen::{HttpArgs, Transport};
 use rho_exec_tokio::TokioExecutor;
-use rho_mcp::{HttpOptions, McpServer};
+use rho_mcp::McpServer;
 use rho_tool_core::Runner;
 use tokio::io::AsyncReadExt;
 
@@ -59,54 +61,14 @@ enum Command {
     /// call whose client closes its answer stream is cancelled unless the
     /// client resumes it within --resume-grace.
     Sample(SampleArgs),
-    Proxy(proxy::ProxyArgs),
+    Proxy(Box<proxy::ProxyArgs>),
 }
 
 /// `rho-mcp sample`'s flags.
 #[derive(Debug, clap::Args)]
 struct SampleArgs {
-    /// Serve over streamable HTTP, on ADDR [default: 127.0.0.1:0, loopback
-    /// and a port the system picks]; an address off loopback needs --token.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1)]
-    http: Option<Option<SocketAddr>>,
-    /// Require `Authorization: Bearer TOKEN` (over HTTP).
-    #[arg(long, value_name = "TOKEN", requires = "http")]
-    token: Option<String>,
-    /// Accept this `Host` too (over HTTP).
-    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
-    allow_hosts: Vec<String>,
-    /// How long a call whose client closed its answer stream waits for the
-    /// client to resume it, in milliseconds [default: 10000].
-    #[arg(long, value_name = "MS", requires = "http")]
-    resume_grace: Option<u64>,
-}
-
-/// What to serve over.
-enum Transport {
-    Stdio,
-    Http(HttpOptions),
-}
-
-impl SampleArgs {
-    fn transport(self) -> Transport {
-        let Some(addr) = self.http else {
-            return Transport::Stdio;
-        };
-        let mut options = HttpOptions::new();
-        if let Some(addr) = addr {
-            options = options.bind(addr);
-        }
-        if let Some(token) = self.token {
-            options = options.with_bearer_token(token);
-        }
-        for host in self.allow_hosts {
-            options = options.allow_host(host);
-        }
-        if let Some(ms) = self.resume_grace {
-            options = options.with_resume_grace(Duration::from_millis(ms));
-        }
-        Transport::Http(options)
-    }
+    #[command(flatten)]
+    listen: HttpArgs,
 }
 
 fn main() -> ExitCode {
@@ -116,8 +78,8 @@ fn main() -> ExitCode {
     rho_process::confine::serve_if_launcher();
     // A bad command line exits with code 2, `--help` with 0.
     let transport = match Cli::parse().command {
-        Command::Sample(args) => args.transport(),
-        Command::Proxy(args) => return run_proxy(args),
+        Command::Sample(args) => args.listen.transport(),
+        Command::Proxy(args) => return run_proxy(*args),
     };
     // Contained panics are the sample's point; keep them off stderr.
     rho_tool_core::untrusted::install_quiet_panic_hook();
@@ -162,6 +124,7 @@ fn run_proxy(args: proxy::ProxyArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let transport = parsed.transport;
     // A tool's panic is the call's error result; keep it off stderr,
     // which a desktop client shows as the server's log.
     rho_tool_core::untrusted::install_quiet_panic_hook();
@@ -184,7 +147,14 @@ fn run_proxy(args: proxy::ProxyArgs) -> ExitCode {
         // not end the proxy (its default action).
         let _early = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1());
         let proxy = options.start().await?;
-        proxy.serve_stdio().await
+        match transport {
+            Transport::Stdio => proxy.serve_stdio().await,
+            Transport::Http(options) => {
+                let http = proxy.serve_http(options).await?;
+                println!("{}", http.url());
+                http.serve_until(std::future::pending()).await
+            }
+        }
     });
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -226,6 +196,8 @@ async fn serve_sample(transport: Transport) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use std::net::SocketAddr;
+
     use clap::CommandFactory;
     use clap::error::ErrorKind;
 
@@ -244,7 +216,7 @@ mod tests {
 
     fn proxy(line: &[&str]) -> proxy::ProxyArgs {
         match parse(line).expect("the line parses").command {
-            Command::Proxy(args) => args,
+            Command::Proxy(args) => *args,
             other => panic!("{line:?} is not the proxy: {other:?}"),
         }
     }
@@ -266,11 +238,11 @@ mod tests {
 
     #[test]
     fn the_sample_serves_stdio_or_http_with_its_options() {
-        let stdio = sample(&["sample"]);
+        let stdio = sample(&["sample"]).listen;
         assert!(stdio.http.is_none());
         assert!(matches!(stdio.transport(), Transport::Stdio));
 
-        let http = sample(&["sample", "--http", "--token", "t", "--allow-host", "a"]);
+        let http = sample(&["sample", "--http", "--token", "t", "--allow-host", "a"]).listen;
         assert_eq!(http.http, Some(None));
         assert_eq!(http.token.as_deref(), Some("t"));
         let http = sample(&[
@@ -283,7 +255,8 @@ mod tests {
             "b",
             "--resume-grace",
             "500",
-        ]);
+        ])
+        .listen;
         assert_eq!(
             http.http,
             Some(Some(SocketAddr::from(([127, 0, 0, 1], 8080))))
@@ -291,7 +264,7 @@ mod tests {
         assert_eq!(http.allow_hosts, ["a", "b"]);
         assert_eq!(http.resume_grace, Some(500));
         // A flag given twice takes its last value.
-        let twice = sample(&["sample", "--http", "--token", "a", "--token", "b"]);
+        let twice = sample(&["sample", "--http", "--token", "a", "--token", "b"]).listen;
         assert_eq!(twice.token.as_deref(), Some("b"));
     }
 

@@ -5,13 +5,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ArgGroup;
+
+use crate::listen::{HttpArgs, Transport};
 use rho_mcp::proxy::{Policy, ProxyOptions, load_policy};
 
 /// Serve an MCP server over stdio, with rho's guarantees on every call.
 ///
 /// The server is the one SERVER_COMMAND runs (over its stdio), or the one
-/// at the streamable HTTP endpoint URL. `kill -USR1` the proxy to lift
-/// every quarantine.
+/// at the streamable HTTP endpoint URL. With --http the proxy serves its
+/// clients over streamable HTTP instead of stdio: the first line on stdout
+/// is the URL, and it serves until SIGTERM, SIGINT or SIGHUP. `kill -USR1`
+/// the proxy to lift every quarantine.
 #[derive(Debug, clap::Args)]
 #[command(
     override_usage = "rho-mcp proxy [OPTIONS] -- SERVER_COMMAND [ARGS]...\n       \
@@ -62,13 +66,18 @@ pub(crate) struct ProxyArgs {
     /// The command that runs the server, and its arguments (after `--`).
     #[arg(last = true, value_name = "SERVER_COMMAND")]
     command: Vec<OsString>,
+    /// Where the proxy's own clients reach it.
+    #[command(flatten)]
+    listen: HttpArgs,
 }
 
-/// What `rho-mcp proxy ...` asked for: the options, and the policy file to
-/// read (read by the caller, whose error has an exit code of its own).
+/// What `rho-mcp proxy ...` asked for: the options, the policy file to
+/// read (read by the caller, whose error has an exit code of its own), and
+/// where to serve.
 pub(crate) struct Proxy {
     pub(crate) options: ProxyOptions,
     pub(crate) policy: Option<PathBuf>,
+    pub(crate) transport: Transport,
 }
 
 impl ProxyArgs {
@@ -111,6 +120,7 @@ impl ProxyArgs {
         Ok(Proxy {
             options,
             policy: self.policy,
+            transport: self.listen.transport(),
         })
     }
 }
