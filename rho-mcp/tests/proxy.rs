@@ -46,15 +46,20 @@ action = "ask"
 /// Runs `tests/peers/proxy_client.py KIND <proxy command>`; the JSON it
 /// printed, and its stderr (where the SDK puts the proxy's).
 fn run_client(kind: &str, proxy_args: &[&str]) -> (Value, String) {
-    let output = Command::new(python())
-        .arg(peers_dir().join("proxy_client.py"))
-        .arg(kind)
-        .args([PROXY, "proxy"])
-        .args(proxy_args)
-        .output()
-        .expect("the venv's python runs");
+    let output = proxy_client(kind, &[&[PROXY, "proxy"], proxy_args].concat());
     let seen = client_json(&output);
     (seen, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// Runs `tests/peers/proxy_client.py KIND ARGS...` (the proxy's command
+/// line, a server's own, or `http URL`): its output.
+fn proxy_client(kind: &str, args: &[&str]) -> std::process::Output {
+    Command::new(python())
+        .arg(peers_dir().join("proxy_client.py"))
+        .arg(kind)
+        .args(args)
+        .output()
+        .expect("the venv's python runs")
 }
 
 fn write_file(name: &str, text: &str) -> PathBuf {
@@ -290,15 +295,7 @@ fn the_audit_log_has_one_line_per_call_end() {
 #[test]
 fn resources_prompts_and_completions_pass_through_unchanged() {
     let server = everything().to_str().expect("a UTF-8 path");
-    let features = |command: &[&str]| {
-        let output = Command::new(python())
-            .arg(peers_dir().join("proxy_client.py"))
-            .arg("features")
-            .args(command)
-            .output()
-            .expect("the venv's python runs");
-        client_json(&output)
-    };
+    let features = |command: &[&str]| client_json(&proxy_client("features", command));
     let direct = features(&[node(), server, "stdio"]);
     let proxied = features(&[PROXY, "proxy", "--", node(), server, "stdio"]);
     for name in [
@@ -356,15 +353,7 @@ fn read_texts(summary: &Value) -> Vec<(String, Value)> {
 #[test]
 fn a_servers_questions_reach_the_client_through_the_proxy() {
     let server = everything().to_str().expect("a UTF-8 path");
-    let relay = |command: &[&str]| {
-        let output = Command::new(python())
-            .arg(peers_dir().join("proxy_client.py"))
-            .arg("relay")
-            .args(command)
-            .output()
-            .expect("the venv's python runs");
-        client_json(&output)
-    };
+    let relay = |command: &[&str]| client_json(&proxy_client("relay", command));
     let direct = relay(&[node(), server, "stdio"]);
     let proxied = relay(&[PROXY, "proxy", "--", node(), server, "stdio"]);
     assert_eq!(
@@ -413,15 +402,7 @@ fn over_http_the_proxy_passes_the_same_through() {
         .expect("it prints its URL");
     let url = url.trim().to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let run = |kind: &str, target: &[&str]| {
-        let output = Command::new(python())
-            .arg(peers_dir().join("proxy_client.py"))
-            .arg(kind)
-            .args(target)
-            .output()
-            .expect("the venv's python runs");
-        client_json(&output)
-    };
+    let run = |kind: &str, target: &[&str]| client_json(&proxy_client(kind, target));
     let (direct, proxied) = (
         run("features", &[node(), server, "stdio"]),
         run("features", &["http", &url]),

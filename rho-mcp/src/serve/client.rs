@@ -192,7 +192,7 @@ impl McpClient {
     /// `questions` as requests from server to client, in turn.
     async fn ask_one_by_one(&self, questions: Questions) -> Result<Answers, McpClientError> {
         let mut answers = Answers::default();
-        for (key, request) in questions.iter() {
+        for (key, request) in questions.requests() {
             let answer = match request {
                 InputRequest::Elicitation(request) => {
                     Answer::Elicit(self.elicit_now(request.params.clone()).await?)

@@ -97,12 +97,6 @@ impl Questions {
         self.asked.is_empty()
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &InputRequest)> {
-        self.asked
-            .iter()
-            .map(|(key, request)| (key.as_str(), request))
-    }
-
     /// How many questions there are.
     pub fn len(&self) -> usize {
         self.asked.len()
@@ -111,7 +105,9 @@ impl Questions {
     /// Each question by its key, as MCP carries it: what an imported
     /// server asked, for a host's [`Answerer`](crate::import::Answerer).
     pub fn requests(&self) -> impl Iterator<Item = (&str, &InputRequest)> {
-        self.iter()
+        self.asked
+            .iter()
+            .map(|(key, request)| (key.as_str(), request))
     }
 }
 
@@ -246,7 +242,7 @@ impl Pending {
     /// that read as what their question calls for; others stay asked).
     /// Keys nobody asked are left where they are.
     pub(crate) fn take_answers(&mut self, responses: &mut InputResponses) {
-        for (key, request) in self.question.questions.iter() {
+        for (key, request) in self.question.questions.requests() {
             if self.answers.get(key).is_some() {
                 continue;
             }
@@ -263,7 +259,7 @@ impl Pending {
     pub(crate) fn unanswered(&self) -> InputRequests {
         self.question
             .questions
-            .iter()
+            .requests()
             .filter(|(key, _)| self.answers.get(key).is_none())
             .map(|(key, request)| (key.to_owned(), request.clone()))
             .collect()
@@ -278,7 +274,7 @@ impl Pending {
         let declared = declared.cloned().unwrap_or_default();
         let mut missing = ClientCapabilities::default();
         let mut any = false;
-        for (_, request) in self.question.questions.iter() {
+        for (_, request) in self.question.questions.requests() {
             match request {
                 InputRequest::Elicitation(_) if declared.elicitation.is_none() => {
                     missing.elicitation = Some(Default::default());
@@ -304,7 +300,7 @@ impl Pending {
         if self
             .question
             .questions
-            .iter()
+            .requests()
             .any(|(key, _)| self.answers.get(key).is_none())
         {
             return Err(self);
