@@ -46,6 +46,10 @@ pub struct CallHandle<E: Executor> {
     /// task may run (its gate start waiting) before the handle is made.
     started: Instant,
     stage: Stage<E::Sleep>,
+    /// The task's end, once taken while events before it were still due
+    /// (a running notice, partial results): reported after them. Boxed: it
+    /// is rare, and a handle is part of every call in flight.
+    joined: Option<Box<Joined<TaskOut>>>,
 }
 
 /// The deadline's timer, and the time from the running notice it was
@@ -58,10 +62,11 @@ struct Armed<S> {
 /// Where a call is, as the loop has seen and reported it.
 ///
 /// A call moves forward only: `Gating`, perhaps `AwaitingApproval`, then
-/// `Allowed` and `Running` once the gate allowed, perhaps `Draining`, then
-/// `Ended`. Read for its end only (the handle awaited as a future), a call
-/// reports nothing on the way and skips the stages that exist to report
-/// something (`AwaitingApproval`, `Allowed`, `Draining`).
+/// `Allowed` and `Running` once the gate allowed, then `Ended`. Read for its
+/// end only (the handle awaited as a future), a call reports nothing on the
+/// way and skips the stages that exist to report something
+/// (`AwaitingApproval`, `Allowed`). The task may end at any stage; what it
+/// told before its end is still reported first.
 enum Stage<S> {
     /// The gate has not allowed the call: no clock runs.
     Gating,
@@ -78,13 +83,6 @@ enum Stage<S> {
         since: Instant,
         deadline: Option<Armed<S>>,
     },
-    /// The task ended; partial results it queued before are reported
-    /// before its end. Boxed: it is rare, and a handle is part of every
-    /// call in flight.
-    Draining {
-        since: Option<Instant>,
-        joined: Box<Joined<TaskOut>>,
-    },
     /// The loop has the call's end.
     Ended,
 }
@@ -94,7 +92,6 @@ impl<S> Stage<S> {
     fn since(&self) -> Option<Instant> {
         match self {
             Stage::Allowed { since } | Stage::Running { since, .. } => Some(*since),
-            Stage::Draining { since, .. } => *since,
             Stage::Gating | Stage::AwaitingApproval | Stage::Ended => None,
         }
     }
@@ -126,6 +123,7 @@ impl<E: Executor> CallHandle<E> {
             timeout,
             started,
             stage: Stage::Gating,
+            joined: None,
         }
     }
 
@@ -183,33 +181,31 @@ impl<E: Executor> CallHandle<E> {
 
     /// One step of the call for `reader`: the next event, or pending.
     fn poll_step(&mut self, cx: &mut Context<'_>, reader: Reader) -> Poll<Option<CallEvent>> {
-        match std::mem::replace(&mut self.stage, Stage::Ended) {
-            Stage::Ended => return Poll::Ready(None),
-            Stage::Draining { since, joined } => {
-                if let Some(event) = self.take_update() {
-                    self.stage = Stage::Draining { since, joined };
-                    return Poll::Ready(Some(event));
-                }
-                let end = self.finish_joined(*joined, since);
-                return Poll::Ready(Some(CallEvent::Ended(end)));
-            }
-            other => self.stage = other,
+        if let Stage::Ended = self.stage {
+            return Poll::Ready(None);
         }
         let seen = self.notice.look(cx.waker());
         if let Some(event) = self.advance(&seen, reader) {
             return Poll::Ready(Some(event));
         }
-        if let Poll::Ready(joined) = Pin::new(&mut self.task).poll(cx) {
-            if reader == Reader::Events && seen.has_update {
-                // Partial results the task queued before it ended come
-                // first.
-                if let Some(event) = self.take_update() {
-                    self.stage = Stage::Draining {
-                        since: self.stage.since(),
-                        joined: Box::new(joined),
-                    };
-                    return Poll::Ready(Some(event));
-                }
+        let joined = match self.joined.take() {
+            Some(joined) => Poll::Ready(*joined),
+            None => Pin::new(&mut self.task).poll(cx),
+        };
+        if let Poll::Ready(joined) = joined {
+            // On a multi-threaded executor the task may have sent its
+            // running notice (and partial results) after the look above,
+            // then ended: look again, since everything the task told comes
+            // before its end, and report that first.
+            let seen = self.notice.look(cx.waker());
+            let due = match self.advance(&seen, reader) {
+                Some(event) => Some(event),
+                None if reader == Reader::Events && seen.has_update => self.take_update(),
+                None => None,
+            };
+            if let Some(event) = due {
+                self.joined = Some(Box::new(joined));
+                return Poll::Ready(Some(event));
             }
             let since = self.stage.since();
             return Poll::Ready(Some(CallEvent::Ended(self.finish_joined(joined, since))));
