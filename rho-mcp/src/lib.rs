@@ -163,7 +163,7 @@ pub mod serve;
 pub use error::ServeError;
 pub use serve::{
     Answer, Answers, CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpClient,
-    McpClientError, McpFeatures, McpServer, McpTasks, Questions, ServedCall, Session,
+    McpClientError, McpFeatures, McpServer, McpTasks, Notifier, Questions, ServedCall, Session,
 };
 
 /// Re-exported: the MCP SDK the server is built on, for hosts that wire

@@ -381,10 +381,43 @@ fn a_servers_questions_reach_the_client_through_the_proxy() {
     );
 }
 
+/// What the reference server announces to a client that set its log
+/// level and subscribed to a resource (the log message its subscribe
+/// request made, the resource's first update) reaches the Python SDK
+/// client through the proxy as it does from the server itself.
+#[test]
+fn a_servers_announcements_reach_the_client_that_asked_for_them() {
+    let server = everything().to_str().expect("a UTF-8 path");
+    let notified = |command: &[&str]| client_json(&proxy_client("notified", command));
+    let direct = notified(&[node(), server, "stdio"]);
+    let proxied = notified(&[PROXY, "proxy", "--", node(), server, "stdio"]);
+    assert_announced(&direct, &proxied);
+}
+
+/// `proxied` heard what `direct` did, and that is a log message and an
+/// update of the subscribed resource.
+fn assert_announced(direct: &Value, proxied: &Value) {
+    assert_eq!(
+        scenario(proxied, "subscribed"),
+        scenario(direct, "subscribed"),
+        "the subscription's calls"
+    );
+    assert_eq!(proxied["heard"], direct["heard"], "what the client heard");
+    // The comparison means something: the server announced both.
+    let uri = &direct["subscribed"]["uri"];
+    let heard = direct["heard"].as_array().expect("heard");
+    assert!(heard.iter().any(|entry| entry["log"] == "info"), "{direct}");
+    assert!(
+        heard.iter().any(|entry| &entry["updated"] == uri),
+        "{direct}"
+    );
+}
+
 /// `rho-mcp proxy --http` serves its clients over streamable HTTP: the
 /// Python SDK, connecting to the URL it prints, gets the reference
 /// server's resources, prompts and completions and is asked its questions
-/// as it is by the server itself over stdio; SIGTERM ends the proxy well,
+/// as it is by the server itself over stdio, and hears what it asked to;
+/// SIGTERM ends the proxy well,
 /// its server with it.
 #[test]
 fn over_http_the_proxy_passes_the_same_through() {
@@ -428,6 +461,11 @@ fn over_http_the_proxy_passes_the_same_through() {
             "{call}"
         );
     }
+    let (direct, proxied) = (
+        run("notified", &[node(), server, "stdio"]),
+        run("notified", &["http", &url]),
+    );
+    assert_announced(&direct, &proxied);
     // The proxy's own server: the reference server's process whose
     // parent is the proxy (other tests run theirs meanwhile).
     let servers: Vec<u32> = processes_with(server)

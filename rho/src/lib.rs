@@ -53,6 +53,7 @@
 //! | confinement | `process::confine::Confinement` | what a process rho starts may read, write and reach, and its limits, enforced by the kernel (feature `process`) |
 //! | grant | `process::confine::Grant` | more access for one call, approved through the gate |
 //! | features | `mcp::McpFeatures` | a host's MCP resources, prompts and completions, served beside its tools (feature `mcp`) |
+//! | notifier | `mcp::Notifier` | where a host's features announce to its clients: lists changed, a resource updated, log messages (feature `mcp`) |
 //! | extension | `call::Start::with_extension`, [`ToolContext::extension`] | a value the starter of a call hands its tool, found by its type |
 //! | MCP client | `mcp::McpClient` | the client a served call came from, handed to its tool: log to it, ask its model or its user, read its roots (feature `mcp`) |
 //! | questions | `mcp::Questions`, `mcp::Answers` | what a served tool asks its client at once, each under its own key, and the answers by key (feature `mcp`) |

@@ -15,10 +15,10 @@ use rmcp::service::ClientServiceExt;
 use rmcp::service::{ClientInitializeError, Peer, RunningService};
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::answering::{Answering, InFlight};
-use super::handler::Handler;
+use super::handler::{Handler, Heard};
 use super::handshake::Handshake;
 use super::http::HttpPeer;
 use super::progress::{HandlerTally, ProgressRoutes, Routed};
@@ -125,12 +125,12 @@ impl Connection {
         remote: Remote,
         mut died: DeathReceiver,
         limits: Limits,
-        tools_changed: Arc<Notify>,
+        heard: Heard,
     ) -> Result<Self, String>
     where
         T: Transport<RoleClient> + 'static,
     {
-        let handler = Handler::new(tools_changed, limits.answering.clone());
+        let handler = Handler::new(heard, limits.answering.clone());
         let in_flight = Arc::clone(&handler.in_flight);
         let routes = Arc::clone(&handler.routes);
         let tally = Arc::clone(&handler.tally);

@@ -18,11 +18,15 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
+// Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
+// still set their level.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 
 use super::server::{Server, Unavailable};
-use crate::serve::McpFeatures;
+use crate::serve::{McpFeatures, Notifier};
 
 /// The features of the server behind a source.
 pub(crate) struct Forwarded {
@@ -30,6 +34,14 @@ pub(crate) struct Forwarded {
 }
 
 impl Forwarded {
+    /// What the server declared (nothing before it first answered).
+    fn capabilities_declared(&self) -> ServerCapabilities {
+        self.server
+            .server_info()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default()
+    }
+
     /// Sends `request` to the server on the source's runtime, within the
     /// source's timeout: the server's answer, or why there is none.
     async fn forward<T, F, Fut>(&self, method: &'static str, request: F) -> Result<T, ErrorData>
@@ -92,13 +104,11 @@ impl McpFeatures for Forwarded {
     /// What the server declared of resources, prompts and completions
     /// (nothing before it first answered).
     fn capabilities(&self) -> ServerCapabilities {
+        let declared = self.capabilities_declared();
         let mut capabilities = ServerCapabilities::default();
-        if let Some(info) = self.server.server_info() {
-            let declared = &info.capabilities;
-            capabilities.resources.clone_from(&declared.resources);
-            capabilities.prompts.clone_from(&declared.prompts);
-            capabilities.completions.clone_from(&declared.completions);
-        }
+        capabilities.resources = declared.resources;
+        capabilities.prompts = declared.prompts;
+        capabilities.completions = declared.completions;
         capabilities
     }
 
@@ -191,5 +201,27 @@ impl McpFeatures for Forwarded {
             peer.complete(request).await
         })
         .await
+    }
+
+    /// The level goes to the server too, so it sends what the client
+    /// asked for (with several clients, the last one's level).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if self.capabilities_declared().logging.is_none() {
+            return Ok(());
+        }
+        self.forward("logging/setLevel", |peer| async move {
+            peer.set_level(request).await
+        })
+        .await
+    }
+
+    /// What the server announces, as the source heard it.
+    fn notifier(&self) -> Option<Notifier> {
+        Some(self.server.heard.notifier.clone())
     }
 }

@@ -1,6 +1,9 @@
 //! rmcp's client handler for one connection: routes the progress the
 //! transport could not (see `progress`), tells the source when the
-//! server's tool list changed, and puts the server's own requests to its
+//! server's tool list changed, hands what else the server announces
+//! (resource and prompt lists changed, a resource updated, log messages)
+//! to the source's [`Notifier`], which a host serving the source's
+//! features passes on to its clients, and puts the server's own requests to its
 //! client (elicitation, sampling, roots) to the host's answerer (see
 //! `answering`); without one, rho offers the server no capabilities, and
 //! what it asks anyway is declined as rmcp declines it.
@@ -14,7 +17,9 @@ use std::sync::Arc;
 use rmcp::model::{
     ClientConfig, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
-    InputRequest, ListRootsResult, ProgressNotificationParam, ProtocolVersion,
+    InputRequest, ListRootsResult, LoggingMessageNotification, LoggingMessageNotificationParam,
+    ProgressNotificationParam, PromptListChangedNotification, ProtocolVersion,
+    ResourceListChangedNotification, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
@@ -22,14 +27,36 @@ use tokio::sync::Notify;
 
 use super::answering::{Answering, InFlight};
 use super::progress::{HandlerTally, ProgressRoutes, route};
-use crate::serve::{Answer, Questions};
+use crate::serve::{Answer, Notifier, Questions};
+
+/// What a server tells its client, as the source hears it: kept by the
+/// source across the connections it starts.
+#[derive(Clone, Default)]
+pub(crate) struct Heard {
+    /// Woken when the server says its tools changed.
+    pub(crate) tools_changed: Arc<Notify>,
+    /// Where the rest goes, for the source's features to pass on.
+    pub(crate) notifier: Notifier,
+}
+
+impl Heard {
+    /// A restarted server may offer other tools, resources and prompts
+    /// (and forgot the subscriptions the last one had).
+    pub(crate) fn restarted(&self) {
+        self.tools_changed.notify_one();
+        self.notifier
+            .notify(ResourceListChangedNotification::default().into());
+        self.notifier
+            .notify(PromptListChangedNotification::default().into());
+    }
+}
 
 /// The handler of one connection.
 #[derive(Clone)]
 pub(crate) struct Handler {
     pub(crate) routes: ProgressRoutes,
-    /// Woken when the server says its tools changed.
-    pub(crate) tools_changed: Arc<Notify>,
+    /// What the server tells besides answers.
+    pub(crate) heard: Heard,
     /// Counts each progress notification handled.
     pub(crate) tally: Arc<HandlerTally>,
     /// The host's answers to the server's questions.
@@ -39,10 +66,10 @@ pub(crate) struct Handler {
 }
 
 impl Handler {
-    pub(crate) fn new(tools_changed: Arc<Notify>, answering: Answering) -> Self {
+    pub(crate) fn new(heard: Heard, answering: Answering) -> Self {
         Self {
             routes: Arc::default(),
-            tools_changed,
+            heard,
             tally: Arc::default(),
             answering,
             in_flight: Arc::default(),
@@ -99,7 +126,39 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tools_changed.notify_one();
+        self.heard.tools_changed.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.heard
+            .notifier
+            .notify(ResourceListChangedNotification::default().into());
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.heard
+            .notifier
+            .notify(PromptListChangedNotification::default().into());
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.heard
+            .notifier
+            .notify(ResourceUpdatedNotification::new(params).into());
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.heard
+            .notifier
+            .notify(LoggingMessageNotification::new(params).into());
     }
 
     async fn create_elicitation(

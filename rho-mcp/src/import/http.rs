@@ -41,9 +41,10 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::connection::{Connection, Death, DeathSender, Limits, Remote, publish};
+use super::handler::Heard;
 use super::transport::SentIds;
 
 /// Where an HTTP server is and what to send it with each request.
@@ -227,7 +228,7 @@ impl HttpPeer {
 pub(crate) async fn start(
     spec: &HttpSpec,
     limits: Limits,
-    tools_changed: Arc<Notify>,
+    heard: Heard,
 ) -> Result<Connection, String> {
     // A server behind OAuth is reached through a client that authorizes
     // when the server asks.
@@ -235,10 +236,10 @@ pub(crate) async fn start(
     if let Some(oauth) = &spec.oauth {
         let client = oauth.client(&spec.url).await?;
         let transport = |config| StreamableHttpClientTransport::with_client(client, config);
-        return connect(spec, transport, limits, tools_changed).await;
+        return connect(spec, transport, limits, heard).await;
     }
     let transport = |config| StreamableHttpClientTransport::from_config(config);
-    connect(spec, transport, limits, tools_changed).await
+    connect(spec, transport, limits, heard).await
 }
 
 /// Makes rmcp's transport for `spec` with `transport` (over the HTTP
@@ -247,7 +248,7 @@ async fn connect<C, F>(
     spec: &HttpSpec,
     transport: F,
     limits: Limits,
-    tools_changed: Arc<Notify>,
+    heard: Heard,
 ) -> Result<Connection, String>
 where
     C: StreamableHttpClient + 'static,
@@ -274,7 +275,7 @@ where
         sent: SentIds::default(),
         peer: peer.clone(),
     };
-    Connection::handshake(transport, Remote::Http(peer), died, limits, tools_changed).await
+    Connection::handshake(transport, Remote::Http(peer), died, limits, heard).await
 }
 
 /// rmcp's HTTP transport, watched: its end is the connection's death, and

@@ -69,6 +69,12 @@
 //!   [`Answerer`], with the call's clock held; [`AskTheClient`] passes it
 //!   on to the client of the served call (a proxy). Without an answerer
 //!   the server is offered none of them.
+//! - **The rest of what it serves, served on.** [`McpSource::features`]
+//!   is an [`McpFeatures`](crate::serve::McpFeatures) that forwards
+//!   resources, prompts and completions to the server, and announces what
+//!   the server announces (log messages, its lists changed, resource
+//!   updates), so a host that serves its imports (the proxy) passes them
+//!   through.
 //! - **Garbage is a clear error, in bounded memory.** A line on stdout
 //!   that is not an MCP message, a line longer than the cap
 //!   ([`McpSource::DEFAULT_MAX_MESSAGE`] unless set), or an answer to a request that
@@ -136,7 +142,9 @@
 //! and its watcher, `http` an endpoint, `transport` rmcp's transport over
 //! a child's pipes, strict about what the child writes, `progress` each
 //! call's progress routed as it is read, `handler` rmcp's client side
-//! (late progress, list changes), `call` one
+//! (late progress, list changes and other announcements, questions),
+//! `features` the server's resources, prompts and completions served on,
+//! `call` one
 //! `tools/call`, `answer` its result as rho's, `tool` an
 //! imported tool, `health` deaths, backoff and the server's quarantine,
 //! `policy` the source's policy, `runtime` where its tasks run.

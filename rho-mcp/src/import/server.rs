@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use rho_registry::{Disabled, SourceHandle};
 use rho_tool_core::Tool;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{Connection, Limits, wait_for_death};
+use super::handler::Heard;
 use super::health::Health;
 use super::http::{self, HttpSpec};
 use super::runtime::SourceRuntime;
@@ -72,7 +73,9 @@ pub(crate) struct Server {
     /// its handshake) gives up then, rather than start a server for a
     /// source that is gone (on the host's runtime nothing else stops it).
     closing: CancellationToken,
-    tools_changed: Arc<Notify>,
+    /// What the server tells its client, heard by the source and its
+    /// features.
+    pub(crate) heard: Heard,
     /// The turns to call the server, when its calls are bounded
     /// ([`Settings::max_concurrent_calls`]); closed with the source.
     turns: Option<Arc<Semaphore>>,
@@ -109,7 +112,7 @@ impl Server {
             attempts: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             closing: CancellationToken::new(),
-            tools_changed: Arc::default(),
+            heard: Heard::default(),
             turns,
         }
     }
@@ -188,8 +191,9 @@ impl Server {
                 slot.failure = None;
                 drop(slot);
                 if attempt > 1 {
-                    // A restarted server may offer other tools.
-                    self.tools_changed.notify_one();
+                    // A restarted server may offer other tools, resources
+                    // and prompts.
+                    self.heard.restarted();
                 }
                 Ok(connection)
             }
@@ -205,10 +209,10 @@ impl Server {
     /// Starts a connection and the task that counts its death.
     async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
         let limits = self.settings.limits.clone();
-        let tools_changed = Arc::clone(&self.tools_changed);
+        let heard = self.heard.clone();
         let connection = match &self.endpoint {
-            Endpoint::Stdio(spec) => stdio::start(spec, limits, tools_changed).await?,
-            Endpoint::Http(spec) => http::start(spec, limits, tools_changed).await?,
+            Endpoint::Stdio(spec) => stdio::start(spec, limits, heard).await?,
+            Endpoint::Http(spec) => http::start(spec, limits, heard).await?,
         };
         let connection = Arc::new(connection);
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
@@ -272,7 +276,7 @@ impl Server {
     /// after each restart), until the source closes.
     pub(crate) fn follow_tool_changes(self: &Arc<Self>) {
         let server: Weak<Self> = Arc::downgrade(self);
-        let changed = Arc::clone(&self.tools_changed);
+        let changed = Arc::clone(&self.heard.tools_changed);
         self.runtime.handle().spawn(async move {
             loop {
                 changed.notified().await;
@@ -337,7 +341,7 @@ impl Server {
         }
         // The task that follows tool changes wakes, sees the source
         // closed, and ends (on the host's runtime nothing else ends it).
-        self.tools_changed.notify_one();
+        self.heard.tools_changed.notify_one();
         self.source.clear();
         self.runtime.stop();
     }

@@ -15,9 +15,10 @@ use std::time::Duration;
 
 use rho_process::confine::{Confinement, Launcher};
 use rho_process::{ChildGroup, Exited, GroupKiller};
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 
 use super::connection::{Connection, Death, DeathSender, Limits, Remote, publish};
+use super::handler::Heard;
 use super::transport::ServerStdin;
 use super::transport::{LineTransport, TransportEnd};
 use crate::output::{Output, SharedOutput};
@@ -111,7 +112,7 @@ impl Process {
 pub(crate) async fn start(
     spec: &CommandSpec,
     limits: Limits,
-    tools_changed: Arc<Notify>,
+    heard: Heard,
 ) -> Result<Connection, String> {
     let copy = limits
         .forward_stderr
@@ -161,14 +162,7 @@ pub(crate) async fn start(
         end_rx,
         died_tx,
     ));
-    Connection::handshake(
-        transport,
-        Remote::Process(process),
-        died,
-        limits,
-        tools_changed,
-    )
-    .await
+    Connection::handshake(transport, Remote::Process(process), died, limits, heard).await
 }
 
 /// What the watcher needs of the child, taken before the connection owns it.

@@ -30,7 +30,9 @@
 //! What rho does not govern passes through: the server's resources,
 //! resource templates, prompts and completions are the proxy's, as the
 //! server declared and answers them
-//! ([`McpSource::features`](crate::import::McpSource::features)); and
+//! ([`McpSource::features`](crate::import::McpSource::features)), and
+//! so is what it announces (log messages, its lists changed, updates of
+//! subscribed resources: [`Notifier`](crate::serve::Notifier)); and
 //! what the server asks its client while a call runs (elicitation,
 //! sampling, roots) is put to the proxy's client, in that call
 //! ([`AskTheClient`](crate::import::AskTheClient)).

@@ -460,7 +460,7 @@ impl LogThreshold {
         self.0.store(severity(level), Ordering::Relaxed);
     }
 
-    fn passes(&self, level: LoggingLevel) -> bool {
+    pub(crate) fn passes(&self, level: LoggingLevel) -> bool {
         severity(level) >= self.0.load(Ordering::Relaxed)
     }
 }

@@ -6,7 +6,8 @@
 //! resources or prompts gives the server an [`McpFeatures`]
 //! ([`McpServer::with_features`](crate::McpServer::with_features)), and
 //! each session answers those requests from it and declares the
-//! capabilities it names, so one server offers a client everything. A
+//! capabilities it names, so one server offers a client everything; what
+//! the features announce goes through a [`Notifier`] (see `notify`). A
 //! panic in the host's code is contained: the request gets an internal
 //! error naming what failed, and the session serves on.
 
@@ -19,8 +20,14 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
+// Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
+// still set their level.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
+
+use super::notify::Notifier;
 
 /// Resources, prompts and completions a host serves beside its tools.
 ///
@@ -133,6 +140,27 @@ pub trait McpFeatures: Send + Sync + 'static {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         Ok(CompleteResult::default())
+    }
+
+    /// `logging/setLevel` (revisions before 2026-07-28), after the session
+    /// took the level for the messages it passes on. Default: nothing
+    /// more to do.
+    // Deprecated by SEP-2577 with the rest of logging; clients on
+    // 2025-11-25 still set their level.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
+    /// Where the features send their notifications to the clients (lists
+    /// changed, a resource updated, log messages), if they send any. Asked
+    /// once per session. Default: none.
+    fn notifier(&self) -> Option<Notifier> {
+        None
     }
 }
 

@@ -50,8 +50,8 @@ pub(crate) fn forward(
 /// `closed`, or the stream fails.
 pub(crate) async fn listen(
     registry: &ToolRegistry,
-    subscription: SubscriptionContext,
-    closed: CancellationToken,
+    subscription: &SubscriptionContext,
+    closed: &CancellationToken,
 ) {
     let changed = Arc::new(Notify::new());
     let wake = changed.clone();

@@ -11,7 +11,8 @@
 //! client a served call came from, handed to its tool, `input` asks
 //! clients on 2026-07-28 and later through input-required results,
 //! `features` serves a host's resources, prompts and completions beside
-//! the tools, `elicit` asks the client's user to approve a call,
+//! the tools, `notify` passes on what those features tell the clients,
+//! `elicit` asks the client's user to approve a call,
 //! `observe` reports each call's end (an audit log's hook), `stdio`
 //! serves over a byte stream on rmcp's transport (`stdio_fd` reading
 //! stdin and writing stdout on the reactor) and `http` streamable HTTP.
@@ -28,6 +29,7 @@ mod http;
 mod input;
 mod list_changed;
 mod listing;
+mod notify;
 mod observe;
 mod progress;
 mod result;
@@ -43,6 +45,7 @@ pub use elicit::ElicitationApprover;
 pub use features::McpFeatures;
 pub use http::{HttpOptions, HttpServer};
 pub use input::{Answer, Answers, Questions};
+pub use notify::Notifier;
 pub use observe::{CallObserver, ServedCall};
 pub use server::McpServer;
 pub use session::Session;

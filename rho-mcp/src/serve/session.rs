@@ -25,6 +25,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::client::LogThreshold;
 use super::contain::{contained, failure_text};
 use super::features::{self, McpFeatures};
+use super::notify::{self, Subscribed};
 use super::progress::ProgressSink;
 use super::server::Shared;
 use super::{call, list_changed, listing, result};
@@ -42,6 +43,8 @@ pub struct Session<E: Executor> {
     _close_on_drop: DropGuard,
     /// The registry listener, once the client is initialized.
     list_changed: Mutex<Option<ChangeSubscription>>,
+    /// The resources the client subscribed to, whose updates it is told.
+    subscribed: Subscribed,
 }
 
 /// What a session's calls need of it.
@@ -130,6 +133,7 @@ impl<E: Executor> Session<E> {
                 log_threshold: LogThreshold::default(),
             },
             list_changed: Mutex::new(None),
+            subscribed: Subscribed::default(),
         }
     }
 
@@ -237,10 +241,13 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let uri = request.uri.clone();
         self.features("resources/subscribe", |features| async move {
             features.subscribe(request, context).await
         })
-        .await
+        .await?;
+        self.subscribed.add(uri);
+        Ok(())
     }
 
     async fn unsubscribe(
@@ -248,6 +255,7 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.subscribed.remove(&request.uri);
         self.features("resources/unsubscribe", |features| async move {
             features.unsubscribe(request, context).await
         })
@@ -287,22 +295,49 @@ impl<E: Executor> ServerHandler for Session<E> {
         .await
     }
 
-    /// The tool list is what a rho server can tell of: a listener may hear
-    /// when it changes (rmcp keeps only what the client asked for).
+    /// What a rho server can tell of: its tool list, and what the host's
+    /// features declare they announce (their lists, the resources a client
+    /// may subscribe to); rmcp keeps only what the client asked for.
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let mut accepted = SubscriptionFilter::builder().tools_list_changed().build();
+        let features = self.calls.shared.features.as_ref();
+        if let Some(declared) = features.map(|features| features.capabilities()) {
+            let announces = |list_changed: bool| list_changed.then_some(true);
+            if let Some(resources) = declared.resources {
+                accepted.resources_list_changed = announces(resources.list_changed == Some(true));
+                if resources.subscribe == Some(true) {
+                    accepted
+                        .resource_subscriptions
+                        .clone_from(&requested.resource_subscriptions);
+                }
+            }
+            if let Some(prompts) = declared.prompts {
+                accepted.prompts_list_changed = announces(prompts.list_changed == Some(true));
+            }
+        }
+        Some(accepted)
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        list_changed::listen(
-            &self.calls.shared.registry,
-            subscription,
-            self.calls.closed.clone(),
-        )
-        .await;
+        let closed = &self.calls.closed;
+        let tools = list_changed::listen(&self.calls.shared.registry, &subscription, closed);
+        match self
+            .calls
+            .shared
+            .features
+            .as_ref()
+            .and_then(|features| features.notifier())
+        {
+            Some(notifier) => {
+                // Each ends when the client stops listening or the session
+                // closes; one whose stream failed leaves the other to end so.
+                tokio::join!(tools, notify::listen(&notifier, &subscription, closed));
+            }
+            None => tools.await,
+        }
         Ok(())
     }
 
@@ -358,18 +393,37 @@ impl<E: Executor> ServerHandler for Session<E> {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.calls.log_threshold.set(request.level);
-        Ok(())
+        self.features("logging/setLevel", |features| async move {
+            features.set_level(request, context).await
+        })
+        .await
+        .or_else(|error| match error.code {
+            // A host without features: the level was all there was to set.
+            ErrorCode::METHOD_NOT_FOUND => Ok(()),
+            _ => Err(error),
+        })
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let subscription = list_changed::forward(
-            &self.calls.shared.registry,
-            context.peer,
-            self.calls.closed.clone(),
-        );
+        let shared = &self.calls.shared;
+        if let Some(notifier) = shared
+            .features
+            .as_ref()
+            .and_then(|features| features.notifier())
+        {
+            notify::forward(
+                &notifier,
+                context.peer.clone(),
+                self.subscribed.clone(),
+                self.calls.log_threshold.clone(),
+                self.calls.closed.clone(),
+            );
+        }
+        let subscription =
+            list_changed::forward(&shared.registry, context.peer, self.calls.closed.clone());
         *self
             .list_changed
             .lock()

@@ -5,14 +5,17 @@ it saw as one JSON object, for the Rust proxy tests to check.
     proxy_client.py fault PROXY_COMMAND [ARGS...]
     proxy_client.py features COMMAND [ARGS...]
     proxy_client.py relay COMMAND [ARGS...]
-    proxy_client.py features|relay http URL
+    proxy_client.py notified COMMAND [ARGS...]
+    proxy_client.py features|relay|notified http URL
 
 `everything`: the proxy in front of the MCP reference server, with the
 policy of tests/proxy.rs; `fault`: in front of the fault server, which is
 made to die; `features`: the resources, prompts and completions of the
 server COMMAND runs (the proxy, or the server itself, to compare);
 `relay`: the server's questions to its client during a call (elicitation,
-sampling), answered here, and what the server made of the answers. Each
+sampling), answered here, and what the server made of the answers;
+`notified`: what the server announces to a client that set its log level
+and subscribed to a resource (log messages, resource updates). Each
 scenario records plain facts; the Rust test decides
 what is right. A scenario that raises records its error instead.
 """
@@ -40,7 +43,7 @@ def summary(result, started):
 
 
 @asynccontextmanager
-async def connect(command, elicitation=None, sampling=None):
+async def connect(command, elicitation=None, sampling=None, notified=None):
     # `http URL`: a proxy serving over streamable HTTP; else a command.
     if command[0] == "http":
         transport = streamable_http_client(command[1])
@@ -48,7 +51,11 @@ async def connect(command, elicitation=None, sampling=None):
         transport = stdio_client(StdioServerParameters(command=command[0], args=command[1:]))
     async with transport as (read, write):
         async with ClientSession(
-            read, write, elicitation_callback=elicitation, sampling_callback=sampling
+            read,
+            write,
+            elicitation_callback=elicitation,
+            sampling_callback=sampling,
+            message_handler=notified,
         ) as session:
             session.initialized_with = await session.initialize()
             yield session
@@ -246,11 +253,51 @@ async def relay(command):
     return results
 
 
+async def notified(command):
+    """The server's announcements to a client that asked for them."""
+    results = {}
+    heard = []
+    updated = anyio.Event()
+
+    async def hear(message):
+        if isinstance(message, types.LoggingMessageNotification):
+            heard.append({"log": message.params.level, "data": message.params.data})
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            heard.append({"updated": str(message.params.uri)})
+            updated.set()
+
+    async with connect(command, notified=hear) as session:
+        uri = str((await session.list_resources()).resources[0].uri)
+
+        async def subscribed():
+            await session.set_logging_level("debug")
+            await session.subscribe_resource(uri)
+            # The server updates a subscribed resource every 5 s once asked.
+            toggled = await call(session, "toggle-subscriber-updates")
+            with anyio.fail_after(15):
+                await updated.wait()
+            await call(session, "toggle-subscriber-updates")
+            await session.unsubscribe_resource(uri)
+            return {"uri": uri, "toggled": toggled["texts"]}
+
+        await guarded(results, "subscribed", subscribed)
+    # The log messages the subscription's requests made, and the first
+    # update: later ones depend on timing.
+    results["heard"] = [
+        entry for entry in heard if "Subscribe" in str(entry.get("data", ""))
+    ] + [entry for entry in heard if "updated" in entry][:1]
+    return results
+
+
 async def main(argv):
     kind, command = argv[0], argv[1:]
-    scenario = {"everything": everything, "fault": fault, "features": features, "relay": relay}[
-        kind
-    ]
+    scenario = {
+        "everything": everything,
+        "fault": fault,
+        "features": features,
+        "relay": relay,
+        "notified": notified,
+    }[kind]
     print(json.dumps(await scenario(command)))
 
 
