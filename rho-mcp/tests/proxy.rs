@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use import_support::{eventually, everything, node, processes_with};
 use serde_json::{Value, json};
-use support::{client_json, log_path, peers_dir, python, scenario, text};
+use support::{client_json, log_path, peers_dir, printed_url, python, scenario, text};
 
 const PROXY: &str = env!("CARGO_BIN_EXE_rho-mcp");
 
@@ -429,12 +429,7 @@ fn over_http_the_proxy_passes_the_same_through() {
         .stderr(Stdio::null())
         .spawn()
         .expect("the proxy starts");
-    let mut url = String::new();
-    BufReader::new(proxy.stdout.take().expect("piped"))
-        .read_line(&mut url)
-        .expect("it prints its URL");
-    let url = url.trim().to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let url = printed_url(&mut proxy);
     let run = |kind: &str, target: &[&str]| client_json(&proxy_client(kind, target));
     let (direct, proxied) = (
         run("features", &[node(), server, "stdio"]),

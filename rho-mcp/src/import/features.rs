@@ -15,8 +15,8 @@ use rho_tool_core::async_trait;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 // Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
 // still set their level.
@@ -90,6 +90,54 @@ impl Forwarded {
     }
 }
 
+/// A result as rho's server sends it on: a server on a revision before
+/// 2026-07-28 sends no `resultType`, which a client on 2026-07-28 needs;
+/// the result is the complete one it says it is (rmcp leaves the field
+/// out again for older clients).
+trait Completed {
+    fn completed(self) -> Self;
+}
+
+fn complete(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
+}
+
+macro_rules! completed {
+    ($($result:ty),*) => {$(
+        impl Completed for $result {
+            fn completed(mut self) -> Self {
+                complete(&mut self.result_type);
+                self
+            }
+        }
+    )*};
+}
+
+completed!(
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListPromptsResult,
+    CompleteResult
+);
+
+impl Completed for ReadResourceResponse {
+    fn completed(mut self) -> Self {
+        if let ReadResourceResponse::Complete(result) = &mut self {
+            complete(&mut result.result_type);
+        }
+        self
+    }
+}
+
+impl Completed for GetPromptResponse {
+    fn completed(mut self) -> Self {
+        if let GetPromptResponse::Complete(result) = &mut self {
+            complete(&mut result.result_type);
+        }
+        self
+    }
+}
+
 /// Why a forwarded request has no answer.
 enum Refused {
     /// The server answered with an error.
@@ -121,6 +169,7 @@ impl McpFeatures for Forwarded {
             peer.list_resources(request).await
         })
         .await
+        .map(Completed::completed)
     }
 
     async fn list_resource_templates(
@@ -132,6 +181,7 @@ impl McpFeatures for Forwarded {
             peer.list_resource_templates(request).await
         })
         .await
+        .map(Completed::completed)
     }
 
     async fn read_resource(
@@ -143,6 +193,7 @@ impl McpFeatures for Forwarded {
             peer.read_resource_once(request).await
         })
         .await
+        .map(Completed::completed)
     }
 
     async fn subscribe(
@@ -179,6 +230,7 @@ impl McpFeatures for Forwarded {
             peer.list_prompts(request).await
         })
         .await
+        .map(Completed::completed)
     }
 
     async fn get_prompt(
@@ -190,6 +242,7 @@ impl McpFeatures for Forwarded {
             peer.get_prompt_once(request).await
         })
         .await
+        .map(Completed::completed)
     }
 
     async fn complete(
@@ -201,6 +254,7 @@ impl McpFeatures for Forwarded {
             peer.complete(request).await
         })
         .await
+        .map(Completed::completed)
     }
 
     /// The level goes to the server too, so it sends what the client

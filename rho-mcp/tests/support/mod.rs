@@ -155,16 +155,23 @@ pub fn sample_http_server(log: &Path, extra: &[&str]) -> (Child, String) {
         .stdout(Stdio::piped())
         .spawn()
         .expect("the sample server starts");
+    let url = printed_url(&mut server);
+    (server, url)
+}
+
+/// The URL a `rho-mcp ... --http` process prints first (its stdout
+/// piped), checked to be loopback's.
+pub fn printed_url(served: &mut Child) -> String {
     let mut url = String::new();
-    BufReader::new(server.stdout.take().expect("piped"))
+    BufReader::new(served.stdout.take().expect("stdout piped"))
         .read_line(&mut url)
-        .expect("the sample prints its URL");
+        .expect("it prints its URL");
     let url = url.trim().to_owned();
     assert!(
         url.starts_with("http://127.0.0.1:"),
-        "served on loopback: {url}"
+        "served on loopback: {url:?}"
     );
-    (server, url)
+    url
 }
 
 /// Stops a sample HTTP server (closing its stdin stops it) and reads its

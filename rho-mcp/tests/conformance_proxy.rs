@@ -1,0 +1,154 @@
+//! The official MCP conformance suite judging `rho-mcp proxy`: in front
+//! of a server written with the official Python SDK
+//! (`peers/conformance_server.py`), over streamable HTTP to the suite and
+//! stdio to the server, the proxy adds no failure.
+//!
+//! At each revision the suite judges the server twice: alone over HTTP,
+//! where it passes every scenario, then behind the proxy, against the
+//! proxy's baseline (`conformance/baseline-proxy-<revision>.yml`: what
+//! the proxy does not carry yet, each with its reason). The suite fails a
+//! run both for a failure the baseline does not list and for a listed one
+//! that passes, so the baseline can only shrink; where it is empty,
+//! whatever the proxy governs (its gate, clock and plain answers on every
+//! call) or carries (resources, prompts, completions, logging,
+//! subscriptions, the server's questions to its client) comes through as
+//! the server gave it. The proxy speaks the
+//! suite's revision to the suite and 2025-11-25 to the server, so at
+//! 2026-07-28 the server's questions reach the suite as input-required
+//! results. The suite's output is kept under `target/conformance/`.
+
+mod import_support;
+#[path = "conformance/judge.rs"]
+mod judge;
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use import_support::free_port;
+use support::{peers_dir, python};
+
+const PROXY: &str = env!("CARGO_BIN_EXE_rho-mcp");
+
+/// Every call is allowed: the judgement is of what the proxy carries, and
+/// a question the policy put to the suite's client would be a question it
+/// does not expect.
+const POLICY: &str = "default = \"allow\"\n";
+
+/// A child process killed (and reaped) when dropped, its group with it.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn server_script() -> String {
+    peers_dir()
+        .join("conformance_server.py")
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned()
+}
+
+/// The server alone, serving streamable HTTP on a port of its own: its URL.
+fn server_alone() -> (Running, String) {
+    let port = free_port();
+    let child = Command::new(python())
+        .args([&server_script(), "http", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the venv's python runs");
+    let running = Running(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the Python SDK conformance server did not listen on port {port} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (running, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// The proxy over HTTP in front of the server over stdio: its URL.
+fn behind_the_proxy() -> (Running, String) {
+    let policy = import_support::target_dir().join("conformance-proxy-policy.toml");
+    std::fs::write(&policy, POLICY).expect("the policy is written");
+    let mut child = Command::new(PROXY)
+        .arg("proxy")
+        .arg("--http")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--")
+        .arg(python())
+        .args([&server_script(), "stdio"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the proxy starts");
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut url)
+        .expect("the proxy prints its URL");
+    let url = url.trim().to_owned();
+    assert!(
+        url.starts_with("http://127.0.0.1:"),
+        "the proxy said {url:?}"
+    );
+    (Running(child), url)
+}
+
+/// Judges the server alone (it must pass every scenario: its baseline,
+/// `baseline-proxy-peer-<revision>.yml`, is empty) and behind the proxy
+/// (`baseline-proxy-<revision>.yml`: what the proxy does not carry yet,
+/// each with its reason).
+fn judge_proxy(revision: &str) {
+    let run = ["--suite", "all", "--spec-version", revision];
+    let alone = judge::Judged::new("proxy-peer", revision);
+    let disagreed = {
+        let (_server, url) = server_alone();
+        alone.run(&[&["server", "--url", &url][..], &run].concat())
+    };
+    alone.conclude("the Python SDK server alone", disagreed.as_slice());
+    let proxied = judge::Judged::new("proxy", revision);
+    let disagreed = {
+        let (_proxy, url) = behind_the_proxy();
+        proxied.run(&[&["server", "--url", &url][..], &run].concat())
+    };
+    proxied.conclude(
+        "rho-mcp proxy in front of the Python SDK server",
+        disagreed.as_slice(),
+    );
+}
+
+/// At 2025-11-25 (sessions, `initialize`) the proxy passes every scenario
+/// the server passes by itself.
+#[test]
+fn the_proxy_adds_no_failure_at_2025_11_25() {
+    judge_proxy("2025-11-25");
+}
+
+/// At 2026-07-28 (stateless, input-required results) the proxy passes
+/// every scenario the server passes by itself but for its baseline.
+#[test]
+fn the_proxy_adds_no_failure_at_2026_07_28() {
+    judge_proxy("2026-07-28");
+}
