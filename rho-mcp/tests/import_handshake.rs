@@ -12,8 +12,8 @@ use std::time::Duration;
 use import_support::{Host, Tokio, call, everything_source};
 use rho_exec_tokio::TokioExecutor;
 use rho_mcp::import::{Handshake, ImportError, McpSource};
-use rho_mcp::{HttpOptions, McpServer};
-use rho_registry::{Source, ToolRegistry};
+use rho_mcp::{HttpOptions, HttpServer, McpServer};
+use rho_registry::{Source, SourceHandle, ToolRegistry};
 use rho_tool_core::{Outcome, Tool, ToolContext, ToolOutput, async_trait};
 use serde_json::{Value, json};
 
@@ -36,6 +36,18 @@ impl Tool for Echo {
     }
 }
 
+/// rho's own server over HTTP, serving `echo` from the source it returns.
+async fn echo_served() -> (SourceHandle, HttpServer) {
+    let served = ToolRegistry::new();
+    let tools = served.add_source(Source::trusted("peer")).expect("new");
+    tools.add(Arc::new(Echo) as Arc<dyn Tool>).expect("new");
+    let http = McpServer::new(TokioExecutor::current().expect("a runtime"), served)
+        .serve_http(HttpOptions::new())
+        .await
+        .expect("serves");
+    (tools, http)
+}
+
 /// Every handshake reaches rho's own server over HTTP, and the call made
 /// after it is answered.
 #[test]
@@ -47,16 +59,7 @@ fn every_handshake_reaches_rho_s_server_and_its_calls_are_answered() {
         Handshake::Either,
     ] {
         host.block_on(async {
-            let served = ToolRegistry::new();
-            served
-                .add_source(Source::trusted("peer"))
-                .expect("new")
-                .add(Arc::new(Echo) as Arc<dyn Tool>)
-                .expect("new");
-            let http = McpServer::new(TokioExecutor::current().expect("a runtime"), served)
-                .serve_http(HttpOptions::new())
-                .await
-                .expect("serves");
+            let (_tools, http) = echo_served().await;
             let registry = ToolRegistry::new();
             let source = McpSource::http("peer", http.url())
                 .handshake(handshake)
@@ -107,4 +110,66 @@ fn either_falls_back_to_initialize_and_discover_alone_is_refused_by_an_older_ser
             other => panic!("{:?}", other.map(|_| "connected")),
         }
     });
+}
+
+/// Property: a server on 2026-07-28 announces only on a
+/// `subscriptions/listen` stream, so a source that greeted it with
+/// `Discover` asks for one: a tool the server adds after the handshake,
+/// and one it removes, reach the importing registry.
+#[test]
+fn a_source_on_2026_hears_the_servers_tool_changes_on_its_listen_stream() {
+    let host = Tokio::new();
+    host.block_on(async {
+        let (tools, http) = echo_served().await;
+        let registry = ToolRegistry::new();
+        let source = McpSource::http("peer", http.url())
+            .handshake(Handshake::Discover)
+            .connect(&registry)
+            .await
+            .expect("discovers");
+        let names = || -> Vec<String> {
+            let mut names: Vec<String> = registry
+                .tools()
+                .into_iter()
+                .map(|tool| tool.name.to_string())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(), ["echo"]);
+        let until = |expected: &'static [&'static str]| {
+            let names = &names;
+            async move {
+                for _ in 0..200 {
+                    if names() == expected {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                panic!("the source still lists {:?}, not {expected:?}", names());
+            }
+        };
+        tools.add(Arc::new(Second) as Arc<dyn Tool>).expect("new");
+        until(&["echo", "second"]).await;
+        assert!(tools.remove("echo"));
+        until(&["second"]).await;
+        source.close();
+        http.shutdown().await.expect("stops");
+    });
+}
+
+/// A second tool, added while a source is connected.
+struct Second;
+
+#[async_trait]
+impl Tool for Second {
+    fn name(&self) -> &str {
+        "second"
+    }
+    fn description(&self) -> &str {
+        "Answers `second`."
+    }
+    async fn run(&self, _arguments: Value, _context: ToolContext) -> ToolOutput {
+        ToolOutput::text("second")
+    }
 }

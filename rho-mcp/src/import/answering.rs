@@ -67,6 +67,15 @@ pub trait Answerer: Send + Sync + 'static {
     /// only that.
     fn capabilities(&self) -> ClientCapabilities;
 
+    /// What the host answers for `call`: declared with the call's request
+    /// to a server on 2026-07-28, where each request says what its client
+    /// takes (before, only [`capabilities`](Answerer::capabilities) are
+    /// declared, once). Default: the same for every call.
+    fn capabilities_for(&self, call: &ToolContext) -> ClientCapabilities {
+        let _ = call;
+        self.capabilities()
+    }
+
     /// Answers `questions`, each under its key. `call` is the call of an
     /// imported tool the server asked in, when rho knows it (always on
     /// 2026-07-28; before, when that call was the only one in flight on
@@ -88,9 +97,11 @@ pub trait Answerer: Send + Sync + 'static {
 /// that serves what it imports, passes its servers' questions on to the
 /// person and the model at its own client.
 ///
-/// It declares elicitation, sampling and roots; a question its client
-/// cannot answer (it declared no such capability, or there is no served
-/// call to reach it through) gets an error saying so.
+/// It declares elicitation, sampling and roots, and to a server on
+/// 2026-07-28 with each call what the client of that call declared of
+/// them; a question its client cannot answer (it declared no such
+/// capability, or there is no served call to reach it through) gets an
+/// error saying so.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AskTheClient;
 
@@ -102,6 +113,19 @@ impl Answerer for AskTheClient {
             .enable_sampling()
             .enable_roots()
             .build()
+    }
+
+    fn capabilities_for(&self, call: &ToolContext) -> ClientCapabilities {
+        let Some(theirs) = McpClient::of(call).and_then(|client| client.capabilities()) else {
+            return self.capabilities();
+        };
+        // What its client can be asked, and nothing else it declared (an
+        // extension of its own is not the server's to see).
+        let mut passed = ClientCapabilities::default();
+        passed.elicitation = theirs.elicitation;
+        passed.sampling = theirs.sampling;
+        passed.roots = theirs.roots;
+        passed
     }
 
     async fn answer(
@@ -159,6 +183,15 @@ impl Answering {
         };
         let _held = call.as_ref().map(ToolContext::pause_clock);
         answerer.answer(questions, call).await
+    }
+
+    /// What the source declares to its server with `call`'s request (on
+    /// 2026-07-28).
+    pub(crate) fn capabilities_for(&self, call: &ToolContext) -> ClientCapabilities {
+        self.0
+            .as_ref()
+            .map(|answerer| answerer.capabilities_for(call))
+            .unwrap_or_default()
     }
 
     pub(crate) fn is_set(&self) -> bool {

@@ -21,7 +21,7 @@ use rho_tool_core::{ToolContext, ToolOutput};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientNotification, ClientRequest, InputRequiredResult, JsonObject,
-    ProgressToken, RequestId, ServerResult,
+    ProgressToken, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -214,6 +214,29 @@ impl Request {
         ))
     }
 
+    /// How the call's request goes: to a server on 2026-07-28, saying what
+    /// the client of this call takes and the log level asked for (rmcp
+    /// says the rest of the client's context).
+    fn options(&self, connection: &Connection) -> PeerRequestOptions {
+        let mut options = PeerRequestOptions::no_options();
+        if connection.speaks_2026() {
+            let mut meta = RequestMetaObject::new();
+            let answering = &self.server.settings.limits.answering;
+            meta.set_client_capabilities(answering.capabilities_for(&self.context));
+            let level = *self
+                .server
+                .heard
+                .log_level
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(level) = level {
+                meta.set_log_level(level);
+            }
+            options.meta = Some(meta);
+        }
+        options
+    }
+
     /// The call sent through rmcp's service (an HTTP server's).
     async fn run_through_rmcp(
         &self,
@@ -223,8 +246,9 @@ impl Request {
     ) -> Round {
         let mut died = connection.death_watch();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let options = self.options(connection);
         let sent = tokio::select! {
-            sent = connection.peer().send_request_with_option(request, PeerRequestOptions::no_options()) => sent,
+            sent = connection.peer().send_request_with_option(request, options) => sent,
             death = wait_for_death(&mut died) => return Round::Ended(self.crashed(&death)),
         };
         let mut handle = match sent {

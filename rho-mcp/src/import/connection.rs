@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleClient;
+use rmcp::model::ProtocolVersion;
 use rmcp::service::ClientServiceExt;
 use rmcp::service::{ClientInitializeError, Peer, RunningService};
 use rmcp::transport::Transport;
@@ -78,6 +79,14 @@ pub(crate) fn publish(died: &DeathSender, death: Death) {
         *current = Some(Arc::new(death));
         true
     });
+}
+
+/// Whether the server behind `peer` speaks 2026-07-28 or later: each
+/// request then says what its client is (capabilities, log level), and
+/// the server announces only on a stream asked of it.
+pub(crate) fn speaks_2026(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
 }
 
 /// What a connection's owner sets for it.
@@ -192,6 +201,11 @@ impl Connection {
     /// version, and its instructions for the model.
     pub(crate) fn server_info(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
         self.service.peer_info()
+    }
+
+    /// Whether the server speaks 2026-07-28 (see [`speaks_2026`]).
+    pub(crate) fn speaks_2026(&self) -> bool {
+        speaks_2026(self.peer())
     }
 
     /// The rmcp peer to send requests on.

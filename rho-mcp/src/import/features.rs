@@ -9,7 +9,7 @@
 //! server that hangs costs the client an error, not a session.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use rho_tool_core::async_trait;
 use rmcp::model::{
@@ -25,6 +25,7 @@ use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 
+use super::connection::speaks_2026;
 use super::server::{Server, Unavailable};
 use crate::serve::{McpFeatures, Notifier};
 
@@ -201,7 +202,14 @@ impl McpFeatures for Forwarded {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let followed = self.server.heard.followed.clone();
         self.forward("resources/subscribe", |peer| async move {
+            if speaks_2026(&peer) {
+                // Such a server has no `resources/subscribe`: the source's
+                // stream asks for the resource's updates from now on.
+                followed.follow(request.uri);
+                return Ok(());
+            }
             // Carried for clients before 2026-07-28, which subscribe so.
             #[allow(deprecated)]
             peer.subscribe(request).await
@@ -214,7 +222,12 @@ impl McpFeatures for Forwarded {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let followed = self.server.heard.followed.clone();
         self.forward("resources/unsubscribe", |peer| async move {
+            if speaks_2026(&peer) {
+                followed.unfollow(&request.uri);
+                return Ok(());
+            }
             #[allow(deprecated)]
             peer.unsubscribe(request).await
         })
@@ -258,17 +271,27 @@ impl McpFeatures for Forwarded {
     }
 
     /// The level goes to the server too, so it sends what the client
-    /// asked for (with several clients, the last one's level).
+    /// asked for (with several clients, the last one's level): set on a
+    /// server before 2026-07-28, sent with each call to one on 2026-07-28.
     #[allow(deprecated)]
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        *self
+            .server
+            .heard
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(request.level);
         if self.capabilities_declared().logging.is_none() {
             return Ok(());
         }
         self.forward("logging/setLevel", |peer| async move {
+            if speaks_2026(&peer) {
+                return Ok(());
+            }
             peer.set_level(request).await
         })
         .await

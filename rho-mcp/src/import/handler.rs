@@ -12,20 +12,22 @@
 // server asks its client with until MCP has their successors.
 #![allow(deprecated)]
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     ClientConfig, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
-    InputRequest, ListRootsResult, LoggingMessageNotification, LoggingMessageNotificationParam,
-    ProgressNotificationParam, PromptListChangedNotification, ProtocolVersion,
-    ResourceListChangedNotification, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
+    InputRequest, ListRootsResult, LoggingLevel, LoggingMessageNotification,
+    LoggingMessageNotificationParam, ProgressNotificationParam, PromptListChangedNotification,
+    ProtocolVersion, ResourceListChangedNotification, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::sync::Notify;
 
 use super::answering::{Answering, InFlight};
+use super::listen::Followed;
 use super::progress::{HandlerTally, ProgressRoutes, route};
 use crate::serve::{Answer, Notifier, Questions};
 
@@ -37,6 +39,12 @@ pub(crate) struct Heard {
     pub(crate) tools_changed: Arc<Notify>,
     /// Where the rest goes, for the source's features to pass on.
     pub(crate) notifier: Notifier,
+    /// The resources the features follow (asked of a server on
+    /// 2026-07-28 when the source listens to it).
+    pub(crate) followed: Followed,
+    /// The log level the features' client asked for last, sent with each
+    /// call to a server on 2026-07-28 (before, it is set on the server).
+    pub(crate) log_level: Arc<Mutex<Option<LoggingLevel>>>,
 }
 
 impl Heard {

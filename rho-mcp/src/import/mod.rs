@@ -59,8 +59,11 @@
 //!   [`Handshake::Discover`] speaks 2026-07-28, where there is no handshake
 //!   and every request carries its revision and capabilities (over HTTP
 //!   also as headers, a tool's `x-mcp-header` arguments included, so a
-//!   load balancer can route on them); [`Handshake::Either`] asks first
-//!   and falls back.
+//!   load balancer can route on them, and what the host answers for the
+//!   call: [`Answerer::capabilities_for`]); [`Handshake::Either`] asks
+//!   first and falls back. Such a server announces only on a stream asked
+//!   of it, so the source listens (`subscriptions/listen`) for its tool
+//!   list and for what its features follow.
 //! - **Its questions, answered by the host.** What the server asks its
 //!   client while a call runs (the user through elicitation, the model
 //!   through sampling, the roots), as a request of its own or, on
@@ -143,6 +146,7 @@
 //! a child's pipes, strict about what the child writes, `progress` each
 //! call's progress routed as it is read, `handler` rmcp's client side
 //! (late progress, list changes and other announcements, questions),
+//! `listen` what a server on 2026-07-28 announces on the stream asked of it,
 //! `features` the server's resources, prompts and completions served on,
 //! `call` one
 //! `tools/call`, `answer` its result as rho's, `tool` an
@@ -159,6 +163,7 @@ mod handler;
 mod handshake;
 mod health;
 mod http;
+mod listen;
 #[cfg(feature = "oauth")]
 mod oauth;
 mod policy;

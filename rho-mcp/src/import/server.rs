@@ -16,6 +16,7 @@ use super::connection::{Connection, Limits, wait_for_death};
 use super::handler::Heard;
 use super::health::Health;
 use super::http::{self, HttpSpec};
+use super::listen;
 use super::runtime::SourceRuntime;
 use super::stdio::{self, CommandSpec};
 use super::tool::{ImportedTool, ToolSpec};
@@ -217,6 +218,24 @@ impl Server {
         let connection = Arc::new(connection);
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Arc::clone(&connection));
+        if let Some(info) = connection.server_info()
+            && connection.speaks_2026()
+        {
+            // A server on 2026-07-28 announces only on a stream asked of
+            // it, for as long as the connection lives.
+            let follow = listen::follow(
+                connection.peer().clone(),
+                info.capabilities.clone(),
+                self.heard.clone(),
+            );
+            let mut died = connection.death_watch();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = wait_for_death(&mut died) => {}
+                    () = follow => {}
+                }
+            });
+        }
         let mut died = connection.death_watch();
         let server = Arc::downgrade(self);
         tokio::spawn(async move {

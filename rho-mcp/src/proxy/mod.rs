@@ -35,7 +35,11 @@
 //! subscribed resources: [`Notifier`](crate::serve::Notifier)); and
 //! what the server asks its client while a call runs (elicitation,
 //! sampling, roots) is put to the proxy's client, in that call
-//! ([`AskTheClient`](crate::import::AskTheClient)).
+//! ([`AskTheClient`](crate::import::AskTheClient)). The proxy asks its
+//! server for 2026-07-28, where those questions come back as the call's
+//! own result and each request says what the proxy's client of that call
+//! takes, and falls back to 2025-11-25 for an older server
+//! ([`ProxyOptions::handshake`]).
 //!
 //! What the server writes to stderr is copied to the proxy's stderr as it
 //! comes (where a desktop client logs it), and its end is quoted in the

@@ -23,7 +23,7 @@ use super::audit::AuditLog;
 use super::gate::PolicyGate;
 use super::policy::PolicyError;
 use crate::error::ServeError;
-use crate::import::{AskTheClient, HttpSpec, ImportError, McpSource, McpSourceBuilder};
+use crate::import::{AskTheClient, Handshake, HttpSpec, ImportError, McpSource, McpSourceBuilder};
 use crate::{HttpOptions, HttpServer, McpServer};
 
 /// How long a server's deaths are remembered for its quarantine.
@@ -59,6 +59,7 @@ pub struct ProxyOptions {
     output_cap: Option<usize>,
     quarantine_after: u32,
     max_concurrent_calls: Option<usize>,
+    handshake: Handshake,
 }
 
 impl ProxyOptions {
@@ -107,6 +108,7 @@ impl ProxyOptions {
             output_cap: None,
             quarantine_after: 3,
             max_concurrent_calls: None,
+            handshake: Handshake::Either,
         }
     }
 
@@ -225,6 +227,18 @@ impl ProxyOptions {
         self
     }
 
+    /// How the proxy greets its server (default [`Handshake::Either`]:
+    /// 2026-07-28 with a server that speaks it, so the server's questions
+    /// come back with the call they belong to and say what the proxy's
+    /// client of that call takes; 2025-11-25 with an older one, at the
+    /// price of one more round trip when it starts). `Initialize` spares
+    /// that round trip to a server known to be older, or one that does
+    /// not answer a request it does not know.
+    pub fn handshake(mut self, handshake: Handshake) -> Self {
+        self.handshake = handshake;
+        self
+    }
+
     /// After how many crashes or timeouts a tool is quarantined, and after
     /// how many deaths within five minutes the whole server is (default 3;
     /// 0: never). A quarantined tool leaves the client's list until
@@ -284,6 +298,7 @@ impl ProxyOptions {
             timeout: self.timeout,
             rule,
             max_concurrent_calls: self.max_concurrent_calls,
+            handshake: self.handshake,
         };
         let source = match self.upstream {
             Upstream::Command {
@@ -416,6 +431,7 @@ struct Limits {
     timeout: Duration,
     rule: QuarantineRule,
     max_concurrent_calls: Option<usize>,
+    handshake: Handshake,
 }
 
 /// `builder` with what the proxy sets on the imported source, whichever
@@ -442,6 +458,7 @@ fn guarded<K>(
         // What the server asks its client (its user, its model, its
         // roots) goes to the proxy's client, with the call it came in.
         .answerer(AskTheClient)
+        .handshake(limits.handshake)
 }
 
 /// A running proxy: the imported server and the MCP server in front of

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::ArgGroup;
 
 use crate::listen::{HttpArgs, Transport};
+use rho_mcp::import::Handshake;
 use rho_mcp::proxy::{Policy, ProxyOptions, load_policy};
 
 /// Serve an MCP server over stdio, with rho's guarantees on every call.
@@ -49,6 +50,12 @@ pub(crate) struct ProxyArgs {
     /// N deaths in 5 minutes (0: never) [default: 3].
     #[arg(long, value_name = "N")]
     quarantine_after: Option<u32>,
+    /// How to greet the server: `either` asks for 2026-07-28 and falls back
+    /// to `initialize` (2025-11-25) for an older server; `initialize` only
+    /// that, for a server that does not answer requests it does not know;
+    /// `discover` 2026-07-28 only [default: either].
+    #[arg(long, value_name = "HOW", value_parser = handshake)]
+    handshake: Option<Handshake>,
     /// The server's name in error texts [default: the command's file name,
     /// or the URL's host].
     #[arg(long, value_name = "NAME")]
@@ -108,6 +115,9 @@ impl ProxyArgs {
         if let Some(name) = self.name {
             options = options.name(name);
         }
+        if let Some(handshake) = self.handshake {
+            options = options.handshake(handshake);
+        }
         if let Some(variable) = self.bearer_token_env {
             let token = std::env::var(&variable).map_err(|_| {
                 format!("--bearer-token-env: environment variable `{variable}` is not set")
@@ -157,4 +167,16 @@ pub(crate) fn policy(proxy: &Proxy) -> Result<Option<Policy>, String> {
         .map(load_policy)
         .transpose()
         .map_err(|error| error.to_string())
+}
+
+/// `--handshake`: `either`, `initialize` or `discover`.
+fn handshake(given: &str) -> Result<Handshake, String> {
+    match given {
+        "either" => Ok(Handshake::Either),
+        "initialize" => Ok(Handshake::Initialize),
+        "discover" => Ok(Handshake::Discover),
+        other => Err(format!(
+            "`{other}` is not a handshake: either, initialize or discover"
+        )),
+    }
 }

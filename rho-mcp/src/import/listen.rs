@@ -1,0 +1,125 @@
+//! Hearing a server on 2026-07-28, which announces only on the streams a
+//! client opens with `subscriptions/listen`: its tool list changed (the
+//! source lists again), its resource and prompt lists changed and updates
+//! of the resources the source's features were asked to follow (handed to
+//! the source's notifier, as a server on 2025-11-25 announces them by
+//! itself).
+//!
+//! One stream a connection, opened again with a new filter when the set of
+//! followed resources changes, and after a pause when the server ends it;
+//! its owner stops following when the connection dies.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use rmcp::model::{ServerCapabilities, ServerNotification, SubscriptionFilter};
+use rmcp::{Peer, RoleClient};
+use tokio::sync::watch;
+
+use super::handler::Heard;
+
+/// How long to wait before listening again on a stream the server ended
+/// (or refused to open).
+const AGAIN_AFTER: Duration = Duration::from_secs(1);
+
+/// The resources a source's features were asked to follow, shared by its
+/// connections: whoever listens follows what it holds when it opens its
+/// stream, and opens it again when it changes.
+#[derive(Clone)]
+pub(crate) struct Followed(watch::Sender<BTreeSet<String>>);
+
+impl Default for Followed {
+    fn default() -> Self {
+        Self(watch::Sender::new(BTreeSet::new()))
+    }
+}
+
+impl Followed {
+    pub(crate) fn follow(&self, uri: String) {
+        self.0.send_if_modified(|uris| uris.insert(uri));
+    }
+
+    pub(crate) fn unfollow(&self, uri: &str) {
+        self.0.send_if_modified(|uris| uris.remove(uri));
+    }
+
+    fn watch(&self) -> watch::Receiver<BTreeSet<String>> {
+        self.0.subscribe()
+    }
+}
+
+/// What to ask the server for: its tool list always, its other lists and
+/// subscriptions as far as it declared them.
+fn filter(declared: &ServerCapabilities, followed: &BTreeSet<String>) -> SubscriptionFilter {
+    let mut filter = SubscriptionFilter::builder().tools_list_changed().build();
+    if let Some(resources) = &declared.resources {
+        if resources.list_changed == Some(true) {
+            filter.resources_list_changed = Some(true);
+        }
+        if resources.subscribe == Some(true) && !followed.is_empty() {
+            filter.resource_subscriptions = Some(followed.iter().cloned().collect());
+        }
+    }
+    if declared
+        .prompts
+        .as_ref()
+        .and_then(|prompts| prompts.list_changed)
+        == Some(true)
+    {
+        filter.prompts_list_changed = Some(true);
+    }
+    filter
+}
+
+/// Listens to the server behind `peer`, handing what it announces to
+/// `heard`; returns only when nobody follows resources any more (the
+/// source is gone).
+pub(crate) async fn follow(peer: Peer<RoleClient>, declared: ServerCapabilities, heard: Heard) {
+    let mut followed = heard.followed.watch();
+    loop {
+        let asked = filter(&declared, &followed.borrow_and_update());
+        let listening = peer.listen(asked).await;
+        let again = match listening {
+            Ok(mut subscription) => loop {
+                tokio::select! {
+                    changed = followed.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        // Dropping the stream cancels it; the next one
+                        // asks for the new set.
+                        break Again::Now;
+                    }
+                    next = subscription.next() => match next {
+                        Ok(Some(notification)) => hear(&heard, notification),
+                        // Ended by the server, or broken.
+                        Ok(None) | Err(_) => break Again::AfterAPause,
+                    },
+                }
+            },
+            Err(_) => Again::AfterAPause,
+        };
+        if let Again::AfterAPause = again {
+            tokio::time::sleep(AGAIN_AFTER).await;
+        }
+    }
+}
+
+/// When to listen again.
+enum Again {
+    /// The filter changed.
+    Now,
+    /// The server ended the stream or would not open it.
+    AfterAPause,
+}
+
+/// Hands one announcement to where the source hears it.
+fn hear(heard: &Heard, notification: ServerNotification) {
+    match notification {
+        ServerNotification::ToolListChangedNotification(_) => heard.tools_changed.notify_one(),
+        other @ (ServerNotification::ResourceListChangedNotification(_)
+        | ServerNotification::ResourceUpdatedNotification(_)
+        | ServerNotification::PromptListChangedNotification(_)) => heard.notifier.notify(other),
+        _ => {}
+    }
+}
