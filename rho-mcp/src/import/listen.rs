@@ -6,13 +6,21 @@
 //! itself).
 //!
 //! One stream a connection, opened again with a new filter when the set of
-//! followed resources changes, and after a pause when the server ends it;
-//! its owner stops following when the connection dies.
+//! followed resources changes, after a pause when the server ends it, and
+//! only with a new filter when the server refused it; its owner stops
+//! following when the connection dies. Nothing is heard while no stream is
+//! open, so each open is followed by what a change would have caused: the
+//! source lists its tools again, and on a stream opened again its features
+//! are told that everything they pass on may have changed.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use rmcp::model::{ServerCapabilities, ServerNotification, SubscriptionFilter};
+use rmcp::model::{
+    PromptListChangedNotification, ResourceListChangedNotification, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerNotification, SubscriptionFilter,
+};
+use rmcp::service::ServiceError;
 use rmcp::{Peer, RoleClient};
 use tokio::sync::watch;
 
@@ -76,32 +84,73 @@ fn filter(declared: &ServerCapabilities, followed: &BTreeSet<String>) -> Subscri
 /// source is gone).
 pub(crate) async fn follow(peer: Peer<RoleClient>, declared: ServerCapabilities, heard: Heard) {
     let mut followed = heard.followed.watch();
+    let mut opened_before = false;
     loop {
         let asked = filter(&declared, &followed.borrow_and_update());
         let listening = peer.listen(asked).await;
         let again = match listening {
-            Ok(mut subscription) => loop {
-                tokio::select! {
-                    changed = followed.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                        // Dropping the stream cancels it; the next one
-                        // asks for the new set.
-                        break Again::Now;
-                    }
-                    next = subscription.next() => match next {
-                        Ok(Some(notification)) => hear(&heard, notification),
-                        // Ended by the server, or broken.
-                        Ok(None) | Err(_) => break Again::AfterAPause,
-                    },
+            Ok(mut subscription) => {
+                if std::mem::replace(&mut opened_before, true) {
+                    missed_while_deaf(&heard, subscription.acknowledged());
+                } else {
+                    // The tools listed at the handshake may have changed
+                    // before the server acknowledged this stream.
+                    heard.tools_changed.notify_one();
                 }
-            },
+                loop {
+                    tokio::select! {
+                        changed = followed.changed() => {
+                            if changed.is_err() {
+                                return;
+                            }
+                            // Dropping the stream cancels it; the next one
+                            // asks for the new set.
+                            break Again::Now;
+                        }
+                        next = subscription.next() => match next {
+                            Ok(Some(notification)) => hear(&heard, notification),
+                            // Ended by the server, or broken.
+                            Ok(None) | Err(_) => break Again::AfterAPause,
+                        },
+                    }
+                }
+            }
+            // Refused: asking the same again would be refused again.
+            Err(ServiceError::McpError(_)) => Again::WhenTheFilterChanges,
             Err(_) => Again::AfterAPause,
         };
-        if let Again::AfterAPause = again {
-            tokio::time::sleep(AGAIN_AFTER).await;
+        match again {
+            Again::Now => {}
+            Again::AfterAPause => tokio::time::sleep(AGAIN_AFTER).await,
+            Again::WhenTheFilterChanges => {
+                if followed.changed().await.is_err() {
+                    return;
+                }
+            }
         }
+    }
+}
+
+/// What a stream opened again may have missed while none was open: the
+/// source lists its tools again, and its features are told that what the
+/// new stream follows (as the server acknowledged it) changed.
+fn missed_while_deaf(heard: &Heard, asked: &SubscriptionFilter) {
+    heard.tools_changed.notify_one();
+    if asked.resources_list_changed == Some(true) {
+        heard
+            .notifier
+            .notify(ResourceListChangedNotification::default().into());
+    }
+    if asked.prompts_list_changed == Some(true) {
+        heard
+            .notifier
+            .notify(PromptListChangedNotification::default().into());
+    }
+    for uri in asked.resource_subscriptions.iter().flatten() {
+        heard.notifier.notify(
+            ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri.clone()))
+                .into(),
+        );
     }
 }
 
@@ -109,8 +158,10 @@ pub(crate) async fn follow(peer: Peer<RoleClient>, declared: ServerCapabilities,
 enum Again {
     /// The filter changed.
     Now,
-    /// The server ended the stream or would not open it.
+    /// The server ended the stream, or could not be reached.
     AfterAPause,
+    /// The server refused the stream.
+    WhenTheFilterChanges,
 }
 
 /// Hands one announcement to where the source hears it.
