@@ -1,7 +1,8 @@
 //! A served tool's way back to its client (`rho_mcp::McpClient`), driven by
 //! rmcp's own client over an in-process pipe at 2025-11-25: a question to
 //! the client's user holds the call's clock, a request the client did not
-//! offer is an error result naming it, log messages below the level the
+//! offer is an error result naming it (and so is a requirement it did not
+//! declare), log messages below the level the
 //! client set are not sent, and a call not served over MCP finds no client.
 
 #![allow(deprecated)] // logging and sampling: SEP-2577; see rho_mcp::McpClient
@@ -68,6 +69,13 @@ impl Tool for Asks {
                             .unwrap_or_default()
                             .to_string(),
                     ),
+                    Err(error) => ToolOutput::error(error.to_string()),
+                }
+            }
+            "require" => {
+                let sampling = ClientCapabilities::builder().enable_sampling().build();
+                match client.require(sampling).await {
+                    Ok(()) => ToolOutput::text("the client samples"),
                     Err(error) => ToolOutput::error(error.to_string()),
                 }
             }
@@ -140,7 +148,7 @@ fn registry() -> ToolRegistry {
     let source = registry
         .add_source(Source::trusted("asks"))
         .expect("a new source");
-    for name in ["ask_user", "sample", "log"] {
+    for name in ["ask_user", "sample", "require", "log"] {
         source.add(Arc::new(Asks(name))).expect("a new name");
     }
     registry
@@ -200,6 +208,20 @@ async fn a_request_the_client_did_not_offer_is_an_error_naming_it() {
     assert_eq!(
         text(&result),
         "the client cannot be asked for sampling: the client did not offer it when it initialized"
+    );
+}
+
+/// Before 2026-07-28 a requirement the client did not declare is only the
+/// tool's to handle: `require` says what is missing, the request goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requirement_the_client_did_not_declare_is_an_error_naming_it() {
+    let client = connect(Person::default()).await;
+    let result = call(&client, "require").await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        "the client cannot be asked for what the call needs: it did not declare \
+         {\"sampling\":{}}"
     );
 }
 

@@ -3,14 +3,16 @@
 //! approval and a tool's questions go out in the answer to the client's
 //! request, the call waits on the server for the retry, the tool runs
 //! once, the clock starts at the approval, a request state is good for one
-//! retry of its own call, and a call nobody answers ends at the server's
-//! input deadline.
+//! retry of its own call, a call nobody answers ends at the server's
+//! input deadline, and a tool that requires what the client did not
+//! declare ends its request with MCP's missing-capability error.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rho_exec_tokio::TokioExecutor;
+use rho_mcp::rmcp::model::ClientCapabilities;
 use rho_mcp::{ElicitationApprover, HttpOptions, HttpServer, McpClient, McpServer, Questions};
 use rho_registry::{Source, ToolRegistry};
 use rho_tool_core::{
@@ -23,10 +25,12 @@ mod support;
 use support::stateless::{DropFlag, Seen, StatelessClient, form};
 
 /// `guarded`: needs the user's approval, then takes 100 ms of its 300 ms
-/// timeout. `two_questions`: asks a name, then a colour.
+/// timeout. `two_questions`: asks a name, then a colour. `needs_a_person`:
+/// requires that the client takes elicitation ([`McpClient::require`]).
 enum Fixture {
     Guarded(Arc<Seen>),
     TwoQuestions(Arc<Seen>),
+    NeedsAPerson(Arc<Seen>),
 }
 
 #[async_trait]
@@ -35,6 +39,7 @@ impl Tool for Fixture {
         match self {
             Fixture::Guarded(_) => "guarded",
             Fixture::TwoQuestions(_) => "two_questions",
+            Fixture::NeedsAPerson(_) => "needs_a_person",
         }
     }
     fn description(&self) -> &str {
@@ -77,6 +82,18 @@ impl Tool for Fixture {
                 }
                 ToolOutput::text(said.join(" likes "))
             }
+            Fixture::NeedsAPerson(seen) => {
+                seen.runs.fetch_add(1, Ordering::SeqCst);
+                let _flag = DropFlag(seen.clone());
+                let client = McpClient::of(&context).expect("served over MCP");
+                let elicitation = ClientCapabilities::builder().enable_elicitation().build();
+                match client.require(elicitation).await {
+                    Ok(()) => ToolOutput::text("the client has a person to ask"),
+                    // Its request has ended and the call is being
+                    // stopped: this answer reaches nobody.
+                    Err(error) => ToolOutput::error(error.to_string()),
+                }
+            }
         }
     }
 }
@@ -93,6 +110,9 @@ async fn serve(seen: &Arc<Seen>, input_deadline: Duration) -> HttpServer {
         .expect("a name");
     source
         .add(Arc::new(Fixture::TwoQuestions(seen.clone())))
+        .expect("a name");
+    source
+        .add(Arc::new(Fixture::NeedsAPerson(seen.clone())))
         .expect("a name");
     let asks = ElicitationApprover::new(|_request| async { Verdict::deny("the host says no") });
     let runner = Runner::new(TokioExecutor::current().expect("a tokio runtime"))
@@ -306,5 +326,39 @@ async fn a_call_nobody_answers_ends_at_the_input_deadline() {
         )
         .await;
     assert_eq!(late["error"]["code"], json!(-32602), "{late}");
+    server.shutdown().await.expect("shuts down");
+}
+
+/// A tool that requires what its client did not declare ends its request
+/// with MCP's missing-capability error naming it (and its call is
+/// stopped); a client that declared it gets the tool's answer.
+#[tokio::test]
+async fn a_tool_that_requires_an_undeclared_capability_ends_its_request_with_32021() {
+    let seen = Arc::new(Seen::default());
+    let server = serve(&seen, Duration::from_secs(5)).await;
+    let without = StatelessClient::new(server.url()).declaring(json!({}));
+    let refused = without.call("needs_a_person", json!({}), json!({})).await;
+    assert_eq!(refused["error"]["code"], json!(-32021), "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"],
+        json!({ "elicitation": {} }),
+        "{refused}"
+    );
+    let began = Instant::now();
+    while !seen.dropped.load(Ordering::SeqCst) {
+        assert!(
+            began.elapsed() < Duration::from_secs(3),
+            "the refused call was never stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let with = StatelessClient::new(server.url()).declaring(json!({ "elicitation": {} }));
+    let answered = with.call("needs_a_person", json!({}), json!({})).await;
+    assert_eq!(
+        answered["content"][0]["text"], "the client has a person to ask",
+        "{answered}"
+    );
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 2);
     server.shutdown().await.expect("shuts down");
 }

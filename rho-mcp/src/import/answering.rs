@@ -90,6 +90,16 @@ pub trait Answerer: Send + Sync + 'static {
         questions: Questions,
         call: Option<ToolContext>,
     ) -> Result<Answers, String>;
+
+    /// A server on 2026-07-28 refused `call` because its client lacks
+    /// `missing` (MCP's missing-capability error, `-32021`): what was
+    /// declared for the call ([`capabilities_for`](Answerer::capabilities_for))
+    /// did not include them. The call ends with an error result naming
+    /// them either way; this is where a host that declared for someone
+    /// else tells them. Default: nothing.
+    async fn missing_capabilities(&self, missing: ClientCapabilities, call: ToolContext) {
+        let _ = (missing, call);
+    }
 }
 
 /// An [`Answerer`] that puts each question to the client of the served
@@ -142,6 +152,16 @@ impl Answerer for AskTheClient {
             .await
             .map_err(|error| error.to_string())
     }
+
+    /// The client of the served call lacks them too (its capabilities
+    /// were declared for it): its request ends with the same error
+    /// ([`McpClient::require`]).
+    async fn missing_capabilities(&self, missing: ClientCapabilities, call: ToolContext) {
+        if let Some(client) = McpClient::of(&call) {
+            // Refused, as it should be: the call ends either way.
+            let _ = client.require(missing).await;
+        }
+    }
 }
 
 /// A source's answerer, if it has one.
@@ -169,6 +189,17 @@ impl Answering {
             .as_ref()
             .map(|answerer| answerer.capabilities())
             .unwrap_or_default()
+    }
+
+    /// Tells the host what a server said `call`'s client lacks.
+    pub(crate) async fn missing_capabilities(
+        &self,
+        missing: ClientCapabilities,
+        call: ToolContext,
+    ) {
+        if let Some(answerer) = &self.0 {
+            answerer.missing_capabilities(missing, call).await;
+        }
     }
 
     /// The host's answers, or why there are none; with `call`'s clock held

@@ -20,11 +20,12 @@ use std::task::Poll;
 use rho_tool_core::{ToolContext, ToolOutput};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
-    CancelledNotificationParam, ClientNotification, ClientRequest, InputRequiredResult, JsonObject,
-    ProgressToken, RequestId, RequestMetaObject, ServerResult,
+    CancelledNotificationParam, ClientCapabilities, ClientNotification, ClientRequest, ErrorCode,
+    InputRequiredResult, JsonObject, ProgressToken, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
+use serde::Deserialize as _;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -293,6 +294,24 @@ impl Request {
         }
     }
 
+    /// The server refused the call because its client lacks capabilities
+    /// (named in the error's `requiredCapabilities`, MCP 2026-07-28): the
+    /// host hears which, so a proxy can refuse its own client the same way.
+    async fn missing_capabilities(&self, data: Option<&Value>) {
+        let Some(missing) = data
+            .and_then(|data| data.get("requiredCapabilities"))
+            .and_then(|missing| ClientCapabilities::deserialize(missing).ok())
+        else {
+            return;
+        };
+        self.server
+            .settings
+            .limits
+            .answering
+            .missing_capabilities(missing, self.context.clone())
+            .await;
+    }
+
     /// The tool's output for the server's answer.
     async fn answered(
         &self,
@@ -323,13 +342,18 @@ impl Request {
                 "tool `{}` of MCP server `{}` answered with something that is not a tool's result",
                 self.shown, self.server.name
             )),
-            Ok(Err(ServiceError::McpError(error))) => ToolOutput::error(error_text(
-                &self.server.name,
-                &self.shown,
-                error.code.0,
-                &error.message,
-                error.data.as_ref(),
-            )),
+            Ok(Err(ServiceError::McpError(error))) => {
+                if error.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
+                    self.missing_capabilities(error.data.as_ref()).await;
+                }
+                ToolOutput::error(error_text(
+                    &self.server.name,
+                    &self.shown,
+                    error.code.0,
+                    &error.message,
+                    error.data.as_ref(),
+                ))
+            }
             Ok(Err(error)) => self.lost(connection, self.service_error(&error)).await,
             Err(AnswerLost) => {
                 let closed = Lost {

@@ -38,7 +38,7 @@ use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::input::{Answer, Answers, Asker, Question, Questions};
+use super::input::{Answer, Answers, Asker, Question, Questions, lacking};
 
 /// The MCP client a served call came from: what a tool can ask of it while
 /// it runs. Found with [`McpClient::of`] in a call rho's server started.
@@ -181,12 +181,68 @@ impl McpClient {
         };
         modern
             .asker
-            .send(Question { questions, reply })
+            .send(Question {
+                questions,
+                required: None,
+                reply,
+            })
             .map_err(|_| gone())?;
         // The client's next request may take a person's time: not the
         // tool's.
         let _held = self.context.as_ref().map(ToolContext::pause_clock);
         answers.await.map_err(|_| gone())?
+    }
+
+    /// Checks that the client declared `needed` (`elicitation`,
+    /// `sampling`, `roots`, `tasks`, an extension...; a capability
+    /// declared in any form counts). A tool that cannot do its job without
+    /// something the client lacks uses it the way MCP means: on a client on
+    /// 2026-07-28 or later, the call's request then ends with MCP's
+    /// missing-capability error naming what is missing (`-32021`), and the
+    /// call with it, never charged to the tool. A proxy passes a server's
+    /// refusal of that kind on this way ([`AskTheClient`]).
+    ///
+    /// [`AskTheClient`]: crate::import::AskTheClient
+    ///
+    /// # Errors
+    ///
+    /// [`McpClientError::NotOffered`] when the client did not declare all
+    /// of `needed`: on 2026-07-28 and later its request has ended (the
+    /// tool's call is being stopped); on older clients nothing else
+    /// happens, and the tool answers as it sees fit.
+    pub async fn require(&self, needed: ClientCapabilities) -> Result<(), McpClientError> {
+        let declared = self.capabilities().unwrap_or_default();
+        let Some(missing) = lacking(&needed, &declared) else {
+            return Ok(());
+        };
+        let refused = || McpClientError::NotOffered {
+            what: "what the call needs",
+            why: format!(
+                "it did not declare {}",
+                serde_json::to_string(&missing).unwrap_or_default()
+            ),
+        };
+        let Some(modern) = &self.modern else {
+            return Err(refused());
+        };
+        // Whoever follows the call ends its request: a question with no
+        // questions that needs what the client lacks.
+        let (reply, answer) = oneshot::channel();
+        let question = Question {
+            questions: Questions::new(),
+            required: Some(Box::new(needed)),
+            reply,
+        };
+        if modern.asker.send(question).is_err() {
+            return Err(refused());
+        }
+        match answer.await {
+            // The request that follows the call now declared it (a retry
+            // says again what its client takes).
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(error),
+            Err(_) => Err(refused()),
+        }
     }
 
     /// `questions` as requests from server to client, in turn.

@@ -216,6 +216,10 @@ impl Answers {
 /// call on a 2026 client: its questions, and where the answers go.
 pub(crate) struct Question {
     pub(crate) questions: Questions,
+    /// What the client must have declared besides what the questions call
+    /// for ([`McpClient::require`](super::McpClient::require)); boxed, as
+    /// it is seldom there.
+    pub(crate) required: Option<Box<ClientCapabilities>>,
     pub(crate) reply: oneshot::Sender<Result<Answers, McpClientError>>,
 }
 
@@ -271,27 +275,27 @@ impl Pending {
         &self,
         declared: Option<&ClientCapabilities>,
     ) -> Option<ClientCapabilities> {
-        let declared = declared.cloned().unwrap_or_default();
-        let mut missing = ClientCapabilities::default();
-        let mut any = false;
+        let mut needed = self
+            .question
+            .required
+            .as_deref()
+            .cloned()
+            .unwrap_or_default();
         for (_, request) in self.question.questions.requests() {
             match request {
-                InputRequest::Elicitation(_) if declared.elicitation.is_none() => {
-                    missing.elicitation = Some(Default::default());
-                    any = true;
+                InputRequest::Elicitation(_) => {
+                    needed.elicitation.get_or_insert_with(Default::default);
                 }
-                InputRequest::CreateMessage(_) if declared.sampling.is_none() => {
-                    missing.sampling = Some(Default::default());
-                    any = true;
+                InputRequest::CreateMessage(_) => {
+                    needed.sampling.get_or_insert_with(Default::default);
                 }
-                InputRequest::ListRoots(_) if declared.roots.is_none() => {
-                    missing.roots = Some(Default::default());
-                    any = true;
+                InputRequest::ListRoots(_) => {
+                    needed.roots.get_or_insert_with(Default::default);
                 }
                 _ => {}
             }
         }
-        any.then_some(missing)
+        lacking(&needed, &declared.cloned().unwrap_or_default())
     }
 
     /// Every question answered: the answers go to the tool (`Ok`), or,
@@ -314,6 +318,49 @@ impl Pending {
     pub(crate) fn fail(self, error: McpClientError) {
         let _ = self.question.reply.send(Err(error));
     }
+}
+
+/// What of `needed` the client did not declare (`None`: nothing), judged
+/// by capability (`elicitation`, `sampling`, `roots`, `tasks`) and, among
+/// extensions and experimental ones, by name: one declared in any form
+/// counts as declared, as MCP's missing-capability error names whole
+/// capabilities.
+pub(crate) fn lacking(
+    needed: &ClientCapabilities,
+    declared: &ClientCapabilities,
+) -> Option<ClientCapabilities> {
+    /// Capabilities that are sets of capabilities by name.
+    const BY_NAME: [&str; 2] = ["extensions", "experimental"];
+    let as_map = |capabilities: &ClientCapabilities| match serde_json::to_value(capabilities) {
+        Ok(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let declared = as_map(declared);
+    let mut missing = serde_json::Map::new();
+    for (name, value) in as_map(needed) {
+        match (declared.get(&name), value) {
+            (None, value) => {
+                missing.insert(name, value);
+            }
+            (Some(Value::Object(theirs)), Value::Object(named))
+                if BY_NAME.contains(&name.as_str()) =>
+            {
+                let named: serde_json::Map<String, Value> = named
+                    .into_iter()
+                    .filter(|(inner, _)| !theirs.contains_key(inner))
+                    .collect();
+                if !named.is_empty() {
+                    missing.insert(name, Value::Object(named));
+                }
+            }
+            _ => {}
+        }
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    // Made of a `ClientCapabilities`' own fields, so it reads back as one.
+    Some(serde_json::from_value(Value::Object(missing)).unwrap_or_default())
 }
 
 /// The calls parked on this server waiting for their client's answers, by
@@ -431,7 +478,11 @@ mod tests {
         let questions = Questions::new()
             .elicit("user", elicitation())
             .list_roots("roots");
-        let mut pending = Pending::new(Question { questions, reply });
+        let mut pending = Pending::new(Question {
+            questions,
+            required: None,
+            reply,
+        });
         let mut responses: InputResponses = [
             ("user".to_owned(), json!(12345)),
             ("roots".to_owned(), json!({"roots": []})),
@@ -489,5 +540,33 @@ mod tests {
             waiting.take(&format!("{second}0"), |_| true),
             Taken::Nothing
         ));
+    }
+
+    /// What is missing is judged by whole capability: one declared in any
+    /// form counts, an extension is a capability like the others.
+    #[test]
+    fn lacking_names_each_undeclared_capability_once() {
+        let read = |value: Value| -> ClientCapabilities {
+            serde_json::from_value(value).expect("capabilities")
+        };
+        let needed = read(json!({
+            "elicitation": { "url": {} },
+            "roots": {},
+            "extensions": { "io.modelcontextprotocol/tasks": {} },
+        }));
+        let declared = read(json!({
+            "elicitation": { "form": {} },
+            "extensions": { "example.com/other": {} },
+        }));
+        let missing = lacking(&needed, &declared).expect("some are missing");
+        assert_eq!(
+            serde_json::to_value(&missing).expect("json"),
+            json!({ "roots": {}, "extensions": { "io.modelcontextprotocol/tasks": {} } })
+        );
+        assert_eq!(
+            serde_json::to_value(lacking(&declared, &needed).expect("one")).expect("json"),
+            json!({ "extensions": { "example.com/other": {} } })
+        );
+        assert!(lacking(&ClientCapabilities::default(), &declared).is_none());
     }
 }
