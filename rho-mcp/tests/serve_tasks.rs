@@ -10,122 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rho_exec_tokio::TokioExecutor;
-use rho_mcp::{HttpOptions, HttpServer, McpClient, McpServer, McpTasks, Questions};
-use rho_registry::{Source, ToolRegistry};
-use rho_tool_core::{Match, Tool, ToolContext, ToolOutput, async_trait};
+use rho_mcp::HttpServer;
 use serde_json::{Value, json};
 
 mod support;
 
-use support::stateless::{DropFlag, Seen, StatelessClient, form};
-
-enum Fixture {
-    /// Works `ms` milliseconds, then answers.
-    Work(Arc<Seen>),
-    /// Ticks every 10 ms for a minute.
-    Ticking(Arc<Seen>),
-    /// Works 200 ms, then asks two questions at once; its timeout is
-    /// 300 ms.
-    Asking(Arc<Seen>),
-    /// Works 200 ms, then panics.
-    Crashing,
-    /// Only as a task.
-    OnlyTask,
-}
-
-#[async_trait]
-impl Tool for Fixture {
-    fn name(&self) -> &str {
-        match self {
-            Fixture::Work(_) => "work",
-            Fixture::Ticking(_) => "ticking",
-            Fixture::Asking(_) => "asking",
-            Fixture::Crashing => "crashing",
-            Fixture::OnlyTask => "only_task",
-        }
-    }
-    fn description(&self) -> &str {
-        "a test tool"
-    }
-    fn timeout(&self) -> Duration {
-        match self {
-            Fixture::Asking(_) => Duration::from_millis(300),
-            _ => Duration::from_secs(120),
-        }
-    }
-    async fn run(&self, arguments: Value, context: ToolContext) -> ToolOutput {
-        match self {
-            Fixture::Work(seen) => {
-                seen.runs.fetch_add(1, Ordering::SeqCst);
-                let ms = arguments["ms"].as_u64().unwrap_or(0);
-                context.sleep(Duration::from_millis(ms)).await;
-                ToolOutput::text(format!("worked {ms} ms"))
-            }
-            Fixture::Ticking(seen) => {
-                let _flag = DropFlag(seen.clone());
-                for _ in 0..6000 {
-                    seen.ticks.fetch_add(1, Ordering::SeqCst);
-                    context.sleep(Duration::from_millis(10)).await;
-                }
-                ToolOutput::text("ticked a minute")
-            }
-            Fixture::Asking(seen) => {
-                seen.runs.fetch_add(1, Ordering::SeqCst);
-                let client = McpClient::of(&context).expect("served over MCP");
-                context.sleep(Duration::from_millis(200)).await;
-                let questions = Questions::new()
-                    .elicit("name", form("Your name?", "name"))
-                    .elicit("colour", form("Your colour?", "colour"));
-                match client.ask(questions).await {
-                    Ok(answers) => {
-                        let said = |key: &str| {
-                            answers
-                                .elicit(key)
-                                .and_then(|answer| answer.content.as_ref())
-                                .and_then(|content| content.get(key))
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_owned()
-                        };
-                        ToolOutput::text(format!("{} likes {}", said("name"), said("colour")))
-                    }
-                    Err(error) => ToolOutput::error(error.to_string()),
-                }
-            }
-            Fixture::Crashing => {
-                context.sleep(Duration::from_millis(200)).await;
-                panic!("the fixture crashed")
-            }
-            Fixture::OnlyTask => ToolOutput::text("ran as a task"),
-        }
-    }
-}
-
-async fn serve(seen: &Arc<Seen>) -> HttpServer {
-    let registry = ToolRegistry::new();
-    let source = registry
-        .add_source(Source::trusted("test"))
-        .expect("a source");
-    for tool in [
-        Fixture::Work(seen.clone()),
-        Fixture::Ticking(seen.clone()),
-        Fixture::Asking(seen.clone()),
-        Fixture::Crashing,
-        Fixture::OnlyTask,
-    ] {
-        source.add(Arc::new(tool)).expect("a name");
-    }
-    let tasks = McpTasks::new()
-        .required(Match::tool("only_task"))
-        .optional(Match::Always)
-        .after(Duration::from_millis(50));
-    McpServer::new(TokioExecutor::current().expect("a tokio runtime"), registry)
-        .with_tasks(tasks)
-        .serve_http(HttpOptions::new())
-        .await
-        .expect("serves on loopback")
-}
+use support::stateless::{Seen, StatelessClient};
+use support::tasks::serve;
 
 /// A client that takes tasks (and elicitation).
 fn tasking(server: &HttpServer) -> StatelessClient {

@@ -19,9 +19,10 @@ use std::task::Poll;
 
 use rho_tool_core::{ToolContext, ToolOutput};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
-    CancelledNotificationParam, ClientCapabilities, ClientNotification, ClientRequest, ErrorCode,
-    InputRequiredResult, JsonObject, ProgressToken, RequestId, RequestMetaObject, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelTaskParams, CancelTaskRequest,
+    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientNotification,
+    ClientRequest, ErrorCode, InputRequiredResult, JsonObject, ProgressToken, RequestId,
+    RequestMetaObject, ServerResult, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -34,6 +35,8 @@ use super::connection::{Connection, Death, error_chain, wait_for_death};
 use super::http::is_connection_failure;
 use super::progress::ProgressRoutes;
 use super::server::{Server, Unavailable};
+
+mod task;
 
 /// How many partial results may wait for the tool's future; more are
 /// dropped (each progress notification says where the call is, the next
@@ -215,27 +218,41 @@ impl Request {
         ))
     }
 
-    /// How the call's request goes: to a server on 2026-07-28, saying what
-    /// the client of this call takes and the log level asked for (rmcp
-    /// says the rest of the client's context).
+    /// How the call's request goes: to a server on 2026-07-28, with
+    /// [`meta`](Self::meta).
     fn options(&self, connection: &Connection) -> PeerRequestOptions {
         let mut options = PeerRequestOptions::no_options();
-        if connection.speaks_2026() {
-            let mut meta = RequestMetaObject::new();
-            let answering = &self.server.settings.limits.answering;
-            meta.set_client_capabilities(answering.capabilities_for(&self.context));
-            let level = *self
-                .server
-                .heard
-                .log_level
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if let Some(level) = level {
-                meta.set_log_level(level);
-            }
-            options.meta = Some(meta);
-        }
+        options.meta = self.meta(connection);
         options
+    }
+
+    /// What each request of the call says to a server on 2026-07-28: what
+    /// the client of this call takes, that rho follows tasks, and the log
+    /// level asked for (rmcp says the rest of the client's context).
+    /// `None` to older servers, which were told at the handshake.
+    fn meta(&self, connection: &Connection) -> Option<RequestMetaObject> {
+        if !connection.speaks_2026() {
+            return None;
+        }
+        let mut meta = RequestMetaObject::new();
+        let answering = &self.server.settings.limits.answering;
+        let mut capabilities = answering.capabilities_for(&self.context);
+        // rho follows a task the server makes of a call (see `task`).
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+        meta.set_client_capabilities(capabilities);
+        let level = *self
+            .server
+            .heard
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(level) = level {
+            meta.set_log_level(level);
+        }
+        Some(meta)
     }
 
     /// The call sent through rmcp's service (an HTTP server's).
@@ -259,11 +276,7 @@ impl Request {
             }
         };
         let _route = Route::new(connection.routes(), handle.progress_token.clone(), progress);
-        let mut cancel = CancelOnDrop {
-            server: Arc::clone(&self.server),
-            via: Some(connection.peer().clone()),
-            id: handle.id.clone(),
-        };
+        let mut cancel = CancelOnDrop::request(&self.server, connection.peer(), handle.id.clone());
         let response = tokio::select! {
             response = &mut handle.rx => response,
             death = wait_for_death(&mut died) => {
@@ -286,6 +299,11 @@ impl Request {
                 if self.server.settings.limits.answering.is_set() =>
             {
                 Round::Asked(Box::new(asked))
+            }
+            // The server made a task of the call: followed to its end,
+            // with the call's progress route still in place.
+            Ok(Ok(ServerResult::CreateTaskResult(created))) => {
+                Round::Ended(self.follow_task(connection, created.task, &mut died).await)
             }
             response => Round::Ended(
                 self.answered(connection, response.map_err(|_| AnswerLost))
@@ -491,16 +509,47 @@ impl Drop for Route<'_> {
     }
 }
 
-/// Sends `notifications/cancelled` for a request unless disarmed: dropped
-/// while the request is unanswered, the call was given up.
+/// Gives up a request or a task unless disarmed: dropped while the call's
+/// answer has not come, the call was given up (its timeout, the host's
+/// abort), and the server is told so.
 struct CancelOnDrop {
     server: Arc<Server>,
     /// The peer the request was sent on; `None` once disarmed.
     via: Option<Peer<RoleClient>>,
-    id: RequestId,
+    what: Cancel,
+}
+
+/// What a given-up call cancels.
+enum Cancel {
+    /// A request not answered yet: `notifications/cancelled`.
+    Request(RequestId),
+    /// A task the server made of the call: `tasks/cancel`, with what the
+    /// call's requests say of their client.
+    Task(String, PeerRequestOptions),
 }
 
 impl CancelOnDrop {
+    fn request(server: &Arc<Server>, via: &Peer<RoleClient>, id: RequestId) -> Self {
+        Self {
+            server: Arc::clone(server),
+            via: Some(via.clone()),
+            what: Cancel::Request(id),
+        }
+    }
+
+    fn task(
+        server: &Arc<Server>,
+        via: &Peer<RoleClient>,
+        id: String,
+        options: PeerRequestOptions,
+    ) -> Self {
+        Self {
+            server: Arc::clone(server),
+            via: Some(via.clone()),
+            what: Cancel::Task(id, options),
+        }
+    }
+
     fn disarm(&mut self) {
         self.via = None;
     }
@@ -511,18 +560,37 @@ impl Drop for CancelOnDrop {
         let Some(peer) = self.via.take() else {
             return;
         };
-        let notification = ClientNotification::CancelledNotification(CancelledNotification::new(
-            CancelledNotificationParam::new(
-                Some(self.id.clone()),
-                Some("rho gave up the call (its timeout, or the host aborted it)".to_owned()),
-            ),
-        ));
+        let what = std::mem::replace(
+            &mut self.what,
+            Cancel::Task(String::new(), PeerRequestOptions::no_options()),
+        );
         let runtime = self.server.runtime.handle();
         // Spawned through the handle, which never panics, even while the
-        // runtime shuts down (the notification is then moot: the server is
+        // runtime shuts down (the message is then moot: the server is
         // being killed).
         drop(runtime.spawn(async move {
-            let _ = peer.send_notification(notification).await;
+            match what {
+                Cancel::Request(id) => {
+                    let notification = ClientNotification::CancelledNotification(
+                        CancelledNotification::new(CancelledNotificationParam::new(
+                            Some(id),
+                            Some(
+                                "rho gave up the call (its timeout, or the host aborted it)"
+                                    .to_owned(),
+                            ),
+                        )),
+                    );
+                    let _ = peer.send_notification(notification).await;
+                }
+                Cancel::Task(id, options) => {
+                    let cancel = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(
+                        CancelTaskParams::new(id),
+                    ));
+                    if let Ok(sent) = peer.send_request_with_option(cancel, options).await {
+                        let _ = sent.await_response().await;
+                    }
+                }
+            }
         }));
     }
 }

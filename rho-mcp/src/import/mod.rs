@@ -64,6 +64,13 @@
 //!   first and falls back. Such a server announces only on a stream asked
 //!   of it, so the source listens (`subscriptions/listen`) for its tool
 //!   list and for what its features follow.
+//! - **Tasks, followed.** To a server on 2026-07-28 the import says it
+//!   takes tasks (the tasks extension): a call the server answers with a
+//!   task is followed to its end (`tasks/get` at the server's pace, its
+//!   questions answered as below through `tasks/update`) and ends with the
+//!   task's result, as any call does; a call given up cancels its task
+//!   (`tasks/cancel`), so the server's work stops too. A tool the server
+//!   serves only as a task runs like the others.
 //! - **Its questions, answered by the host.** What the server asks its
 //!   client while a call runs (the user through elicitation, the model
 //!   through sampling, the roots), as a request of its own or, on
@@ -71,7 +78,10 @@
 //!   with the answers and the server's state), goes to the host's
 //!   [`Answerer`], with the call's clock held; [`AskTheClient`] passes it
 //!   on to the client of the served call (a proxy). Without an answerer
-//!   the server is offered none of them.
+//!   the server is offered none of them. A server on 2026-07-28 that
+//!   refuses a call for what the call's client lacks (MCP's
+//!   missing-capability error) is heard by the answerer too
+//!   ([`Answerer::missing_capabilities`]), which a proxy passes on.
 //! - **The rest of what it serves, served on.** [`McpSource::features`]
 //!   is an [`McpFeatures`](crate::serve::McpFeatures) that forwards
 //!   resources, prompts and completions to the server, and announces what

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 pub mod sample_checks;
 pub mod stateless;
+pub mod tasks;
 
 /// What a client saw of the sample registry, and the sample's log.
 pub struct PeerRun {
