@@ -59,11 +59,12 @@ fn judge_server(leg: &str, runs: &[Vec<&str>]) {
         .build()
         .expect("a runtime");
     let http = runtime.block_on(async {
+        let features = features::Features::default();
         McpServer::new(
             TokioExecutor::current().expect("a runtime"),
-            registry::registry(),
+            registry::registry(&features),
         )
-        .with_features(std::sync::Arc::new(features::Features))
+        .with_features(std::sync::Arc::new(features))
         .with_tasks(tasks::tasks())
         .serve_http(HttpOptions::new())
         .await

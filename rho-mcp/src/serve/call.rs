@@ -170,8 +170,9 @@ fn begin<E: Executor>(
     // The tool may log to the client, or ask it, through this.
     let (client, questions, asked_as) = if let Some(declared) = modern.clone() {
         let (asker, questions) = mpsc::unbounded_channel();
-        let client =
-            McpClient::modern(context.peer.clone(), log_threshold.clone(), declared, asker);
+        // Logging is the request's to ask for, not the session's.
+        let threshold = LogThreshold::of_request(context.meta.log_level());
+        let client = McpClient::modern(context.peer.clone(), threshold, declared, asker);
         let asked_as = (call.name.clone(), call.arguments.clone());
         (client, Some(questions), Some(asked_as))
     } else {

@@ -510,7 +510,17 @@ fn failed(what: &'static str, error: &ServiceError) -> McpClientError {
 #[derive(Clone, Default)]
 pub(crate) struct LogThreshold(Arc<AtomicU8>);
 
+/// Above every severity: nothing passes.
+const NONE_PASS: u8 = u8::MAX;
+
 impl LogThreshold {
+    /// One request's threshold on 2026-07-28 or later, where logging is
+    /// asked for with each request (its `logLevel`) and a request that
+    /// names no level gets no messages (SEP-2575).
+    pub(crate) fn of_request(level: Option<LoggingLevel>) -> Self {
+        Self(Arc::new(AtomicU8::new(level.map_or(NONE_PASS, severity))))
+    }
+
     /// The client asked for `level` and more severe.
     pub(crate) fn set(&self, level: LoggingLevel) {
         self.0.store(severity(level), Ordering::Relaxed);
@@ -550,5 +560,15 @@ mod tests {
         assert!(!threshold.passes(LoggingLevel::Notice));
         assert!(threshold.passes(LoggingLevel::Warning));
         assert!(threshold.passes(LoggingLevel::Emergency));
+    }
+
+    /// A request on 2026-07-28 that names no level gets no messages; one
+    /// that names a level gets that level and more severe ones.
+    #[test]
+    fn a_requests_own_level_or_none_at_all() {
+        assert!(!LogThreshold::of_request(None).passes(LoggingLevel::Emergency));
+        let error = LogThreshold::of_request(Some(LoggingLevel::Error));
+        assert!(!error.passes(LoggingLevel::Warning));
+        assert!(error.passes(LoggingLevel::Critical));
     }
 }

@@ -4,7 +4,8 @@
 //! served call. By the names, arguments and answers the suite's server
 //! scenarios check (`tools-call-with-logging`, `tools-call-sampling`,
 //! `tools-call-elicitation`, `elicitation-sep1034-defaults`,
-//! `elicitation-sep1330-enums`).
+//! `elicitation-sep1330-enums`, and `server-stateless`'s
+//! `test_logging_tool`).
 
 #![allow(deprecated)] // sampling and logging: SEP-2577; see rho_mcp::McpClient
 
@@ -22,6 +23,9 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Asking {
     Logging,
+    /// One log message: a client on 2026-07-28 gets it only when its
+    /// request named a log level.
+    LoggingOnce,
     Sampling,
     Elicitation,
     Defaults,
@@ -30,6 +34,7 @@ pub(crate) enum Asking {
 
 pub(crate) const ALL: &[Asking] = &[
     Asking::Logging,
+    Asking::LoggingOnce,
     Asking::Sampling,
     Asking::Elicitation,
     Asking::Defaults,
@@ -41,6 +46,7 @@ impl Tool for Asking {
     fn name(&self) -> &str {
         match self {
             Asking::Logging => "test_tool_with_logging",
+            Asking::LoggingOnce => "test_logging_tool",
             Asking::Sampling => "test_sampling",
             Asking::Elicitation => "test_elicitation",
             Asking::Defaults => "test_elicitation_sep1034_defaults",
@@ -51,6 +57,7 @@ impl Tool for Asking {
     fn description(&self) -> &str {
         match self {
             Asking::Logging => "Logs three messages to the client while it runs",
+            Asking::LoggingOnce => "Logs one message, for a client that asked for a log level",
             Asking::Sampling => "Asks the client's model to answer a prompt",
             Asking::Elicitation => "Asks the client's user for a name and an email",
             Asking::Defaults => "Asks the client's user, every field with a default",
@@ -96,6 +103,14 @@ impl Tool for Asking {
                     }
                 }
                 ToolOutput::text("Logging tool completed")
+            }
+            Asking::LoggingOnce => {
+                let logger = Some("test_logging_tool");
+                let message = json!("A message of test_logging_tool");
+                match client.log(LoggingLevel::Info, logger, message).await {
+                    Ok(()) => ToolOutput::text("Logging tool completed"),
+                    Err(error) => ToolOutput::error(error.to_string()),
+                }
             }
             Asking::Sampling => {
                 let prompt = arguments["prompt"].as_str().unwrap_or_default();

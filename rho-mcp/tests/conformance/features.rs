@@ -7,12 +7,15 @@ use rho_mcp::rmcp::model::{
     CompleteRequestParams, CompleteResult, ElicitRequest, ElicitRequestParams,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequest, InputRequiredResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    PromptListChangedNotification, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rho_mcp::rmcp::service::RequestContext;
 use rho_mcp::rmcp::{ErrorData, RoleServer};
-use rho_mcp::serve::McpFeatures;
+use rho_mcp::serve::{McpFeatures, Notifier};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rho_tool_core::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -29,8 +32,28 @@ fn shape<T: DeserializeOwned>(mut value: Value) -> T {
     serde_json::from_value(value).expect("an MCP shape rmcp reads")
 }
 
-/// The suite's resources and prompts.
-pub(crate) struct Features;
+/// The suite's resources and prompts, and `test_dynamic_prompt` when the
+/// trigger tool has added it.
+#[derive(Clone, Default)]
+pub(crate) struct Features {
+    dynamic_prompt: Arc<AtomicBool>,
+    notifier: Notifier,
+}
+
+impl Features {
+    /// Adds `test_dynamic_prompt`, or takes it away when it is there, and
+    /// tells the clients the prompt list changed; says which.
+    pub(crate) fn switch_prompt(&self) -> &'static str {
+        let was_there = self.dynamic_prompt.fetch_xor(true, Ordering::SeqCst);
+        self.notifier
+            .notify(PromptListChangedNotification::default().into());
+        if was_there {
+            "test_dynamic_prompt removed"
+        } else {
+            "test_dynamic_prompt added"
+        }
+    }
+}
 
 #[async_trait]
 impl McpFeatures for Features {
@@ -39,8 +62,13 @@ impl McpFeatures for Features {
             .enable_resources()
             .enable_resources_subscribe()
             .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_completions()
             .build()
+    }
+
+    fn notifier(&self) -> Option<Notifier> {
+        Some(self.notifier.clone())
     }
 
     async fn list_resources(
@@ -124,7 +152,7 @@ impl McpFeatures for Features {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(shape(json!({ "prompts": [
+        let mut listed = json!({ "prompts": [
             { "name": "test_simple_prompt", "description": "A prompt without arguments" },
             { "name": "test_prompt_with_arguments", "description": "A prompt with two arguments",
               "arguments": [
@@ -137,7 +165,14 @@ impl McpFeatures for Features {
             { "name": "test_prompt_with_image", "description": "A prompt holding an image" },
             { "name": "test_input_required_result_prompt",
               "description": "A prompt that asks the user for its context first" }
-        ] })))
+        ] });
+        if self.dynamic_prompt.load(Ordering::SeqCst)
+            && let Some(prompts) = listed["prompts"].as_array_mut()
+        {
+            prompts.push(json!({ "name": "test_dynamic_prompt",
+                                 "description": "A prompt added at run time" }));
+        }
+        Ok(shape(listed))
     }
 
     async fn get_prompt(

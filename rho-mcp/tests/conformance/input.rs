@@ -1,7 +1,8 @@
 //! The conformance suite's fixtures for input-required results (SEP-2322):
 //! rho tools that ask their client through `McpClient::ask`, by the names,
 //! keys and answers the suite's `input-required-result-*` scenarios and
-//! `server-stateless` (`test_missing_capability`) check.
+//! `server-stateless` (`test_missing_capability`,
+//! `test_streaming_elicitation`) check.
 //!
 //! The suite describes these tools as handlers run again with the client's
 //! answers; served by rho they run once, each waiting inside its question
@@ -26,6 +27,10 @@ pub(crate) enum Input {
     TamperedState,
     Capabilities,
     MissingCapability,
+    /// The elicitation again, under the name `server-stateless` looks
+    /// for: its question must come in the call's answer, never as a
+    /// request of the server's on the call's stream.
+    StreamingElicitation,
 }
 
 pub(crate) const ALL: &[Input] = &[
@@ -38,6 +43,7 @@ pub(crate) const ALL: &[Input] = &[
     Input::TamperedState,
     Input::Capabilities,
     Input::MissingCapability,
+    Input::StreamingElicitation,
 ];
 
 /// An elicitation of one field (of JSON Schema type `kind`).
@@ -109,6 +115,7 @@ impl Tool for Input {
             Input::TamperedState => "test_input_required_result_tampered_state",
             Input::Capabilities => "test_input_required_result_capabilities",
             Input::MissingCapability => "test_missing_capability",
+            Input::StreamingElicitation => "test_streaming_elicitation",
         }
     }
 
@@ -123,6 +130,9 @@ impl Tool for Input {
             Input::TamperedState => "Asks for a confirmation; a changed state is refused",
             Input::Capabilities => "Asks only what the client declared it can answer",
             Input::MissingCapability => "Needs sampling, whatever the client declared",
+            Input::StreamingElicitation => {
+                "Asks the user's name in its answer, never in a request of its own"
+            }
         }
     }
 
@@ -135,7 +145,7 @@ impl Tool for Input {
             async move { client.ask(questions).await }
         };
         let answered = match self {
-            Input::Elicitation => ask(Questions::new().elicit(
+            Input::Elicitation | Input::StreamingElicitation => ask(Questions::new().elicit(
                 "user_name",
                 elicitation("What is your name?", "name", "string"),
             ))

@@ -16,6 +16,8 @@ use rho_tool_core::{
 };
 use serde_json::{Value, json};
 
+use crate::features::Features;
+
 /// A 1x1 PNG (a transparent pixel).
 const PNG: &[u8] = &[
     0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
@@ -254,8 +256,30 @@ impl Tool for Dynamic {
     }
 }
 
-/// The registry the suite's server scenarios are run against.
-pub(crate) fn registry() -> ToolRegistry {
+/// The suite's hook to see the prompt list change: each call adds
+/// `test_dynamic_prompt` to the features' prompts, or takes it away.
+struct TriggerPromptChange {
+    features: Features,
+}
+
+#[async_trait]
+impl Tool for TriggerPromptChange {
+    fn name(&self) -> &str {
+        "test_trigger_prompt_change"
+    }
+
+    fn description(&self) -> &str {
+        "Adds test_dynamic_prompt, or takes it away when it is there"
+    }
+
+    async fn run(&self, _arguments: Value, _context: ToolContext) -> ToolOutput {
+        ToolOutput::text(self.features.switch_prompt())
+    }
+}
+
+/// The registry the suite's server scenarios are run against, beside
+/// `features` (whose prompt list one of its tools changes).
+pub(crate) fn registry(features: &Features) -> ToolRegistry {
     let registry = ToolRegistry::new();
     let source = registry
         .add_source(Source::trusted("conformance"))
@@ -290,6 +314,11 @@ pub(crate) fn registry() -> ToolRegistry {
     source
         .add(Arc::new(TriggerToolChange {
             source: source.clone(),
+        }))
+        .expect("a new name");
+    source
+        .add(Arc::new(TriggerPromptChange {
+            features: features.clone(),
         }))
         .expect("a new name");
     registry
