@@ -96,7 +96,7 @@ fn free_port() -> u16 {
 
 /// nginx balancing over `upstreams`, listening on `port`, its files in
 /// `dir`.
-fn balancer(dir: &Path, port: u16, upstreams: &[String]) -> Running {
+fn balancer(dir: &Path, port: u16, upstreams: &[String]) -> Balancer {
     let servers: String = upstreams
         .iter()
         .map(|upstream| format!("        server {upstream} max_fails=1 fail_timeout=60s;\n"))
@@ -154,7 +154,39 @@ http {{
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    Running(child)
+    Balancer {
+        master: child,
+        config: path,
+        dir: dir.to_path_buf(),
+    }
+}
+
+/// nginx, stopped when dropped, and its directory removed.
+struct Balancer {
+    master: Child,
+    config: PathBuf,
+    dir: PathBuf,
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        // `nginx -s stop` (the master stops its workers) rather than a
+        // kill: a master killed with SIGKILL leaves its worker behind,
+        // still listening.
+        let stopped = Command::new(nginx())
+            .arg("-p")
+            .arg(&self.dir)
+            .arg("-c")
+            .arg(&self.config)
+            .args(["-s", "stop"])
+            .stderr(Stdio::null())
+            .status();
+        if !stopped.is_ok_and(|status| status.success()) {
+            let _ = self.master.kill();
+        }
+        let _ = self.master.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// One `tools/call` of the sample's `tool` through the balancer: the text
@@ -311,5 +343,4 @@ async fn three_servers_behind_nginx_end_every_call_once_when_one_is_killed() {
             "call {call} failed unclearly: {error}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
