@@ -1,8 +1,9 @@
 //! The command line, parsed by clap: the run's flags, and the hidden
 //! subcommands that run one piece alone, in a process of its own. The
 //! harness starts this binary again with some of them (the fresh processes
-//! of figures 2 and 10, the stdio servers and relays of figure 14); the
-//! others run one side of a figure under a profiler.
+//! of figures 2 and 10, the stdio servers and relays of figure 14, the
+//! HTTP servers of figure 16); the others run one side of a figure under a
+//! profiler.
 
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 
@@ -12,7 +13,7 @@ use crate::plain::Conversion;
 use crate::rt::RuntimeName;
 use crate::script::Engine;
 use crate::side::Which;
-use crate::{mcp, mcp_server, memory, percall, plain, script, script_memory};
+use crate::{mcp, mcp_scale, mcp_server, memory, percall, plain, script, script_memory};
 
 /// rho's benchmark harness of record: rho's runner against a hand-written
 /// floor, on tokio and on smol, each with two worker threads.
@@ -93,6 +94,8 @@ pub(crate) enum Figure {
     McpProxy,
     /// 15: what confinement costs a process, against bubblewrap.
     Confine,
+    /// 16: rho's MCP servers scaled out behind nginx, one killed.
+    McpScale,
 }
 
 /// The hidden subcommands: one piece of the harness in a process of its
@@ -180,6 +183,10 @@ pub(crate) enum Child {
     /// The byte relay on a tokio reactor.
     #[command(name = mcp::REACTOR_RELAY, hide = true)]
     McpReactorRelay,
+    /// One of figure 16's servers: streamable HTTP on loopback; prints its
+    /// URL, serves until stdin ends.
+    #[command(name = mcp_scale::SERVER, hide = true)]
+    McpHttp,
 }
 
 #[cfg(test)]
@@ -221,10 +228,12 @@ mod tests {
         assert_eq!(cli.figures(), [Figure::Script]);
         let cli = parse(&["--only", "mcp_server,mcp_proxy"]).expect("parses");
         assert_eq!(cli.figures(), [Figure::McpServer, Figure::McpProxy]);
+        let cli = parse(&["--quick", "--only", "mcp_scale"]).expect("parses");
+        assert_eq!(cli.figures(), [Figure::McpScale]);
         let cli = parse(&["--only", "kill,plain", "--only", "code"]).expect("parses");
         assert_eq!(cli.figures(), [Figure::Code], "the last list is run");
         let all = "percall,sequential_task,memory,kill,blocked,plain,registry,script,\
-                   script_call,script_stop,script_memory,code,mcp_server,mcp_proxy,confine";
+                   script_call,script_stop,script_memory,code,mcp_server,mcp_proxy,confine,mcp_scale";
         let cli = parse(&["--quick", "--only", all]).expect("parses");
         assert_eq!(cli.figures(), Figure::value_variants());
     }
@@ -260,6 +269,7 @@ mod tests {
             child(&[mcp::REACTOR_RELAY]),
             Child::McpReactorRelay
         ));
+        assert!(matches!(child(&[mcp_scale::SERVER]), Child::McpHttp));
     }
 
     #[test]
@@ -358,6 +368,7 @@ mod tests {
             &[mcp_server::PROFILE, "floor"],
             &[mcp_server::PROFILE, "rho", "many"],
             &[mcp::NOOP_SERVER, "extra"],
+            &[mcp_scale::SERVER, "extra"],
         ] {
             let error = parse(line).expect_err("a bad line is an error");
             assert_ne!(error.kind(), ErrorKind::DisplayHelp, "{line:?}");
@@ -374,6 +385,7 @@ mod tests {
             "--only",
             "sequential_task",
             "mcp_proxy",
+            "mcp_scale",
         ] {
             assert!(help.contains(flag), "help names {flag}:\n{help}");
         }

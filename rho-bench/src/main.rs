@@ -16,7 +16,8 @@
 //! `percall,sequential_task,memory,kill,blocked,plain,registry`, and for
 //! script tools `script` (figures 7 to 12) or some of `script_call`
 //! (7 and 8), `script_stop` (9), `script_memory` (10), `code` (11 and
-//! 12); for MCP `mcp_server` (13) and `mcp_proxy` (14); `confine` (15)).
+//! 12); for MCP `mcp_server` (13), `mcp_proxy` (14) and `mcp_scale`
+//! (16); `confine` (15)).
 //!
 //! # How it measures
 //!
@@ -151,6 +152,24 @@
 //!     namespaces and mounts, in turn; the added p50 (target <= 5 ms) and
 //!     rho's p50 over bubblewrap's (target <= 1); a confined `ShellTool`
 //!     call's p50 and p99.
+//! 16. **MCP scaled out behind nginx** ([`mcp_scale`], as rho-mcp's test
+//!     `scale_out.rs` checks it): rho's streamable HTTP server
+//!     (`__mcp_http`, a child of this binary serving the no-op tool as
+//!     `rho-mcp sample --http` serves) called by one client on MCP
+//!     2026-07-28, stateless (each `tools/call` a POST by itself), 16 in
+//!     flight. Throughput: one server directly against three behind nginx
+//!     ([`nginx`]: Debian's package, round-robin, run as this user with its
+//!     own prefix), alternating rounds; the calls/s of each, their ratio and
+//!     each side's p50 and p99, all for context: on a 2-core machine three
+//!     servers, nginx and the client share the same two CPUs, so the three
+//!     are not expected to be faster than one. Then a run of 10,000 calls
+//!     in which one of the three is killed (SIGKILL) a third of the way
+//!     in: every call must end exactly once (target: ended = sent, none
+//!     twice, none lost, none failed but with nginx's 502 for the calls in
+//!     flight on the dead server, whose count is printed for context).
+//!     Without nginx (and when `rho-mcp/tests/peers/install-nginx.sh`
+//!     cannot install it) the figure is not measured, says so on stderr,
+//!     and its row misses.
 //!
 //! # Profiling a figure
 //!
@@ -166,6 +185,7 @@
 //! rho-bench __mcp_noop       # figure 14's server, over stdio
 //! rho-bench __mcp_proxy      # the proxy in front of it, over stdio
 //! rho-bench __mcp_relay      # a byte relay in front of it (figure 14's floor)
+//! rho-bench __mcp_http       # figure 16's server: prints its URL, serves until stdin ends
 //! ```
 //!
 //! `__script` also prints each thread's time on a CPU and waiting for one
@@ -188,8 +208,10 @@ mod floor;
 mod kill;
 mod mcp;
 mod mcp_proxy;
+mod mcp_scale;
 mod mcp_server;
 mod memory;
+mod nginx;
 mod percall;
 mod plain;
 mod registry;
@@ -276,6 +298,12 @@ pub(crate) struct Config {
     mcp_proxy_rounds: usize,
     /// Runs of each way in figure 15 (confinement).
     confine_runs: usize,
+    /// Timed calls of each side per round (figure 16).
+    mcp_scale_calls: usize,
+    /// Rounds of each side (figure 16).
+    mcp_scale_rounds: usize,
+    /// Calls of the run in which a server is killed (figure 16).
+    mcp_scale_kill_calls: usize,
 }
 
 impl Config {
@@ -310,6 +338,9 @@ impl Config {
             mcp_proxy_calls: 5_000,
             mcp_proxy_rounds: 5,
             confine_runs: 200,
+            mcp_scale_calls: 10_000,
+            mcp_scale_rounds: 5,
+            mcp_scale_kill_calls: 10_000,
         }
     }
 
@@ -344,6 +375,9 @@ impl Config {
             mcp_proxy_calls: 300,
             mcp_proxy_rounds: 2,
             confine_runs: 10,
+            mcp_scale_calls: 500,
+            mcp_scale_rounds: 2,
+            mcp_scale_kill_calls: 1_000,
         }
     }
 }
@@ -383,6 +417,10 @@ fn main() {
     if only.contains(&Figure::Confine) {
         eprintln!("[tokio] confinement: a trivial command, plain, rho, bubblewrap");
         confine::run(&config, &mut report);
+    }
+    if only.contains(&Figure::McpScale) {
+        eprintln!("[tokio] MCP scale-out: three servers behind nginx, one killed");
+        mcp_scale::run(&config, &mut report);
     }
 
     let took = started.elapsed();
@@ -524,6 +562,7 @@ fn run_child(child: Child) {
         Child::McpProxy => mcp::proxy(),
         Child::McpRelay => mcp::relay(),
         Child::McpReactorRelay => mcp::reactor_relay(),
+        Child::McpHttp => mcp_scale::server(),
     }
 }
 
@@ -654,6 +693,19 @@ fn print_mcp_notes(config: &Config) {
          added = rho-confine - plain; confine_shell_echo: a confined ShellTool call of `echo hi` through \
          the runner, {} calls",
         config.confine_runs, config.confine_runs
+    );
+    println!(
+        "  mcp_scale_*      rho's streamable HTTP server (a child of this binary, the no-op tool) \
+         called by one client on 2026-07-28 (stateless: each tools/call a POST by itself), {} in \
+         flight: one server directly against three behind nginx (round-robin, loopback), {} calls \
+         a round x {} rounds in alternation; ratio = median of the rounds' nginx/direct calls/s \
+         (context: on 2 cores the three share the CPUs with nginx and the client); kill: {} calls \
+         through nginx, one of the three killed (SIGKILL) once a third ended; every call must end \
+         once (its answer, or nginx's 502 if its server died under it), none lost",
+        mcp_scale::IN_FLIGHT,
+        config.mcp_scale_calls,
+        config.mcp_scale_rounds,
+        config.mcp_scale_kill_calls
     );
 }
 
