@@ -8,45 +8,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rho_mcp::HttpServer;
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 
 use support::stateless::{Seen, StatelessClient};
-use support::tasks::serve;
-
-/// A client that takes tasks (and elicitation).
-fn tasking(server: &HttpServer) -> StatelessClient {
-    StatelessClient::new(server.url()).declaring(json!({
-        "elicitation": {},
-        "extensions": { "io.modelcontextprotocol/tasks": {} },
-    }))
-}
-
-/// The task `id` once its status is `status` (or a terminal one).
-async fn task_when(client: &StatelessClient, id: &str, status: &str) -> Value {
-    let began = Instant::now();
-    loop {
-        let task = client.request("tasks/get", json!({ "taskId": id })).await;
-        let now = task["status"].as_str().unwrap_or_default().to_owned();
-        if now == status || ["completed", "failed", "cancelled"].contains(&now.as_str()) {
-            return task;
-        }
-        assert!(
-            began.elapsed() < Duration::from_secs(20),
-            "task {id} never came to {status}: {task}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-fn task_id(created: &Value) -> String {
-    assert_eq!(created["resultType"], "task", "{created}");
-    created["taskId"].as_str().expect("a taskId").to_owned()
-}
+use support::tasks::{serve, task_id, task_when, tasking};
 
 /// A call that outlasts `after` becomes a task: working, then completed
 /// with the tool's result inlined; the tool ran once. A short call is
@@ -55,7 +24,7 @@ fn task_id(created: &Value) -> String {
 async fn a_long_call_becomes_a_task_and_a_short_one_is_answered() {
     let seen = Arc::new(Seen::default());
     let server = serve(&seen).await;
-    let client = tasking(&server);
+    let client = tasking(server.url());
 
     let quick = client.call("work", json!({ "ms": 0 }), json!({})).await;
     assert_eq!(quick["content"][0]["text"], "worked 0 ms", "{quick}");
@@ -87,7 +56,7 @@ async fn a_long_call_becomes_a_task_and_a_short_one_is_answered() {
 async fn tasks_cancel_stops_the_tool_itself() {
     let seen = Arc::new(Seen::default());
     let server = serve(&seen).await;
-    let client = tasking(&server);
+    let client = tasking(server.url());
     let id = task_id(&client.call("ticking", json!({}), json!({})).await);
 
     let ack = client
@@ -119,7 +88,7 @@ async fn tasks_cancel_stops_the_tool_itself() {
 async fn a_tasks_questions_wait_for_tasks_update_with_the_clock_held() {
     let seen = Arc::new(Seen::default());
     let server = serve(&seen).await;
-    let client = tasking(&server);
+    let client = tasking(server.url());
     let id = task_id(&client.call("asking", json!({}), json!({})).await);
 
     let asking = task_when(&client, &id, "input_required").await;
@@ -171,7 +140,7 @@ async fn a_tasks_questions_wait_for_tasks_update_with_the_clock_held() {
 async fn a_crash_fails_the_task() {
     let seen = Arc::new(Seen::default());
     let server = serve(&seen).await;
-    let client = tasking(&server);
+    let client = tasking(server.url());
     let id = task_id(&client.call("crashing", json!({}), json!({})).await);
     let failed = task_when(&client, &id, "failed").await;
     assert_eq!(failed["status"], "failed", "{failed}");

@@ -20,6 +20,9 @@
 //!   stays connected ([`Proxy::reenable`]);
 //! - **an output cap**: each text part of a tool's answer cut to its head
 //!   and tail;
+//! - **long calls as tasks**, if asked ([`ProxyOptions::tasks`]): a client
+//!   on 2026-07-28 that takes tasks polls a long call instead of holding
+//!   its request open, and its cancel stops the server's work too;
 //! - **a policy** (a TOML file, [`load_policy`]): allow, deny or ask, by
 //!   tool name (exact or glob) or annotation, first match wins; `ask` is
 //!   put to the person at the client through MCP elicitation, and denied,

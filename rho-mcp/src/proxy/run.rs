@@ -24,7 +24,7 @@ use super::gate::PolicyGate;
 use super::policy::PolicyError;
 use crate::error::ServeError;
 use crate::import::{AskTheClient, Handshake, HttpSpec, ImportError, McpSource, McpSourceBuilder};
-use crate::{HttpOptions, HttpServer, McpServer};
+use crate::{HttpOptions, HttpServer, McpServer, McpTasks};
 
 /// How long a server's deaths are remembered for its quarantine.
 const DEATH_WINDOW: Duration = Duration::from_secs(300);
@@ -60,6 +60,7 @@ pub struct ProxyOptions {
     quarantine_after: u32,
     max_concurrent_calls: Option<usize>,
     handshake: Handshake,
+    tasks: Option<McpTasks>,
 }
 
 impl ProxyOptions {
@@ -109,6 +110,7 @@ impl ProxyOptions {
             quarantine_after: 3,
             max_concurrent_calls: None,
             handshake: Handshake::Either,
+            tasks: None,
         }
     }
 
@@ -239,6 +241,21 @@ impl ProxyOptions {
         self
     }
 
+    /// Which of the server's tools the proxy runs as MCP tasks for its
+    /// clients that take them (the tasks extension of 2026-07-28), and
+    /// after how long (see [`McpTasks`]; default: none). A call that has
+    /// run that long answering nothing becomes a task the client polls
+    /// instead of a request it holds open; its `tasks/cancel` stops the
+    /// call, and the proxy cancels the call's request (or its own task) on
+    /// the server, so the server's work stops too. Older clients, and
+    /// clients that take no tasks, get plain answers. Whether the server
+    /// itself makes tasks of calls does not matter: the proxy follows
+    /// those to their end either way.
+    pub fn tasks(mut self, tasks: McpTasks) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
     /// After how many crashes or timeouts a tool is quarantined, and after
     /// how many deaths within five minutes the whole server is (default 3;
     /// 0: never). A quarantined tool leaves the client's list until
@@ -352,6 +369,9 @@ impl ProxyOptions {
         }
         if let Some(audit) = audit {
             server = server.with_call_observer(Arc::new(audit));
+        }
+        if let Some(tasks) = self.tasks {
+            server = server.with_tasks(tasks);
         }
         Ok(Proxy { server, source })
     }

@@ -4,15 +4,15 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rho_exec_tokio::TokioExecutor;
 use rho_mcp::{HttpOptions, HttpServer, McpClient, McpServer, McpTasks, Questions};
 use rho_registry::{Source, ToolRegistry};
 use rho_tool_core::{Match, Tool, ToolContext, ToolOutput, async_trait};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::stateless::{DropFlag, Seen, form};
+use super::stateless::{DropFlag, Seen, StatelessClient, form};
 
 /// The tools of the server, by what they do.
 pub enum Fixture {
@@ -122,4 +122,37 @@ pub async fn serve(seen: &Arc<Seen>) -> HttpServer {
         .serve_http(HttpOptions::new())
         .await
         .expect("serves on loopback")
+}
+
+/// A client of the server at `url` that takes tasks (and elicitation).
+pub fn tasking(url: String) -> StatelessClient {
+    StatelessClient::new(url).declaring(json!({
+        "elicitation": {},
+        "extensions": { "io.modelcontextprotocol/tasks": {} },
+    }))
+}
+
+/// The task `id` once its status is `status` (or a terminal one); panics
+/// after 20 s.
+pub async fn task_when(client: &StatelessClient, id: &str, status: &str) -> Value {
+    let began = Instant::now();
+    loop {
+        let task = client.request("tasks/get", json!({ "taskId": id })).await;
+        let now = task["status"].as_str().unwrap_or_default().to_owned();
+        if now == status || ["completed", "failed", "cancelled"].contains(&now.as_str()) {
+            return task;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "task {id} never came to {status}: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The id of the task a call was answered with; panics on any other
+/// answer.
+pub fn task_id(created: &Value) -> String {
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"].as_str().expect("a taskId").to_owned()
 }

@@ -336,6 +336,10 @@ mod tests {
             ErrorKind::ValueValidation
         );
         assert_eq!(
+            refused(&["proxy", "--tasks-after", "0", "--", "/bin/true"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
             refused(&["proxy", "--handshake", "hello", "--", "/bin/true"]),
             ErrorKind::ValueValidation
         );

@@ -7,8 +7,10 @@ use std::time::Duration;
 use clap::ArgGroup;
 
 use crate::listen::{HttpArgs, Transport};
+use rho_mcp::McpTasks;
 use rho_mcp::import::Handshake;
 use rho_mcp::proxy::{Policy, ProxyOptions, load_policy};
+use rho_tool_core::Match;
 
 /// Serve an MCP server over stdio, with rho's guarantees on every call.
 ///
@@ -46,6 +48,12 @@ pub(crate) struct ProxyArgs {
     /// parallel calls) [default: no bound].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_concurrent_calls: Option<u64>,
+    /// A call that runs MS without answering becomes an MCP task for a
+    /// client that takes them (2026-07-28): the client polls it instead of
+    /// holding its request open, and its cancel stops the server's work
+    /// too [default: no tasks].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    tasks_after: Option<u64>,
     /// Quarantine a tool after N crashes or timeouts, and the server after
     /// N deaths in 5 minutes (0: never) [default: 3].
     #[arg(long, value_name = "N")]
@@ -108,6 +116,14 @@ impl ProxyArgs {
         }
         if let Some(calls) = self.max_concurrent_calls {
             options = options.max_concurrent_calls(usize::try_from(calls).unwrap_or(usize::MAX));
+        }
+        if let Some(ms) = self.tasks_after {
+            // Every tool: the proxy cannot tell which of the server's
+            // calls run long, so any call may become a task once it has.
+            let tasks = McpTasks::new()
+                .optional(Match::Always)
+                .after(Duration::from_millis(ms));
+            options = options.tasks(tasks);
         }
         if let Some(failures) = self.quarantine_after {
             options = options.quarantine_after(failures);
