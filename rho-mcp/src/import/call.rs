@@ -149,7 +149,7 @@ fn closed(server: &Server) -> ToolOutput {
 /// At most how many rounds of questions a call answers (MCP 2026-07-28's
 /// input-required results) before it gives up on a server that keeps
 /// asking.
-const QUESTION_ROUNDS: usize = 8;
+pub(super) const QUESTION_ROUNDS: usize = 8;
 
 /// A call as the runtime runs it.
 struct Request {

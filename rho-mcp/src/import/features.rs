@@ -7,6 +7,14 @@
 //! again if the server died), and the server's answer or error comes back
 //! as the server gave it. The source's timeout bounds each request, so a
 //! server that hangs costs the client an error, not a session.
+//!
+//! One thing is translated, not carried: a server on 2026-07-28 may answer
+//! `prompts/get` or `resources/read` with questions for its client (an
+//! input-required result). A client on that revision answers them and
+//! retries itself, so it gets the result as it is; an older client cannot
+//! read one, so rho asks it the questions the way its revision asks
+//! (requests on its session: elicitation, sampling, roots) and sends the
+//! request again with its answers and the server's state.
 
 use std::future::Future;
 use std::sync::{Arc, PoisonError};
@@ -14,9 +22,9 @@ use std::sync::{Arc, PoisonError};
 use rho_tool_core::async_trait;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    InputRequiredResult, InputResponses, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ResultType, ServerCapabilities, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 // Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
 // still set their level.
@@ -25,9 +33,10 @@ use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 
+use super::call::QUESTION_ROUNDS;
 use super::connection::speaks_2026;
 use super::server::{Server, Unavailable};
-use crate::serve::{McpFeatures, Notifier};
+use crate::serve::{McpClient, McpFeatures, Notifier, is_modern};
 
 /// The features of the server behind a source.
 pub(crate) struct Forwarded {
@@ -88,6 +97,112 @@ impl Forwarded {
             )),
             Err(why) => Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, why, None)),
         }
+    }
+
+    /// Forwards `request`, a request the server may answer with questions
+    /// for the client that sent it (`context`'s): a client on 2026-07-28
+    /// gets them as they are, an older one is asked them on its session
+    /// and the request goes again with its answers, for at most
+    /// [`QUESTION_ROUNDS`] rounds.
+    async fn forward_asking<R: Asks>(
+        &self,
+        mut request: R,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<R::Response, ErrorData> {
+        let modern = is_modern(context);
+        for _ in 0..QUESTION_ROUNDS {
+            let sent = request.clone();
+            let response = self.forward(R::METHOD, |peer| sent.send(peer)).await?;
+            let asked = match R::questions(response) {
+                Err(answer) => return Ok(answer.completed()),
+                Ok(asked) if modern => return Ok(R::Response::from(asked)),
+                Ok(asked) => asked,
+            };
+            let questions = asked.input_requests.unwrap_or_default().into();
+            let answers = McpClient::of_request(context)
+                .ask(questions)
+                .await
+                .map_err(|error| {
+                    ErrorData::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        format!(
+                            "`{}`: MCP server `{}` asked the client a question that was not \
+                             answered: {error}",
+                            R::METHOD,
+                            self.server.name
+                        ),
+                        None,
+                    )
+                })?;
+            request.retry(answers.to_responses(), asked.request_state);
+        }
+        Err(ErrorData::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!(
+                "`{}`: MCP server `{}` asked {QUESTION_ROUNDS} rounds of questions without an \
+                 answer; rho gave up on it",
+                R::METHOD,
+                self.server.name
+            ),
+            None,
+        ))
+    }
+}
+
+/// A request a server on 2026-07-28 may answer with questions for its
+/// client (an input-required result): its answer type, how it is sent,
+/// and how it goes again with the client's answers.
+trait Asks: Clone + Send + 'static {
+    /// The answer: a result, or the server's questions.
+    type Response: Completed + From<InputRequiredResult> + Send + 'static;
+    /// The request's method, for error texts.
+    const METHOD: &'static str;
+    /// Sends the request once, without following its questions.
+    fn send(
+        self,
+        peer: Peer<RoleClient>,
+    ) -> impl Future<Output = Result<Self::Response, ServiceError>> + Send + 'static;
+    /// The server's questions, or the result when it asked none.
+    fn questions(response: Self::Response) -> Result<InputRequiredResult, Self::Response>;
+    /// The same request with the client's answers and the server's state.
+    fn retry(&mut self, answers: InputResponses, state: Option<String>);
+}
+
+impl Asks for GetPromptRequestParams {
+    type Response = GetPromptResponse;
+    const METHOD: &'static str = "prompts/get";
+    async fn send(self, peer: Peer<RoleClient>) -> Result<GetPromptResponse, ServiceError> {
+        peer.get_prompt_once(self).await
+    }
+    fn questions(response: GetPromptResponse) -> Result<InputRequiredResult, GetPromptResponse> {
+        match response {
+            GetPromptResponse::InputRequired(asked) => Ok(asked),
+            answer => Err(answer),
+        }
+    }
+    fn retry(&mut self, answers: InputResponses, state: Option<String>) {
+        self.input_responses = Some(answers);
+        self.request_state = state;
+    }
+}
+
+impl Asks for ReadResourceRequestParams {
+    type Response = ReadResourceResponse;
+    const METHOD: &'static str = "resources/read";
+    async fn send(self, peer: Peer<RoleClient>) -> Result<ReadResourceResponse, ServiceError> {
+        peer.read_resource_once(self).await
+    }
+    fn questions(
+        response: ReadResourceResponse,
+    ) -> Result<InputRequiredResult, ReadResourceResponse> {
+        match response {
+            ReadResourceResponse::InputRequired(asked) => Ok(asked),
+            answer => Err(answer),
+        }
+    }
+    fn retry(&mut self, answers: InputResponses, state: Option<String>) {
+        self.input_responses = Some(answers);
+        self.request_state = state;
     }
 }
 
@@ -188,13 +303,9 @@ impl McpFeatures for Forwarded {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.forward("resources/read", |peer| async move {
-            peer.read_resource_once(request).await
-        })
-        .await
-        .map(Completed::completed)
+        self.forward_asking(request, &context).await
     }
 
     async fn subscribe(
@@ -249,13 +360,9 @@ impl McpFeatures for Forwarded {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.forward("prompts/get", |peer| async move {
-            peer.get_prompt_once(request).await
-        })
-        .await
-        .map(Completed::completed)
+        self.forward_asking(request, &context).await
     }
 
     async fn complete(

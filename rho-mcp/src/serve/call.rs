@@ -148,7 +148,7 @@ pub(crate) async fn run<E: Executor>(
 
 /// Whether `context`'s request is on 2026-07-28 or later, where a server
 /// asks its client through input-required results.
-fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+pub(crate) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
         .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())

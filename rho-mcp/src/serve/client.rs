@@ -33,7 +33,7 @@ use rmcp::model::{
     ElicitRequestParams, ElicitResult, InputRequest, ListRootsResult, LoggingLevel,
     LoggingMessageNotificationParam, ProtocolVersion,
 };
-use rmcp::service::ServiceError;
+use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -105,6 +105,14 @@ impl McpClient {
             context: None,
             modern: None,
         }
+    }
+
+    /// The client that sent `context`'s request, to be asked outside any
+    /// call (a forwarded feature request's questions). Only for a client
+    /// before 2026-07-28, which is asked with requests on its session: a
+    /// later one answers an input-required result itself.
+    pub(crate) fn of_request(context: &RequestContext<RoleServer>) -> Self {
+        Self::new(context.peer.clone(), LogThreshold::of_request(None))
     }
 
     /// The client of a call whose request is on 2026-07-28 or later: its

@@ -40,6 +40,7 @@ mod stdio;
 mod stdio_fd;
 mod tasks;
 
+pub(crate) use call::is_modern;
 pub use client::{McpClient, McpClientError};
 pub use elicit::ElicitationApprover;
 pub use features::McpFeatures;

@@ -1,0 +1,255 @@
+//! A server's questions in a prompt or a resource, through the proxy to a
+//! client before 2026-07-28. A server on 2026-07-28 may answer
+//! `prompts/get` or `resources/read` with questions for its client (an
+//! input-required result), which an older client cannot read: the proxy
+//! asks that client on its session (`elicitation/create`) and sends the
+//! request again with its answer and the server's state, so the client
+//! gets the prompt or the resource in one answer. The server is rho's own
+//! over HTTP serving a host's prompts and resources (rmcp's types); the
+//! client is rmcp's, at 2025-11-25, reading each answer once
+//! (`get_prompt_once`, `read_resource_once`: rmcp's own retry would hide
+//! what the proxy sent).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rho_exec_tokio::TokioExecutor;
+use rho_mcp::proxy::ProxyOptions;
+use rho_mcp::rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InputRequest, InputRequiredResult, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities,
+};
+use rho_mcp::rmcp::service::{RequestContext, RunningService};
+use rho_mcp::rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServiceExt};
+use rho_mcp::{HttpOptions, HttpServer, McpFeatures, McpServer};
+use rho_registry::ToolRegistry;
+use rho_tool_core::async_trait;
+use serde_json::{Value, json};
+
+/// The state the server sends with its question and wants back.
+const STATE: &str = "asked-for-a-name";
+
+/// A host's prompt `greeting` and resource `note://mine`, each of which
+/// asks its client for a name first, the 2026-07-28 way.
+struct AsksForAName;
+
+impl AsksForAName {
+    /// The name the client gave, if this request carries the answer to
+    /// the question and the state sent with it.
+    fn answered(
+        responses: Option<&rho_mcp::rmcp::model::InputResponses>,
+        state: Option<&str>,
+    ) -> Option<String> {
+        let name = responses?
+            .get("name")?
+            .pointer("/content/name")?
+            .as_str()?
+            .to_owned();
+        (state == Some(STATE)).then_some(name)
+    }
+
+    /// The question: an elicitation of one string field.
+    fn question() -> InputRequiredResult {
+        let form: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "form",
+            "message": "Your name?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": { "name": { "type": "string" } },
+                "required": ["name"],
+            },
+        }))
+        .expect("a form");
+        let mut asks = InputRequiredResult::from_input_requests(
+            [(
+                "name".to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(form)),
+            )]
+            .into_iter()
+            .collect(),
+        );
+        asks.request_state = Some(STATE.to_owned());
+        asks
+    }
+}
+
+#[async_trait]
+impl McpFeatures for AsksForAName {
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .build()
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let answered = Self::answered(
+            request.input_responses.as_ref(),
+            request.request_state.as_deref(),
+        );
+        let Some(name) = answered else {
+            return Ok(Self::question().into());
+        };
+        let result: GetPromptResult = serde_json::from_value(json!({
+            "messages": [{ "role": "user", "content": { "type": "text", "text": format!("Hello, {name}") } }]
+        }))
+        .expect("a prompt");
+        Ok(result.into())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let answered = Self::answered(
+            request.input_responses.as_ref(),
+            request.request_state.as_deref(),
+        );
+        let Some(name) = answered else {
+            return Ok(Self::question().into());
+        };
+        let result: ReadResourceResult = serde_json::from_value(json!({
+            "contents": [{ "uri": request.uri, "mimeType": "text/plain", "text": format!("{name}'s note") }]
+        }))
+        .expect("a resource");
+        Ok(result.into())
+    }
+}
+
+/// rmcp's client at 2025-11-25; with `answers`, it offers elicitation and
+/// answers "Ada", counting the questions.
+#[derive(Clone)]
+struct OlderClient {
+    answers: bool,
+    asked: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for OlderClient {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.answers {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(capabilities, Implementation::new("older", "1.0.0"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let mut answer = ElicitResult::new(ElicitationAction::Accept);
+        answer.content = Some(json!({ "name": "Ada" }));
+        Ok(answer)
+    }
+}
+
+/// The host's server over HTTP, and `client` connected to a proxy in
+/// front of it (over an in-process pipe).
+async fn through_the_proxy(
+    client: OlderClient,
+) -> (HttpServer, RunningService<RoleClient, OlderClient>) {
+    let server = McpServer::new(
+        TokioExecutor::current().expect("a tokio runtime"),
+        ToolRegistry::new(),
+    )
+    .with_features(Arc::new(AsksForAName))
+    .serve_http(HttpOptions::new())
+    .await
+    .expect("serves on loopback");
+    let proxy = ProxyOptions::http(server.url())
+        .start()
+        .await
+        .expect("the proxy connects");
+    let (client_end, proxy_end) = tokio::io::duplex(64 << 10);
+    let (from_client, to_client) = tokio::io::split(proxy_end);
+    tokio::spawn(async move {
+        let _ = proxy.serve_io(from_client, to_client).await;
+    });
+    let running = client
+        .serve(tokio::io::split(client_end))
+        .await
+        .expect("the MCP handshake succeeds");
+    (server, running)
+}
+
+fn text_of(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).expect("serialises")
+}
+
+/// The client's first answer is the prompt, and the resource: the proxy
+/// asked it the server's question on its session, once each, and sent
+/// the server its answer with the server's state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_client_is_asked_the_servers_question_and_gets_the_prompt() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let (server, client) = through_the_proxy(OlderClient {
+        answers: true,
+        asked: asked.clone(),
+    })
+    .await;
+
+    let prompt = client
+        .get_prompt_once(GetPromptRequestParams::new("greeting"))
+        .await
+        .expect("an answer");
+    let GetPromptResponse::Complete(prompt) = prompt else {
+        panic!("the client got the server's questions: {prompt:?}");
+    };
+    assert_eq!(
+        text_of(&prompt)["messages"][0]["content"]["text"],
+        "Hello, Ada"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+    let resource = client
+        .read_resource_once(ReadResourceRequestParams::new("note://mine"))
+        .await
+        .expect("an answer");
+    let ReadResourceResponse::Complete(resource) = resource else {
+        panic!("the client got the server's questions: {resource:?}");
+    };
+    assert_eq!(text_of(&resource)["contents"][0]["text"], "Ada's note");
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+
+    client.cancel().await.expect("the client stops");
+    server.shutdown().await.expect("the server stops");
+}
+
+/// An older client that offers no elicitation cannot be asked: its
+/// request ends with an error saying the server's question went
+/// unanswered, and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_client_that_cannot_answer_gets_an_error_saying_so() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let (server, client) = through_the_proxy(OlderClient {
+        answers: false,
+        asked: asked.clone(),
+    })
+    .await;
+
+    let refused = client
+        .get_prompt_once(GetPromptRequestParams::new("greeting"))
+        .await
+        .expect_err("no prompt without a name");
+    let said = refused.to_string();
+    assert!(
+        said.contains("asked the client a question that was not answered")
+            && said.contains("elicitation"),
+        "{said}"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 0);
+
+    client.cancel().await.expect("the client stops");
+    server.shutdown().await.expect("the server stops");
+}
