@@ -322,8 +322,14 @@ impl McpFeatures for Forwarded {
                 return Ok(());
             }
             // Carried for clients before 2026-07-28, which subscribe so.
+            // Every subscribe goes to the server (it is idempotent there,
+            // and renews one a restarted server forgot); it is counted so
+            // that only the last unsubscribe goes too.
+            let uri = request.uri.clone();
             #[allow(deprecated)]
-            peer.subscribe(request).await
+            peer.subscribe(request).await?;
+            followed.follow(uri);
+            Ok(())
         })
         .await
     }
@@ -337,6 +343,11 @@ impl McpFeatures for Forwarded {
         self.forward("resources/unsubscribe", |peer| async move {
             if speaks_2026(&peer) {
                 followed.unfollow(&request.uri);
+                return Ok(());
+            }
+            // Another client may still follow it: the server hears of
+            // the last unsubscribe only.
+            if !followed.unfollow(&request.uri) {
                 return Ok(());
             }
             #[allow(deprecated)]

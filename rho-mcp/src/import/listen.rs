@@ -13,7 +13,7 @@
 //! source lists its tools again, and on a stream opened again its features
 //! are told that everything they pass on may have changed.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -33,39 +33,62 @@ const AGAIN_AFTER: Duration = Duration::from_secs(1);
 /// The resources a source's features were asked to follow, shared by its
 /// connections: whoever listens follows what it holds when it opens its
 /// stream, and opens it again when it changes.
+///
+/// Each resource is counted by how many subscriptions ask for it: the
+/// source serves many clients (a proxy over HTTP), and one client's
+/// unsubscribe must not stop the updates another still wants. A client
+/// that leaves without unsubscribing keeps its count, which costs updates
+/// nobody reads (rho's server sends each client only what it subscribed
+/// to), never updates that are wanted.
 #[derive(Clone)]
-pub(crate) struct Followed(watch::Sender<BTreeSet<String>>);
+pub(crate) struct Followed(watch::Sender<BTreeMap<String, usize>>);
 
 impl Default for Followed {
     fn default() -> Self {
-        Self(watch::Sender::new(BTreeSet::new()))
+        Self(watch::Sender::new(BTreeMap::new()))
     }
 }
 
 impl Followed {
-    pub(crate) fn follow(&self, uri: String) {
-        self.0.send_if_modified(|uris| uris.insert(uri));
+    /// One more subscription to `uri`; whether it is the first, which
+    /// changes what the server is asked for.
+    pub(crate) fn follow(&self, uri: String) -> bool {
+        self.0.send_if_modified(|uris| {
+            let count = uris.entry(uri).or_default();
+            *count += 1;
+            *count == 1
+        })
     }
 
-    pub(crate) fn unfollow(&self, uri: &str) {
-        self.0.send_if_modified(|uris| uris.remove(uri));
+    /// One subscription to `uri` fewer; whether it was the last (and the
+    /// server is no longer asked for its updates). Unfollowing what
+    /// nobody follows changes nothing.
+    pub(crate) fn unfollow(&self, uri: &str) -> bool {
+        self.0.send_if_modified(|uris| match uris.get_mut(uri) {
+            Some(count) if *count > 1 => {
+                *count -= 1;
+                false
+            }
+            Some(_) => uris.remove(uri).is_some(),
+            None => false,
+        })
     }
 
-    fn watch(&self) -> watch::Receiver<BTreeSet<String>> {
+    fn watch(&self) -> watch::Receiver<BTreeMap<String, usize>> {
         self.0.subscribe()
     }
 }
 
 /// What to ask the server for: its tool list always, its other lists and
 /// subscriptions as far as it declared them.
-fn filter(declared: &ServerCapabilities, followed: &BTreeSet<String>) -> SubscriptionFilter {
+fn filter(declared: &ServerCapabilities, followed: &BTreeMap<String, usize>) -> SubscriptionFilter {
     let mut filter = SubscriptionFilter::builder().tools_list_changed().build();
     if let Some(resources) = &declared.resources {
         if resources.list_changed == Some(true) {
             filter.resources_list_changed = Some(true);
         }
         if resources.subscribe == Some(true) && !followed.is_empty() {
-            filter.resource_subscriptions = Some(followed.iter().cloned().collect());
+            filter.resource_subscriptions = Some(followed.keys().cloned().collect());
         }
     }
     if declared
@@ -172,5 +195,33 @@ fn hear(heard: &Heard, notification: ServerNotification) {
         | ServerNotification::ResourceUpdatedNotification(_)
         | ServerNotification::PromptListChangedNotification(_)) => heard.notifier.notify(other),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Followed;
+
+    fn followed(followed: &Followed) -> Vec<String> {
+        followed.watch().borrow().keys().cloned().collect()
+    }
+
+    /// Property: a resource stays followed while any subscription to it
+    /// is left, and only the first follow and the last unfollow change
+    /// what the server is asked for.
+    #[test]
+    fn a_resource_is_followed_until_its_last_subscription_goes() {
+        let set = Followed::default();
+        assert!(
+            set.follow("a".into()),
+            "the first follow changes the filter"
+        );
+        assert!(!set.follow("a".into()), "a second one does not");
+        assert!(!set.unfollow("a"), "one subscription is left");
+        assert_eq!(followed(&set), ["a"]);
+        assert!(set.unfollow("a"), "the last one goes");
+        assert!(followed(&set).is_empty());
+        assert!(!set.unfollow("a"), "nobody follows it");
+        assert!(!set.unfollow("never"), "nobody ever did");
     }
 }
