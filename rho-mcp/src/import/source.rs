@@ -202,13 +202,20 @@ impl fmt::Debug for McpSource {
 }
 
 /// Runs `work` on the source's runtime and awaits it from any executor.
+/// A caller that stops waiting (its future dropped: a client cancelled
+/// the request it serves) stops the work too, so that what the work sent
+/// the server is cancelled rather than waited for by nobody.
 pub(crate) async fn on_runtime<T: Send + 'static>(
     server: &Server,
     work: impl Future<Output = Result<T, String>> + Send + 'static,
 ) -> Result<T, String> {
-    let (done, answer) = oneshot::channel();
+    let (mut done, answer) = oneshot::channel();
     drop(server.runtime.handle().spawn(async move {
-        let _ = done.send(work.await);
+        let answered = tokio::select! {
+            answered = work => answered,
+            () = done.closed() => return,
+        };
+        let _ = done.send(answered);
     }));
     answer.await.unwrap_or_else(|_| {
         Err(if server.runtime.is_host() && !server.is_closed() {

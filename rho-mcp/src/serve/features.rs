@@ -9,7 +9,10 @@
 //! capabilities it names, so one server offers a client everything; what
 //! the features announce goes through a [`Notifier`] (see `notify`). A
 //! panic in the host's code is contained: the request gets an internal
-//! error naming what failed, and the session serves on.
+//! error naming what failed, and the session serves on. A request the
+//! client cancels (or whose session the host closes) is stopped: the
+//! host's future for it is dropped, so a host need not watch the
+//! request's cancellation token itself.
 
 use std::sync::Arc;
 

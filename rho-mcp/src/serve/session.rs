@@ -148,9 +148,16 @@ impl<E: Executor> Session<E> {
     /// Answers `method` from the host's [`McpFeatures`] by `ask`, a panic
     /// of the host's code contained; "method not found" when the host
     /// serves none.
+    ///
+    /// The host's future is dropped as soon as the client cancels the
+    /// request (`cancelled`, the request's token) or the host closes the
+    /// session: rmcp only cancels the token, and a host's handler that
+    /// does not watch it (an imported server's request, waiting on its
+    /// answer) would otherwise run on for nobody.
     async fn features<T, F>(
         &self,
         method: &'static str,
+        cancelled: CancellationToken,
         ask: impl FnOnce(Arc<dyn McpFeatures>) -> F,
     ) -> Result<T, ErrorData>
     where
@@ -159,12 +166,17 @@ impl<E: Executor> Session<E> {
         let Some(features) = self.calls.shared.features.clone() else {
             return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None));
         };
-        contained(ask(features)).await.unwrap_or_else(|caught| {
-            Err(ErrorData::internal_error(
-                failure_text(method, &caught),
-                None,
-            ))
-        })
+        tokio::select! {
+            biased;
+            () = cancelled.cancelled() => Err(ended(method, "the client cancelled it")),
+            () = self.calls.closed.cancelled() => Err(ended(method, "the session was closed")),
+            answer = contained(ask(features)) => answer.unwrap_or_else(|caught| {
+                Err(ErrorData::internal_error(
+                    failure_text(method, &caught),
+                    None,
+                ))
+            }),
+        }
     }
 }
 
@@ -208,9 +220,11 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.features("resources/list", |features| async move {
-            features.list_resources(request, context).await
-        })
+        self.features(
+            "resources/list",
+            context.ct.clone(),
+            |features| async move { features.list_resources(request, context).await },
+        )
         .await
     }
 
@@ -219,9 +233,11 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.features("resources/templates/list", |features| async move {
-            features.list_resource_templates(request, context).await
-        })
+        self.features(
+            "resources/templates/list",
+            context.ct.clone(),
+            |features| async move { features.list_resource_templates(request, context).await },
+        )
         .await
     }
 
@@ -230,9 +246,11 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.features("resources/read", |features| async move {
-            features.read_resource(request, context).await
-        })
+        self.features(
+            "resources/read",
+            context.ct.clone(),
+            |features| async move { features.read_resource(request, context).await },
+        )
         .await
     }
 
@@ -242,9 +260,11 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let uri = request.uri.clone();
-        self.features("resources/subscribe", |features| async move {
-            features.subscribe(request, context).await
-        })
+        self.features(
+            "resources/subscribe",
+            context.ct.clone(),
+            |features| async move { features.subscribe(request, context).await },
+        )
         .await?;
         self.subscribed.add(uri);
         Ok(())
@@ -256,9 +276,11 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.subscribed.remove(&request.uri);
-        self.features("resources/unsubscribe", |features| async move {
-            features.unsubscribe(request, context).await
-        })
+        self.features(
+            "resources/unsubscribe",
+            context.ct.clone(),
+            |features| async move { features.unsubscribe(request, context).await },
+        )
         .await
     }
 
@@ -267,7 +289,7 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.features("prompts/list", |features| async move {
+        self.features("prompts/list", context.ct.clone(), |features| async move {
             features.list_prompts(request, context).await
         })
         .await
@@ -278,7 +300,7 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.features("prompts/get", |features| async move {
+        self.features("prompts/get", context.ct.clone(), |features| async move {
             features.get_prompt(request, context).await
         })
         .await
@@ -289,9 +311,11 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.features("completion/complete", |features| async move {
-            features.complete(request, context).await
-        })
+        self.features(
+            "completion/complete",
+            context.ct.clone(),
+            |features| async move { features.complete(request, context).await },
+        )
         .await
     }
 
@@ -396,9 +420,11 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.calls.log_threshold.set(request.level);
-        self.features("logging/setLevel", |features| async move {
-            features.set_level(request, context).await
-        })
+        self.features(
+            "logging/setLevel",
+            context.ct.clone(),
+            |features| async move { features.set_level(request, context).await },
+        )
         .await
         .or_else(|error| match error.code {
             // A host without features: the level was all there was to set.
@@ -441,4 +467,10 @@ impl<E: Executor> fmt::Debug for Session<E> {
             )
             .finish_non_exhaustive()
     }
+}
+
+/// The answer to a request of the host's features that was stopped (the
+/// client does not read it: it went, or cancelled the request).
+fn ended(method: &str, why: &str) -> ErrorData {
+    ErrorData::internal_error(format!("`{method}` was stopped: {why}"), None)
 }

@@ -1,17 +1,23 @@
-//! A server's questions in a prompt or a resource, through the proxy to a
-//! client before 2026-07-28. A server on 2026-07-28 may answer
-//! `prompts/get` or `resources/read` with questions for its client (an
-//! input-required result), which an older client cannot read: the proxy
-//! asks that client on its session (`elicitation/create`) and sends the
-//! request again with its answer and the server's state, so the client
-//! gets the prompt or the resource in one answer. The server is rho's own
-//! over HTTP serving a host's prompts and resources (rmcp's types); the
-//! client is rmcp's, at 2025-11-25, reading each answer once
-//! (`get_prompt_once`, `read_resource_once`: rmcp's own retry would hide
-//! what the proxy sent).
+//! A host's prompts and resources through the proxy, where the proxy does
+//! more than carry them.
+//!
+//! A server on 2026-07-28 may answer `prompts/get` or `resources/read`
+//! with questions for its client (an input-required result), which a
+//! client before 2026-07-28 cannot read: the proxy asks that client on its
+//! session (`elicitation/create`) and sends the request again with its
+//! answer and the server's state, so the client gets the prompt or the
+//! resource in one answer. And a request the client cancels is cancelled
+//! all the way: the proxy stops waiting, tells the server, and the
+//! server's host stops working on it.
+//!
+//! The server is rho's own over HTTP serving a host's prompts and
+//! resources (rmcp's types); the client is rmcp's, at 2025-11-25, reading
+//! each answer once (`get_prompt_once`, `read_resource_once`: rmcp's own
+//! retry would hide what the proxy sent).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use rho_exec_tokio::TokioExecutor;
 use rho_mcp::proxy::ProxyOptions;
@@ -32,8 +38,22 @@ use serde_json::{Value, json};
 const STATE: &str = "asked-for-a-name";
 
 /// A host's prompt `greeting` and resource `note://mine`, each of which
-/// asks its client for a name first, the 2026-07-28 way.
-struct AsksForAName;
+/// asks its client for a name first, the 2026-07-28 way; and a prompt
+/// `forever` that never comes, which sets `stopped` once its future is
+/// dropped.
+#[derive(Default)]
+struct AsksForAName {
+    stopped: Arc<AtomicBool>,
+}
+
+/// Sets its flag when dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
 
 impl AsksForAName {
     /// The name the client gave, if this request carries the answer to
@@ -89,6 +109,10 @@ impl McpFeatures for AsksForAName {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name == "forever" {
+            let _stopped = SetOnDrop(self.stopped.clone());
+            std::future::pending::<()>().await;
+        }
         let answered = Self::answered(
             request.input_responses.as_ref(),
             request.request_state.as_deref(),
@@ -158,12 +182,13 @@ impl ClientHandler for OlderClient {
 /// front of it (over an in-process pipe).
 async fn through_the_proxy(
     client: OlderClient,
+    host: AsksForAName,
 ) -> (HttpServer, RunningService<RoleClient, OlderClient>) {
     let server = McpServer::new(
         TokioExecutor::current().expect("a tokio runtime"),
         ToolRegistry::new(),
     )
-    .with_features(Arc::new(AsksForAName))
+    .with_features(Arc::new(host))
     .serve_http(HttpOptions::new())
     .await
     .expect("serves on loopback");
@@ -193,10 +218,13 @@ fn text_of(value: &impl serde::Serialize) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_older_client_is_asked_the_servers_question_and_gets_the_prompt() {
     let asked = Arc::new(AtomicUsize::new(0));
-    let (server, client) = through_the_proxy(OlderClient {
-        answers: true,
-        asked: asked.clone(),
-    })
+    let (server, client) = through_the_proxy(
+        OlderClient {
+            answers: true,
+            asked: asked.clone(),
+        },
+        AsksForAName::default(),
+    )
     .await;
 
     let prompt = client
@@ -232,10 +260,13 @@ async fn an_older_client_is_asked_the_servers_question_and_gets_the_prompt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_older_client_that_cannot_answer_gets_an_error_saying_so() {
     let asked = Arc::new(AtomicUsize::new(0));
-    let (server, client) = through_the_proxy(OlderClient {
-        answers: false,
-        asked: asked.clone(),
-    })
+    let (server, client) = through_the_proxy(
+        OlderClient {
+            answers: false,
+            asked: asked.clone(),
+        },
+        AsksForAName::default(),
+    )
     .await;
 
     let refused = client
@@ -249,6 +280,51 @@ async fn an_older_client_that_cannot_answer_gets_an_error_saying_so() {
         "{said}"
     );
     assert_eq!(asked.load(Ordering::SeqCst), 0);
+
+    client.cancel().await.expect("the client stops");
+    server.shutdown().await.expect("the server stops");
+}
+
+/// A `prompts/get` the client gives up on (rmcp sends
+/// `notifications/cancelled` when the request's future is dropped) is
+/// cancelled on the server behind the proxy too: the host's future for it
+/// is dropped, and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_client_cancels_stops_the_servers_work_on_it() {
+    let host = AsksForAName::default();
+    let stopped = host.stopped.clone();
+    let (server, client) = through_the_proxy(
+        OlderClient {
+            answers: true,
+            asked: Arc::default(),
+        },
+        host,
+    )
+    .await;
+
+    let given_up = tokio::time::timeout(
+        Duration::from_millis(300),
+        client.get_prompt_once(GetPromptRequestParams::new("forever")),
+    )
+    .await;
+    assert!(given_up.is_err(), "the prompt never comes: {given_up:?}");
+    let began = Instant::now();
+    while !stopped.load(Ordering::SeqCst) {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "the server still works on the cancelled request 10 s later"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let prompt = client
+        .get_prompt_once(GetPromptRequestParams::new("greeting"))
+        .await
+        .expect("the session goes on");
+    assert!(
+        matches!(prompt, GetPromptResponse::Complete(_)),
+        "{prompt:?}"
+    );
 
     client.cancel().await.expect("the client stops");
     server.shutdown().await.expect("the server stops");
