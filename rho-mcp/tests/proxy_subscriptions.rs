@@ -13,46 +13,22 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rho_exec_tokio::TokioExecutor;
 use rho_mcp::proxy::{ProxyHttp, ProxyOptions};
 use rho_mcp::rmcp::model::{
-    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerCapabilities,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
-use rho_mcp::rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rho_mcp::rmcp::service::{NotificationContext, RunningService};
 use rho_mcp::rmcp::transport::StreamableHttpClientTransport;
-use rho_mcp::rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServiceExt};
-use rho_mcp::{HttpOptions, HttpServer, McpFeatures, McpServer, Notifier};
-use rho_registry::ToolRegistry;
+use rho_mcp::rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rho_mcp::{HttpOptions, HttpServer, Notifier};
+
+mod support;
+
+use support::announcing::served;
 
 const WATCHED: &str = "file:///watched.md";
 const OTHER: &str = "file:///other.md";
-
-/// Resources a client may subscribe to; the host announces their updates
-/// on the notifier.
-struct Announcing(Notifier);
-
-#[rho_tool_core::async_trait]
-impl McpFeatures for Announcing {
-    fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities::builder()
-            .enable_resources()
-            .enable_resources_subscribe()
-            .build()
-    }
-
-    async fn subscribe(
-        &self,
-        _request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        Ok(())
-    }
-
-    fn notifier(&self) -> Option<Notifier> {
-        Some(self.0.clone())
-    }
-}
 
 /// A client that writes down the updates it hears.
 #[derive(Clone, Default)]
@@ -105,15 +81,7 @@ async fn connect(proxy: &ProxyHttp) -> (Hearing, RunningService<RoleClient, Hear
 /// rho's server over HTTP with the announcing host, and a proxy over
 /// HTTP in front of it.
 async fn proxied() -> (Notifier, HttpServer, ProxyHttp) {
-    let notifier = Notifier::new();
-    let server = McpServer::new(
-        TokioExecutor::current().expect("a runtime"),
-        ToolRegistry::new(),
-    )
-    .with_features(Arc::new(Announcing(notifier.clone())))
-    .serve_http(HttpOptions::new())
-    .await
-    .expect("serves");
+    let (notifier, server) = served().await;
     let proxy = ProxyOptions::http(server.url())
         .start()
         .await

@@ -12,52 +12,24 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rho_exec_tokio::TokioExecutor;
+use rho_mcp::Notifier;
 use rho_mcp::rmcp::model::{
     LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam,
     PromptListChangedNotification, ProtocolVersion, ResourceListChangedNotification,
-    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerCapabilities,
-    ServerNotification, SubscribeRequestParams, SubscriptionFilter,
+    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerNotification,
+    SubscribeRequestParams, SubscriptionFilter,
 };
-use rho_mcp::rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext,
-};
+use rho_mcp::rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext};
 use rho_mcp::rmcp::transport::StreamableHttpClientTransport;
-use rho_mcp::rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServiceExt};
-use rho_mcp::{HttpOptions, HttpServer, McpFeatures, McpServer, Notifier};
-use rho_registry::ToolRegistry;
+use rho_mcp::rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::json;
+
+mod support;
+
+use support::announcing::served;
 
 const WATCHED: &str = "file:///watched.md";
 const OTHER: &str = "file:///other.md";
-
-/// Resources a client may subscribe to, and lists that change.
-struct Announcing(Notifier);
-
-#[rho_tool_core::async_trait]
-impl McpFeatures for Announcing {
-    fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities::builder()
-            .enable_resources()
-            .enable_resources_subscribe()
-            .enable_resources_list_changed()
-            .enable_prompts()
-            .enable_prompts_list_changed()
-            .build()
-    }
-
-    async fn subscribe(
-        &self,
-        _request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        Ok(())
-    }
-
-    fn notifier(&self) -> Option<Notifier> {
-        Some(self.0.clone())
-    }
-}
 
 fn updated(uri: &str) -> ServerNotification {
     ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri)).into()
@@ -152,21 +124,6 @@ async fn until_heard(notifier: &Notifier, mut heard: impl AsyncFnMut() -> bool) 
         }
     }
     panic!("the session never heard the host");
-}
-
-/// A server of no tools whose features announce what the host sends on
-/// the notifier, over streamable HTTP.
-async fn served() -> (Notifier, HttpServer) {
-    let notifier = Notifier::new();
-    let http = McpServer::new(
-        TokioExecutor::current().expect("a runtime"),
-        ToolRegistry::new(),
-    )
-    .with_features(Arc::new(Announcing(notifier.clone())))
-    .serve_http(HttpOptions::new())
-    .await
-    .expect("serves");
-    (notifier, http)
 }
 
 /// Property: a client on 2025-11-25 that subscribed to one resource and

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+pub mod announcing;
 pub mod sample_checks;
 pub mod stateless;
 pub mod tasks;
