@@ -1,10 +1,15 @@
-//! Subscriptions of several clients through one proxy (over streamable
-//! HTTP, `Proxy::serve_http`): one client's unsubscribe does not stop the
-//! updates another client still subscribes to. The server behind the
-//! proxy is rho's own on 2026-07-28, whose host announces resource updates
-//! (`Notifier`); the proxy hears them on its `subscriptions/listen`
-//! stream, whose filter names what its clients follow. The clients are
-//! rmcp's at 2025-11-25 over streamable HTTP.
+//! Subscriptions through one proxy (over streamable HTTP,
+//! `Proxy::serve_http`), whose clients are rmcp's at 2025-11-25:
+//!
+//! - one client's unsubscribe does not stop the updates another client
+//!   still subscribes to. The server behind the proxy is rho's own on
+//!   2026-07-28, whose host announces resource updates (`Notifier`); the
+//!   proxy hears them on its `subscriptions/listen` stream, whose filter
+//!   names what its clients follow;
+//! - a server before 2026-07-28 that dies and is started again is
+//!   subscribed again to what the clients follow. The server is the MCP
+//!   reference server (`@modelcontextprotocol/server-everything`) over
+//!   stdio, which keeps subscriptions per process.
 
 // `resources/subscribe` is legacy in rmcp since 2026-07-28; clients on
 // 2025-11-25 still subscribe so, and the proxy serves them.
@@ -15,16 +20,18 @@ use std::time::Duration;
 
 use rho_mcp::proxy::{ProxyHttp, ProxyOptions};
 use rho_mcp::rmcp::model::{
-    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rho_mcp::rmcp::service::{NotificationContext, RunningService};
 use rho_mcp::rmcp::transport::StreamableHttpClientTransport;
 use rho_mcp::rmcp::{ClientHandler, RoleClient, ServiceExt};
 use rho_mcp::{HttpOptions, HttpServer, Notifier};
 
+mod import_support;
 mod support;
 
+use import_support::{alive, eventually, everything, kill_9, node};
 use support::announcing::served;
 
 const WATCHED: &str = "file:///watched.md";
@@ -128,4 +135,79 @@ async fn one_clients_unsubscribe_does_not_end_anothers_updates() {
     leaves.cancel().await.expect("closes");
     proxy.shutdown().await.expect("the proxy stops");
     server.shutdown().await.expect("the server stops");
+}
+
+/// What the reference server is asked to send: an update of each resource
+/// its client subscribed to, at once and then every 5 s.
+const UPDATES: &str = "toggle-subscriber-updates";
+
+/// Waits until `client` heard that `uri` was updated; panics after `limit`.
+async fn heard_within(client: &Hearing, uri: &str, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !client.heard(uri) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the client heard no update of {uri} within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Calls the reference server's updates switch until a server runs it
+/// (the first call after a kill may still find the dead one).
+async fn start_updates(client: &RunningService<RoleClient, Hearing>) {
+    for _ in 0..20 {
+        let answer = client
+            .call_tool(CallToolRequestParams::new(UPDATES))
+            .await
+            .expect("answered");
+        if answer.is_error != Some(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no server ran `{UPDATES}`");
+}
+
+/// Property: a server before 2026-07-28 that keeps subscriptions per
+/// process, killed and started again by the proxy's next call, is
+/// subscribed again to what a client follows through the proxy, before
+/// anything is called on it: the client hears the new server's updates
+/// without subscribing again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_is_subscribed_again_to_what_its_clients_follow() {
+    const DOCUMENT: &str = "demo://resource/dynamic/text/1";
+    let server = everything().to_str().expect("a UTF-8 path");
+    let proxy = ProxyOptions::new(node())
+        .args([server, "stdio"])
+        .start()
+        .await
+        .expect("the proxy starts the reference server")
+        .serve_http(HttpOptions::new())
+        .await
+        .expect("the proxy serves");
+    let (hearing, client) = connect(&proxy).await;
+    client
+        .subscribe(SubscribeRequestParams::new(DOCUMENT))
+        .await
+        .expect("subscribed");
+    start_updates(&client).await;
+    heard_within(&hearing, DOCUMENT, Duration::from_secs(10)).await;
+
+    let first = proxy.proxy().source().server_pid().expect("running");
+    kill_9(first);
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(first)),
+        "the server died"
+    );
+    hearing.0.lock().expect("not poisoned").clear();
+    start_updates(&client).await;
+    let second = proxy.proxy().source().server_pid().expect("running");
+    assert_ne!(first, second, "a new server");
+    // The new server sends at once what it was subscribed to, and again
+    // every 5 s: 10 s leaves room for one more.
+    heard_within(&hearing, DOCUMENT, Duration::from_secs(10)).await;
+
+    client.cancel().await.expect("closes");
+    proxy.shutdown().await.expect("the proxy stops");
 }

@@ -49,7 +49,8 @@ pub(crate) struct Heard {
 
 impl Heard {
     /// A restarted server may offer other tools, resources and prompts
-    /// (and forgot the subscriptions the last one had).
+    /// (a server before 2026-07-28 is subscribed again as it starts: see
+    /// `Server::renew_subscriptions`).
     pub(crate) fn restarted(&self) {
         self.tools_changed.notify_one();
         self.notifier

@@ -74,6 +74,11 @@ impl Followed {
         })
     }
 
+    /// Each resource followed now, once.
+    pub(crate) fn uris(&self) -> Vec<String> {
+        self.0.borrow().keys().cloned().collect()
+    }
+
     fn watch(&self) -> watch::Receiver<BTreeMap<String, usize>> {
         self.0.subscribe()
     }

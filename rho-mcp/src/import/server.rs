@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use rho_registry::{Disabled, SourceHandle};
 use rho_tool_core::Tool;
+use rmcp::model::SubscribeRequestParams;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -235,6 +236,8 @@ impl Server {
                     () = follow => {}
                 }
             });
+        } else {
+            self.renew_subscriptions(&connection).await;
         }
         let mut died = connection.death_watch();
         let server = Arc::downgrade(self);
@@ -248,6 +251,37 @@ impl Server {
             }
         });
         Ok(connection)
+    }
+
+    /// Subscribes a server before 2026-07-28 (which keeps subscriptions
+    /// per connection) to every resource the source's features follow:
+    /// a restarted server forgot them, and the clients that subscribed
+    /// through the source would hear no more updates. Done before the
+    /// connection is handed out, so nothing is called on the new server
+    /// before it knows what it is followed for; each subscribe is
+    /// bounded by the start-up timeout, and one the server refuses (the
+    /// resource may be gone) is left to the next subscribe to renew.
+    async fn renew_subscriptions(&self, connection: &Connection) {
+        let uris = self.heard.followed.uris();
+        let subscribes = connection
+            .server_info()
+            .and_then(|info| info.capabilities.resources.as_ref()?.subscribe)
+            == Some(true);
+        if uris.is_empty() || !subscribes {
+            return;
+        }
+        let limit = self.settings.limits.startup_timeout;
+        let mut renewals = tokio::task::JoinSet::new();
+        for uri in uris {
+            let peer = connection.peer().clone();
+            renewals.spawn(async move {
+                #[allow(deprecated)]
+                let subscribe = peer.subscribe(SubscribeRequestParams::new(uri));
+                // What fails is left as it is: see above.
+                let _ = tokio::time::timeout(limit, subscribe).await;
+            });
+        }
+        renewals.join_all().await;
     }
 
     /// Lists the server's tools and makes them the source's.
