@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use rho_exec_tokio::TokioExecutor;
 use rho_mcp::rmcp::model::ClientCapabilities;
 use rho_mcp::{ElicitationApprover, HttpOptions, HttpServer, McpClient, McpServer, Questions};
-use rho_registry::{Source, ToolRegistry};
+use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
 use rho_tool_core::{
-    AnnotationGate, Match, Runner, Tool, ToolContext, ToolOutput, Verdict, async_trait,
+    AnnotationGate, Match, Outcome, Runner, Tool, ToolContext, ToolOutput, Verdict, async_trait,
 };
 use serde_json::{Value, json};
 
@@ -98,12 +98,22 @@ impl Tool for Fixture {
     }
 }
 
-/// A server of both fixtures whose gate asks before `guarded`, through
+/// A server of the fixtures whose gate asks before `guarded`, through
 /// the client (the host's own approver would say no).
 async fn serve(seen: &Arc<Seen>, input_deadline: Duration) -> HttpServer {
+    serve_counted(seen, input_deadline).await.0
+}
+
+/// [`serve`], with the accounting of the fixtures' source, which
+/// quarantines a tool at its first counted failure.
+async fn serve_counted(
+    seen: &Arc<Seen>,
+    input_deadline: Duration,
+) -> (HttpServer, Arc<Accounting>) {
     let registry = ToolRegistry::new();
+    let accounting = Arc::new(Accounting::new(QuarantineRule::after(1)));
     let source = registry
-        .add_source(Source::trusted("test"))
+        .add_source(Source::trusted("test").with_policy(accounting.clone()))
         .expect("a source");
     source
         .add(Arc::new(Fixture::Guarded(seen.clone())))
@@ -122,12 +132,13 @@ async fn serve(seen: &Arc<Seen>, input_deadline: Duration) -> HttpServer {
                 .otherwise(Verdict::Allow),
         ))
         .with_approver(Arc::new(asks.clone()));
-    McpServer::new(runner, registry)
+    let server = McpServer::new(runner, registry)
         .with_elicitation(asks)
         .with_input_deadline(input_deadline)
         .serve_http(HttpOptions::new())
         .await
-        .expect("serves on loopback")
+        .expect("serves on loopback");
+    (server, accounting)
 }
 
 /// The one question of an input-required `result`: its key and request.
@@ -326,6 +337,55 @@ async fn a_call_nobody_answers_ends_at_the_input_deadline() {
         )
         .await;
     assert_eq!(late["error"]["code"], json!(-32602), "{late}");
+    server.shutdown().await.expect("shuts down");
+}
+
+/// Property: an approval nobody gives ends its call at the host's input
+/// deadline, aborted, which counts against no tool: three such calls of
+/// `guarded` (whose source quarantines a tool at its first counted
+/// failure) leave it enabled with no crash or timeout counted and never
+/// ran it, and a fourth call, approved, runs.
+#[tokio::test]
+async fn approvals_nobody_gives_end_at_the_input_deadline_and_count_against_no_tool() {
+    let seen = Arc::new(Seen::default());
+    let (server, accounting) = serve_counted(&seen, Duration::from_millis(200)).await;
+    let client = StatelessClient::new(server.url());
+    for _ in 0..3 {
+        let asked = client.call("guarded", json!({}), json!({})).await;
+        only_question(&asked);
+    }
+    let aborted = || {
+        accounting
+            .tool_health("guarded")
+            .map_or(0, |health| health.count(Outcome::Aborted))
+    };
+    let began = Instant::now();
+    while aborted() < 3 {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "the unanswered calls were not ended: {:?}",
+            accounting.tool_health("guarded")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let health = accounting.tool_health("guarded").expect("counted");
+    assert_eq!(health.count(Outcome::Crashed), 0, "{health:?}");
+    assert_eq!(health.count(Outcome::TimedOut), 0, "{health:?}");
+    assert_eq!(health.strikes, 0, "{health:?}");
+    assert!(!health.is_quarantined(), "{health:?}");
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 0, "ran unapproved");
+
+    let asked = client.call("guarded", json!({}), json!({})).await;
+    let (key, _) = only_question(&asked);
+    let done = client
+        .call(
+            "guarded",
+            json!({}),
+            json!({ "inputResponses": accept(&key, json!({ "approve": true })), "requestState": state(&asked) }),
+        )
+        .await;
+    assert_eq!(done["content"][0]["text"], "guarded ran", "{done}");
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 1);
     server.shutdown().await.expect("shuts down");
 }
 

@@ -61,6 +61,7 @@ pub struct ProxyOptions {
     max_concurrent_calls: Option<usize>,
     handshake: Handshake,
     tasks: Option<McpTasks>,
+    input_deadline: Option<Duration>,
 }
 
 impl ProxyOptions {
@@ -111,6 +112,7 @@ impl ProxyOptions {
             max_concurrent_calls: None,
             handshake: Handshake::Either,
             tasks: None,
+            input_deadline: None,
         }
     }
 
@@ -256,6 +258,16 @@ impl ProxyOptions {
         self
     }
 
+    /// How long a call asked about waits for the answer of a client on
+    /// 2026-07-28, which is asked through an input-required result and
+    /// answers with a new request (default ten minutes, see
+    /// [`McpServer::with_input_deadline`]). A call nobody answers by then
+    /// is aborted; the wait counts against no tool and no server.
+    pub fn input_deadline(mut self, deadline: Duration) -> Self {
+        self.input_deadline = Some(deadline);
+        self
+    }
+
     /// After how many crashes or timeouts a tool is quarantined, and after
     /// how many deaths within five minutes the whole server is (default 3;
     /// 0: never). A quarantined tool leaves the client's list until
@@ -372,6 +384,9 @@ impl ProxyOptions {
         }
         if let Some(tasks) = self.tasks {
             server = server.with_tasks(tasks);
+        }
+        if let Some(deadline) = self.input_deadline {
+            server = server.with_input_deadline(deadline);
         }
         Ok(Proxy { server, source })
     }

@@ -340,6 +340,10 @@ mod tests {
             ErrorKind::ValueValidation
         );
         assert_eq!(
+            refused(&["proxy", "--input-deadline", "0", "--", "/bin/true"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
             refused(&["proxy", "--handshake", "hello", "--", "/bin/true"]),
             ErrorKind::ValueValidation
         );

@@ -54,6 +54,12 @@ pub(crate) struct ProxyArgs {
     /// too [default: no tasks].
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     tasks_after: Option<u64>,
+    /// How long a call waits for the answer of a client on 2026-07-28 asked
+    /// about it (an approval the policy asks for, a question of the
+    /// server's); a call nobody answers by then is aborted, counted against
+    /// no tool [default: 600000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    input_deadline: Option<u64>,
     /// Quarantine a tool after N crashes or timeouts, and the server after
     /// N deaths in 5 minutes (0: never) [default: 3].
     #[arg(long, value_name = "N")]
@@ -124,6 +130,9 @@ impl ProxyArgs {
                 .optional(Match::Always)
                 .after(Duration::from_millis(ms));
             options = options.tasks(tasks);
+        }
+        if let Some(ms) = self.input_deadline {
+            options = options.input_deadline(Duration::from_millis(ms));
         }
         if let Some(failures) = self.quarantine_after {
             options = options.quarantine_after(failures);
