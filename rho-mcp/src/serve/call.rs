@@ -119,9 +119,12 @@ pub(crate) async fn run<E: Executor>(
                 Ok(asks) => return Ok(CallToolResponse::InputRequired(asks)),
                 Err(back) => following = back,
             },
-            Step::BecomesTask => {
-                return Ok(CallToolResponse::Task(tasks::start(shared, following)));
-            }
+            Step::BecomesTask => match tasks::start(shared, following) {
+                Ok(task) => return Ok(CallToolResponse::Task(task)),
+                // No room for another task: the client's request waits
+                // for the answer instead.
+                Err(back) => following = back,
+            },
         }
     };
     if let Some(progress) = progress {

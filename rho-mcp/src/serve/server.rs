@@ -174,7 +174,10 @@ impl<E: Executor> McpServer<E> {
     /// Offers the MCP tasks extension (`io.modelcontextprotocol/tasks`):
     /// the tools `tasks` picks run as tasks for clients that take them
     /// (see [`McpTasks`]), so a long call is polled rather than waited
-    /// for, and `tasks/cancel` stops it. Default: no tasks.
+    /// for, and `tasks/cancel` stops it. Default: no tasks. The server
+    /// keeps at most 4,096 tasks at once (each for its TTL, with its
+    /// result); a call that would become one more goes on as a plain
+    /// request, answered when it ends.
     pub fn with_tasks(self, tasks: McpTasks) -> Self {
         self.change(|shared| shared.tasks = Some(tasks))
     }

@@ -215,6 +215,23 @@ pub(crate) struct Tasks {
 }
 
 impl Tasks {
+    /// The most tasks a server keeps at once (each is kept for its TTL,
+    /// its result with it); a call that would become a task beyond them
+    /// goes on as a plain request, so a client cannot fill the server's
+    /// memory with tasks.
+    pub(crate) const MOST: usize = 4096;
+
+    /// Records `entry` under `id`; `false` when as many tasks are kept
+    /// as may be.
+    fn keep(&self, id: String, entry: Locked<Entry>) -> bool {
+        let mut by_id = lock(&self.by_id);
+        if by_id.len() >= Self::MOST {
+            return false;
+        }
+        by_id.insert(id, entry);
+        true
+    }
+
     fn get(&self, id: &str) -> Result<Locked<Entry>, ErrorData> {
         lock(&self.by_id).get(id).cloned().ok_or_else(|| {
             ErrorData::invalid_params(format!("no task `{id}` on this server"), None)
@@ -274,11 +291,12 @@ fn millis(duration: Duration) -> u64 {
 
 /// Makes `following` a task of `shared`: recorded before its id is given
 /// (a `tasks/get` right after finds it), then followed by a task of its
-/// own.
+/// own. `Err` gives the call back, never to become a task, when the
+/// server keeps as many tasks as it may ([`Tasks::MOST`]).
 pub(crate) fn start<E: Executor>(
     shared: &Arc<Shared<E>>,
     mut following: Box<Following<E>>,
-) -> CreateTaskResult {
+) -> Result<CreateTaskResult, Box<Following<E>>> {
     let config = shared.tasks.clone().unwrap_or_default();
     let id = fresh_token();
     let created = now();
@@ -291,8 +309,10 @@ pub(crate) fn start<E: Executor>(
         state: State::Working,
         cancel: cancel.clone(),
     }));
-    lock(&shared.task_list.by_id).insert(id.clone(), entry.clone());
     following.task_after = None;
+    if !shared.task_list.keep(id.clone(), entry.clone()) {
+        return Err(following);
+    }
     tokio::spawn(follow(shared.clone(), following, entry, cancel.clone()));
     let tasks = shared.task_list.clone();
     tokio::spawn(async move {
@@ -300,7 +320,7 @@ pub(crate) fn start<E: Executor>(
         lock(&tasks.by_id).remove(&id);
         cancel.cancel();
     });
-    CreateTaskResult::new(task)
+    Ok(CreateTaskResult::new(task))
 }
 
 /// Follows a task's call to its end.
@@ -382,5 +402,39 @@ fn error_object(code: i64, message: &str) -> JsonObject {
     match json!({ "code": code, "message": message }) {
         Value::Object(error) => error,
         _ => JsonObject::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> Locked<Entry> {
+        let created = now();
+        Arc::new(Mutex::new(Entry {
+            task: Task::new(
+                "t".to_owned(),
+                TaskStatus::Working,
+                created.clone(),
+                created,
+            ),
+            state: State::Working,
+            cancel: CancellationToken::new(),
+        }))
+    }
+
+    /// Property: no more than `MOST` tasks are kept at once; the next is
+    /// refused, and one gone makes room again.
+    #[test]
+    fn at_most_so_many_tasks_are_kept() {
+        let tasks = Tasks::default();
+        for n in 0..Tasks::MOST {
+            assert!(tasks.keep(n.to_string(), entry()), "room for task {n}");
+        }
+        assert!(!tasks.keep("one more".into(), entry()));
+        assert!(tasks.get("one more").is_err());
+        lock(&tasks.by_id).remove("7");
+        assert!(tasks.keep("one more".into(), entry()));
+        assert!(tasks.get("one more").is_ok());
     }
 }
