@@ -36,7 +36,7 @@ use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 use super::call::QUESTION_ROUNDS;
 use super::connection::speaks_2026;
 use super::server::{Server, Unavailable};
-use crate::serve::{McpClient, McpFeatures, Notifier, is_modern};
+use crate::serve::{McpClient, McpFeatures, Notifier, is_modern, severity};
 
 /// The features of the server behind a source.
 pub(crate) struct Forwarded {
@@ -389,20 +389,34 @@ impl McpFeatures for Forwarded {
     }
 
     /// The level goes to the server too, so it sends what the client
-    /// asked for (with several clients, the last one's level): set on a
-    /// server before 2026-07-28, sent with each call to one on 2026-07-28.
+    /// asked for: set on a server before 2026-07-28, sent with each call
+    /// to one on 2026-07-28. With several clients (the proxy over HTTP)
+    /// the server is asked for the most verbose level any of them asked
+    /// for, and each client's session passes on only what its own level
+    /// lets through: one client's `error` does not silence another's
+    /// `debug`. The level is never made less verbose again (the source
+    /// does not know when a client leaves), which costs messages nobody
+    /// reads, never messages that are wanted.
     #[allow(deprecated)]
     async fn set_level(
         &self,
-        request: SetLevelRequestParams,
+        mut request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        *self
-            .server
-            .heard
-            .log_level
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        {
+            let mut asked = self
+                .server
+                .heard
+                .log_level
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(before) = *asked
+                && severity(before) < severity(request.level)
+            {
+                request.level = before;
+            }
+            *asked = Some(request.level);
+        }
         if self.capabilities_declared().logging.is_none() {
             return Ok(());
         }

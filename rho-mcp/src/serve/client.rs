@@ -540,7 +540,7 @@ impl LogThreshold {
 }
 
 /// RFC 5424's order, least severe first, from 1 (`0` is "unset").
-fn severity(level: LoggingLevel) -> u8 {
+pub(crate) fn severity(level: LoggingLevel) -> u8 {
     match level {
         LoggingLevel::Debug => 1,
         LoggingLevel::Info => 2,

@@ -41,6 +41,7 @@ mod stdio_fd;
 mod tasks;
 
 pub(crate) use call::is_modern;
+pub(crate) use client::severity;
 pub use client::{McpClient, McpClientError};
 pub use elicit::ElicitationApprover;
 pub use features::McpFeatures;
