@@ -151,6 +151,7 @@
 //! transport of its own gives rmcp a [`Session`] per connection.
 
 mod answered;
+mod concurrency;
 mod error;
 #[cfg(unix)]
 pub mod import;
@@ -160,6 +161,7 @@ mod output;
 pub mod proxy;
 pub mod serve;
 
+pub use concurrency::CONCURRENCY_CAPABILITY;
 pub use error::ServeError;
 pub use serve::{
     Answer, Answers, CallObserver, ElicitationApprover, HttpOptions, HttpServer, McpClient,

@@ -1,16 +1,21 @@
 //! A server that cannot take parallel calls, imported with a bound on its
-//! calls in flight (`McpSourceBuilder::max_concurrent_calls`): a turn's
-//! calls to it run one at a time without the host arranging it, and no
-//! call's clock runs while it waits its turn. The server is the fault
-//! server's `serial` tool, which fails any call that overlaps another.
-//! Each runs in a tokio host and in a smol host.
+//! calls in flight, set by the host (`McpSourceBuilder::max_concurrent_calls`)
+//! or declared by the server (`rho_mcp::CONCURRENCY_CAPABILITY`, as
+//! `rho-mcp proxy --max-concurrent-calls` declares it): a turn's calls to
+//! it run one at a time without the host arranging it, and no call's
+//! clock runs while it waits its turn. The server is the fault server's
+//! `serial` tool, which fails any call that overlaps another. Each runs in
+//! a tokio host and in a smol host.
 
 #[macro_use]
 mod import_support;
 
 use std::time::{Duration, Instant};
 
-use import_support::{Host, Smol, Tokio, fault_source};
+use import_support::{Host, Smol, Tokio, fault_server, fault_source, node};
+use rho_mcp::HttpOptions;
+use rho_mcp::import::McpSource;
+use rho_mcp::proxy::ProxyOptions;
 use rho_registry::ToolRegistry;
 use rho_tool_core::{CallEnd, Outcome, ToolCall};
 use serde_json::json;
@@ -70,6 +75,12 @@ fn eight_calls_to_a_serial_server_run_one_at_a_time_when_bounded(host: impl Host
         )
         .expect("imports");
     let (ends, took) = turn(&host, &registry);
+    check_served_one_at_a_time(&ends, took);
+}
+
+/// Checks that each of a turn's `ends` succeeded, the server serving
+/// them one after another.
+fn check_served_one_at_a_time(ends: &[CallEnd], took: Duration) {
     let mut served = Vec::with_capacity(CALLS);
     for (n, end) in ends.iter().enumerate() {
         assert_eq!(
@@ -88,6 +99,40 @@ fn eight_calls_to_a_serial_server_run_one_at_a_time_when_bounded(host: impl Host
         took >= EACH * CALLS as u32,
         "the eight calls overlapped: the turn took {took:?}"
     );
+}
+
+/// Property: a source whose host set no bound takes the one its server
+/// declares. Behind `rho-mcp proxy` with a bound of one (which it
+/// declares), the eight calls all succeed: they wait their turns on the
+/// importing host, their clocks held, rather than in the proxy's queue
+/// while their clocks run (four of them would time out there).
+fn the_bound_a_server_declares_holds_when_the_host_sets_none(host: impl Host) {
+    let proxying = tokio::runtime::Runtime::new().expect("a runtime for the proxy");
+    let proxy = proxying.block_on(async {
+        ProxyOptions::new(node())
+            .args([fault_server()])
+            .max_concurrent_calls(1)
+            .start()
+            .await
+            .expect("the proxy starts the fault server")
+            .serve_http(HttpOptions::new())
+            .await
+            .expect("the proxy serves")
+    });
+    let registry = ToolRegistry::new();
+    let source = host
+        .block_on(
+            McpSource::http("serial", proxy.url())
+                .timeout(TIMEOUT)
+                .connect(&registry),
+        )
+        .expect("imports through the proxy");
+    let (ends, took) = turn(&host, &registry);
+    check_served_one_at_a_time(&ends, took);
+    drop(source);
+    proxying
+        .block_on(proxy.shutdown())
+        .expect("the proxy stops");
 }
 
 /// Without a bound the same turn overlaps on the server, which refuses
@@ -156,6 +201,7 @@ fn a_call_given_up_in_the_queue_leaves_it(host: impl Host) {
 
 on_both_hosts!(
     eight_calls_to_a_serial_server_run_one_at_a_time_when_bounded,
+    the_bound_a_server_declares_holds_when_the_host_sets_none,
     without_a_bound_the_serial_server_sees_overlapping_calls,
     a_call_given_up_in_the_queue_leaves_it,
 );

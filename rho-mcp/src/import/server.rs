@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use rho_registry::{Disabled, SourceHandle};
@@ -21,6 +21,7 @@ use super::listen;
 use super::runtime::SourceRuntime;
 use super::stdio::{self, CommandSpec};
 use super::tool::{ImportedTool, ToolSpec};
+use crate::concurrency;
 
 /// Where the server is.
 #[derive(Debug, Clone)]
@@ -78,9 +79,17 @@ pub(crate) struct Server {
     /// What the server tells its client, heard by the source and its
     /// features.
     pub(crate) heard: Heard,
-    /// The turns to call the server, when its calls are bounded
-    /// ([`Settings::max_concurrent_calls`]); closed with the source.
-    turns: Option<Arc<Semaphore>>,
+    /// The turns to call the server, when its calls are bounded: by the
+    /// host ([`Settings::max_concurrent_calls`]), set from the start, or
+    /// else by what the server declares (see `concurrency`), set at the
+    /// first connection that declares it, before any tool is listed.
+    /// Closed with the source.
+    turns: OnceLock<Arc<Semaphore>>,
+}
+
+/// The turns of a server that takes `calls` calls at once.
+fn turns_for(calls: usize) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(calls.clamp(1, Semaphore::MAX_PERMITS)))
 }
 
 #[derive(Default)]
@@ -99,9 +108,10 @@ impl Server {
         health: Arc<Health>,
         source: SourceHandle,
     ) -> Self {
-        let turns = settings
-            .max_concurrent_calls
-            .map(|calls| Arc::new(Semaphore::new(calls.min(Semaphore::MAX_PERMITS))));
+        let turns = OnceLock::new();
+        if let Some(calls) = settings.max_concurrent_calls {
+            let _ = turns.set(turns_for(calls));
+        }
         Self {
             name,
             endpoint,
@@ -123,7 +133,7 @@ impl Server {
     /// (at once when they are not): what the call holds while it runs.
     /// `Err` when the source was closed meanwhile.
     pub(crate) async fn turn(&self) -> Result<Option<OwnedSemaphorePermit>, Unavailable> {
-        match &self.turns {
+        match self.turns.get() {
             None => Ok(None),
             Some(turns) => Arc::clone(turns)
                 .acquire_owned()
@@ -238,6 +248,14 @@ impl Server {
             });
         } else {
             self.renew_subscriptions(&connection).await;
+        }
+        if let Some(calls) = connection
+            .server_info()
+            .and_then(|info| concurrency::declared(&info.capabilities))
+        {
+            // Kept as the first server that said it: a bound the host set,
+            // or one already in use, stays.
+            let _ = self.turns.set(turns_for(calls));
         }
         let mut died = connection.death_watch();
         let server = Arc::downgrade(self);
@@ -380,7 +398,7 @@ impl Server {
             return;
         }
         self.closing.cancel();
-        if let Some(turns) = &self.turns {
+        if let Some(turns) = self.turns.get() {
             // Every call waiting for its turn ends now, as closed.
             turns.close();
         }

@@ -387,8 +387,12 @@ impl<K> McpSourceBuilder<K> {
     /// the server `notifications/cancelled`: MCP's cancellation has no
     /// answer, so when the server really stops is its own.
     ///
-    /// MCP has no way for a server to say how many calls it takes, so the
-    /// bound is the host's to set.
+    /// Without a bound from the host, the source takes the one its server
+    /// declares, if it does: MCP has no field for it, so rho reads the
+    /// experimental capability [`CONCURRENCY_CAPABILITY`](crate::CONCURRENCY_CAPABILITY)
+    /// (which `rho-mcp proxy --max-concurrent-calls` and
+    /// [`McpServer::advertise_max_concurrent_calls`](crate::McpServer::advertise_max_concurrent_calls)
+    /// declare), as the first connection that declares it says it.
     pub fn max_concurrent_calls(mut self, calls: usize) -> Self {
         self.max_concurrent_calls = Some(calls.max(1));
         self

@@ -388,6 +388,11 @@ impl ProxyOptions {
         if let Some(deadline) = self.input_deadline {
             server = server.with_input_deadline(deadline);
         }
+        if let Some(calls) = self.max_concurrent_calls {
+            // Told to the proxy's clients, so a rho host behind it queues
+            // on its side, where the wait is not charged to its calls.
+            server = server.advertise_max_concurrent_calls(calls);
+        }
         Ok(Proxy { server, source })
     }
 }

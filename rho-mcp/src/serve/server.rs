@@ -63,6 +63,8 @@ pub(crate) struct Shared<E: Executor> {
     pub(crate) tasks: Option<McpTasks>,
     /// The tasks made so far, by id.
     pub(crate) task_list: Tasks,
+    /// How many calls at once the server tells its clients it takes.
+    pub(crate) advertised_max_calls: Option<usize>,
 }
 
 impl<E: Executor> Clone for Shared<E> {
@@ -85,6 +87,7 @@ impl<E: Executor> Clone for Shared<E> {
             input_deadline: self.input_deadline,
             tasks: self.tasks.clone(),
             task_list: self.task_list.clone(),
+            advertised_max_calls: self.advertised_max_calls,
         }
     }
 }
@@ -118,6 +121,7 @@ impl<E: Executor> McpServer<E> {
                 input_deadline: DEFAULT_INPUT_DEADLINE,
                 tasks: None,
                 task_list: Tasks::default(),
+                advertised_max_calls: None,
             }),
         }
     }
@@ -169,6 +173,18 @@ impl<E: Executor> McpServer<E> {
     /// then. The time counts against no tool.
     pub fn with_input_deadline(self, deadline: Duration) -> Self {
         self.change(|shared| shared.input_deadline = deadline)
+    }
+
+    /// Tells clients that the server takes at most `calls` calls at once
+    /// (`0` counts as `1`), in the experimental capability
+    /// [`CONCURRENCY_CAPABILITY`](crate::CONCURRENCY_CAPABILITY): a rho
+    /// host that imports this server then queues its calls on its side,
+    /// their clocks held, instead of sending calls that would wait here
+    /// while their clocks run. The server does not enforce it: the host
+    /// bounds what runs its tools (the proxy, which declares its
+    /// `max_concurrent_calls` so, bounds its source).
+    pub fn advertise_max_concurrent_calls(self, calls: usize) -> Self {
+        self.change(|shared| shared.advertised_max_calls = Some(calls.max(1)))
     }
 
     /// Offers the MCP tasks extension (`io.modelcontextprotocol/tasks`):

@@ -29,6 +29,7 @@ use super::notify::{self, Subscribed};
 use super::progress::ProgressSink;
 use super::server::Shared;
 use super::{call, list_changed, listing, result};
+use crate::concurrency;
 
 /// One client connection to an [`McpServer`](crate::McpServer): rmcp's
 /// [`ServerHandler`] for it.
@@ -194,7 +195,10 @@ impl<E: Executor> ServerHandler for Session<E> {
             Some(_) => builder.enable_tasks(),
             None => builder,
         };
-        let capabilities = features::merged(builder.build(), shared.features.as_ref());
+        let mut capabilities = features::merged(builder.build(), shared.features.as_ref());
+        if let Some(calls) = shared.advertised_max_calls {
+            concurrency::declare(&mut capabilities, calls);
+        }
         let config = ServerConfig::new(capabilities).with_server_info(shared.identity.clone());
         match &shared.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),

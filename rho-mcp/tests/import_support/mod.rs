@@ -183,7 +183,12 @@ pub fn filesystem_server() -> PathBuf {
 
 /// The fault server as a source named `name`.
 pub fn fault_source(name: &str) -> McpSourceBuilder {
-    McpSource::stdio(name, node()).arg(peers_dir().join("node").join("fault-server.mjs"))
+    McpSource::stdio(name, node()).arg(fault_server())
+}
+
+/// The fault server's script (`tests/peers/node/fault-server.mjs`).
+pub fn fault_server() -> PathBuf {
+    peers_dir().join("node").join("fault-server.mjs")
 }
 
 /// Where the tests run: a tokio runtime or a smol executor, with a rho
