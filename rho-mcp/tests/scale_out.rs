@@ -60,11 +60,12 @@ fn nginx() -> PathBuf {
     installed.to_path_buf()
 }
 
-/// A sample server over HTTP on a port the system picks: the process and
-/// its `host:port`.
-fn sample_server() -> (Running, String) {
+/// A sample server over HTTP on a port the system picks, logging each
+/// `echo` it runs to `log`: the process and its `host:port`.
+fn sample_server(log: &Path) -> (Running, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rho-mcp"))
         .args(["sample", "--http"])
+        .env("RHO_MCP_SAMPLE_LOG", log)
         // It serves until its stdin closes: the pipe stays open in the
         // child's handle until the test ends or kills it.
         .stdin(Stdio::piped())
@@ -208,7 +209,10 @@ async fn call_tool(
 async fn three_servers_behind_nginx_end_every_call_once_when_one_is_killed() {
     let dir = std::env::temp_dir().join(format!("rho-scale-out-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a directory for nginx");
-    let mut servers: Vec<(Running, String)> = (0..3).map(|_| sample_server()).collect();
+    let logs: Vec<PathBuf> = (0..3)
+        .map(|n| dir.join(format!("server-{n}.log")))
+        .collect();
+    let mut servers: Vec<(Running, String)> = logs.iter().map(|log| sample_server(log)).collect();
     let upstreams: Vec<String> = servers
         .iter()
         .map(|(_, authority)| authority.clone())
@@ -318,6 +322,25 @@ async fn three_servers_behind_nginx_end_every_call_once_when_one_is_killed() {
             Some(Ok(())) => {}
             Some(Err(error)) => failed.push((call, error.clone())),
             None => panic!("call {call} has no outcome"),
+        }
+    }
+    // What the servers ran: no call twice (nginx sends none it sent once
+    // to another server), each answered call once.
+    let mut runs = vec![0_usize; CALLS];
+    for log in &logs {
+        let log = std::fs::read_to_string(log).expect("each server logged its calls");
+        for call in log
+            .lines()
+            .filter_map(|line| line.strip_prefix("echo ran: call "))
+        {
+            runs[call.parse::<usize>().expect("a call's number")] += 1;
+        }
+    }
+    for (call, outcome) in outcomes.iter().enumerate().take(short) {
+        let ran = runs[call];
+        match outcome {
+            Some(Ok(())) => assert_eq!(ran, 1, "answered call {call} ran {ran} times"),
+            _ => assert!(ran <= 1, "failed call {call} ran {ran} times"),
         }
     }
     eprintln!(

@@ -4,7 +4,9 @@
 //!
 //! When `RHO_MCP_SAMPLE_LOG` names a file, the sample appends a line to it
 //! when a `slow` call starts and when it is dropped (finished, cancelled or
-//! killed), so a test can tell from outside that a call really stopped.
+//! killed), so a test can tell from outside that a call really stopped,
+//! and each time `echo` runs (`echo ran: TEXT`), so a test can count the
+//! runs of each call.
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
@@ -201,7 +203,10 @@ impl Tool for Sample {
     async fn run(&self, args: Value, cx: ToolContext) -> ToolOutput {
         let text = args["text"].as_str().unwrap_or_default().to_owned();
         match self.kind {
-            Kind::Echo => ToolOutput::text(text),
+            Kind::Echo => {
+                log(&format!("echo ran: {text}"));
+                ToolOutput::text(text)
+            }
             Kind::Image => ToolOutput::image(Image::new("image/png", PIXEL), "a pixel"),
             Kind::Fail => ToolOutput::error("the tool says no"),
             Kind::Panic | Kind::Flaky => panic!("the sample tool panicked on purpose"),
