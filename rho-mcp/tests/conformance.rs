@@ -31,7 +31,13 @@ use rho_exec_tokio::TokioExecutor;
 use rho_mcp::{HttpOptions, McpServer};
 
 /// The scenarios of the suite's extensions (not part of a revision: the
-/// suite runs them only when named).
+/// suite runs them only when named): the tasks extension. The suite's
+/// `tasks-status-notifications` skips its one check at this version (its
+/// harness still reads task notifications from the call's response, where
+/// SEP-2663 no longer sends them); it stays, to judge rho once the suite
+/// does. Not run: the skills extension (SEP-2640, `sep-2640-skills-*`),
+/// which rho's server does not offer (skills are a host's content, not
+/// calls), so the suite would skip each of its checks and judge nothing.
 const EXTENSION_SCENARIOS: &[&str] = &[
     "tasks-lifecycle",
     "tasks-capability-negotiation",
@@ -43,9 +49,6 @@ const EXTENSION_SCENARIOS: &[&str] = &[
     "tasks-status-notifications",
     "tasks-required-task-error",
     "tasks-mrtr-composition",
-    "sep-2640-skills-directory",
-    "sep-2640-skills-enumeration",
-    "sep-2640-skills-manifest",
 ];
 
 /// Serves the fixture registry over streamable HTTP on loopback, runs the
@@ -100,8 +103,8 @@ fn the_suite_passes_the_server_at_2026_07_28_but_for_its_baseline() {
     );
 }
 
-/// Every scenario of the suite's extensions (tasks, skills) passes or is
-/// in its baseline with a reason.
+/// Every scenario of the suite's tasks extension passes or is in its
+/// baseline with a reason.
 #[test]
 fn the_suite_passes_the_server_s_extensions_but_for_their_baseline() {
     let runs: Vec<Vec<&str>> = EXTENSION_SCENARIOS
