@@ -362,6 +362,11 @@ async fn malformed_jsonrpc_gets_a_jsonrpc_error_and_the_server_goes_on() {
         assert_eq!(error["id"], id, "{body}: {error}");
     }
 
+    // A body that says it is not JSON is not a malformed message: rmcp's
+    // own answer stands.
+    let plain = request(addr, "POST", &[("Content-Type", "text/plain")], INITIALIZE).await;
+    assert_eq!(plain.status, 415, "{plain:?}");
+
     // And it still serves: a session, a call.
     let session = open_session(&http, &[]).await;
     let headers = [
