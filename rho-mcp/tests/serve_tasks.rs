@@ -2,7 +2,8 @@
 //! raw 2026-07-28 HTTP requests: a call that outlasts the server's `after`
 //! becomes a task whose status and result `tasks/get` tells, one that ends
 //! sooner is answered as usual, a task's questions wait for `tasks/update`
-//! (the tool's clock held), `tasks/cancel` stops the tool itself, and a
+//! (the tool's clock held) until the server's input deadline,
+//! `tasks/cancel` stops the tool itself, and a
 //! client that takes no tasks gets plain answers or, for a tool served
 //! only as a task, MCP's missing-capability error.
 
@@ -15,7 +16,7 @@ use serde_json::json;
 mod support;
 
 use support::stateless::{Seen, StatelessClient};
-use support::tasks::{serve, task_id, task_when, tasking};
+use support::tasks::{serve, serve_with_input_deadline, task_id, task_when, tasking};
 
 /// A call that outlasts `after` becomes a task: working, then completed
 /// with the tool's result inlined; the tool ran once. A short call is
@@ -130,6 +131,39 @@ async fn a_tasks_questions_wait_for_tasks_update_with_the_clock_held() {
         done["result"]["content"][0]["text"], "Ada likes green",
         "{done}"
     );
+    assert_eq!(seen.runs.load(Ordering::SeqCst), 1);
+    server.shutdown().await.expect("shuts down");
+}
+
+/// Property: a task whose questions nobody answers ends at the server's
+/// input deadline: failed, saying so, its tool stopped; an answer that
+/// comes after finds nothing to resume.
+#[tokio::test]
+async fn a_task_nobody_answers_fails_at_the_input_deadline() {
+    let seen = Arc::new(Seen::default());
+    let server = serve_with_input_deadline(&seen, Duration::from_millis(300)).await;
+    let client = tasking(server.url());
+    let id = task_id(&client.call("asking", json!({}), json!({})).await);
+    let asking = task_when(&client, &id, "input_required").await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let failed = task_when(&client, &id, "failed").await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .is_some_and(|text| text.contains("input deadline")),
+        "{failed}"
+    );
+    assert!(seen.dropped.load(Ordering::SeqCst), "the tool still runs");
+    let late = json!({ "name": { "action": "accept", "content": { "name": "Ada" } } });
+    client
+        .request(
+            "tasks/update",
+            json!({ "taskId": id, "inputResponses": late }),
+        )
+        .await;
+    let after = client.request("tasks/get", json!({ "taskId": id })).await;
+    assert_eq!(after["status"], "failed", "{after}");
     assert_eq!(seen.runs.load(Ordering::SeqCst), 1);
     server.shutdown().await.expect("shuts down");
 }

@@ -170,7 +170,9 @@ impl<E: Executor> McpServer<E> {
     /// minutes). Such a client is asked through an input-required result
     /// and answers with a new request; the call waits for it on this
     /// server, its clock held, and is aborted when no answer has come by
-    /// then. The time counts against no tool.
+    /// then. A task's questions (answered with `tasks/update`) get the
+    /// same time, after which the task fails saying so. The time counts
+    /// against no tool.
     pub fn with_input_deadline(self, deadline: Duration) -> Self {
         self.change(|shared| shared.input_deadline = deadline)
     }

@@ -12,7 +12,10 @@
 //! of them), and `tasks/cancel` aborts the rho call itself: the tool is
 //! stopped, as at a deadline, never merely told. A tool's answer is
 //! "completed", an error answer included; "failed" is for a call that
-//! crashed (a panic, a server that died).
+//! crashed (a panic, a server that died) or whose questions nobody
+//! answered by the server's input deadline
+//! ([`McpServer::with_input_deadline`](crate::McpServer::with_input_deadline)),
+//! when the call is aborted, counted against no tool.
 //!
 //! Task ids are random (256 bits), so one client cannot read or cancel
 //! another's tasks by guessing. A task is kept for its time to live
@@ -172,6 +175,9 @@ struct Entry {
     task: Task,
     state: State,
     cancel: CancellationToken,
+    /// How many times the task has come to need input: a deadline set
+    /// for one time ends nothing once the task has moved on.
+    asked: u64,
 }
 
 impl Entry {
@@ -308,6 +314,7 @@ pub(crate) fn start<E: Executor>(
         task: task.clone(),
         state: State::Working,
         cancel: cancel.clone(),
+        asked: 0,
     }));
     following.task_after = None;
     if !shared.task_list.keep(id.clone(), entry.clone()) {
@@ -331,23 +338,43 @@ async fn follow<E: Executor>(
     cancel: CancellationToken,
 ) {
     let declared = following.declared.clone();
+    // Cancelled when the client left a question unanswered past the
+    // server's input deadline.
+    let unanswered = CancellationToken::new();
+    let stop = || async {
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = unanswered.cancelled() => {}
+        }
+    };
     let end = loop {
         // Answers come by `tasks/update`, never with a request.
         let mut none = InputResponses::new();
         match following
-            .follow(&mut none, declared.as_ref(), None, cancel.cancelled())
+            .follow(&mut none, declared.as_ref(), None, stop())
             .await
         {
             Step::Ended(end) => break end,
             Step::Asks => {
                 if let Some(question) = following.pending.take() {
-                    let mut entry = lock(&entry);
-                    let mut pending = match std::mem::replace(&mut entry.state, State::Working) {
-                        State::InputRequired(pending) => pending,
-                        _ => Vec::new(),
+                    let asked = {
+                        let mut entry = lock(&entry);
+                        let mut pending = match std::mem::replace(&mut entry.state, State::Working)
+                        {
+                            State::InputRequired(pending) => pending,
+                            _ => Vec::new(),
+                        };
+                        pending.push(question);
+                        entry.set(State::InputRequired(pending));
+                        entry.asked += 1;
+                        entry.asked
                     };
-                    pending.push(question);
-                    entry.set(State::InputRequired(pending));
+                    expire(
+                        entry.clone(),
+                        asked,
+                        shared.input_deadline,
+                        unanswered.clone(),
+                    );
                 }
             }
             // The question failed (the tool was told); the call goes on.
@@ -356,9 +383,31 @@ async fn follow<E: Executor>(
     };
     let state = match end {
         None => State::Failed(error_object(-32603, "the call ended without a result")),
+        Some(end) if unanswered.is_cancelled() && !cancel.is_cancelled() => {
+            // Aborted, which counts against no tool.
+            observe(&shared, &end, None, following.observed_arguments.clone(), 0);
+            let text = format!(
+                "the client did not answer the task's questions within the server's input \
+                 deadline of {} ms",
+                shared.input_deadline.as_millis()
+            );
+            State::Failed(error_object(-32603, &text))
+        }
         Some(end) => ended(&shared, &following, end, cancel.is_cancelled()),
     };
     lock(&entry).set(state);
+}
+
+/// Cancels `unanswered` at `deadline` from now if the task of `entry`
+/// still waits then for the input it needed the `asked`-th time.
+fn expire(entry: Locked<Entry>, asked: u64, deadline: Duration, unanswered: CancellationToken) {
+    tokio::spawn(async move {
+        tokio::time::sleep(deadline).await;
+        let entry = lock(&entry);
+        if entry.asked == asked && matches!(entry.state, State::InputRequired(_)) {
+            unanswered.cancel();
+        }
+    });
 }
 
 /// A task's state once its call ended.
@@ -420,6 +469,7 @@ mod tests {
             ),
             state: State::Working,
             cancel: CancellationToken::new(),
+            asked: 0,
         }))
     }
 

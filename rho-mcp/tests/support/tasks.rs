@@ -67,6 +67,7 @@ impl Tool for Fixture {
             }
             Fixture::Asking(seen) => {
                 seen.runs.fetch_add(1, Ordering::SeqCst);
+                let _flag = DropFlag(seen.clone());
                 let client = McpClient::of(&context).expect("served over MCP");
                 context.sleep(Duration::from_millis(200)).await;
                 let questions = Questions::new()
@@ -100,6 +101,12 @@ impl Tool for Fixture {
 /// rho's server of every [`Fixture`] over HTTP on loopback: `only_task`
 /// only as a task, every other call a task once it has run 50 ms.
 pub async fn serve(seen: &Arc<Seen>) -> HttpServer {
+    serve_with_input_deadline(seen, Duration::from_secs(600)).await
+}
+
+/// [`serve`], a call waiting for its client's answers for `deadline` at
+/// most.
+pub async fn serve_with_input_deadline(seen: &Arc<Seen>, deadline: Duration) -> HttpServer {
     let registry = ToolRegistry::new();
     let source = registry
         .add_source(Source::trusted("test"))
@@ -119,6 +126,7 @@ pub async fn serve(seen: &Arc<Seen>) -> HttpServer {
         .after(Duration::from_millis(50));
     McpServer::new(TokioExecutor::current().expect("a tokio runtime"), registry)
         .with_tasks(tasks)
+        .with_input_deadline(deadline)
         .serve_http(HttpOptions::new())
         .await
         .expect("serves on loopback")
