@@ -11,12 +11,11 @@ mod support;
 use std::time::{Duration, Instant};
 
 use import_support::{everything, node};
-use rho_mcp::HttpOptions;
 use rho_mcp::proxy::ProxyOptions;
 use rho_tool_core::{AnnotationGate, Match, Verdict};
 use serde_json::{Value, json};
-use support::log_path;
-use support::stateless::StatelessClient;
+use support::stateless::{StatelessClient, approval};
+use support::{log_path, proxy_over_http};
 
 /// The audit log's lines so far.
 fn audit_lines(path: &std::path::Path) -> Vec<Value> {
@@ -25,18 +24,6 @@ fn audit_lines(path: &std::path::Path) -> Vec<Value> {
         .lines()
         .map(|line| serde_json::from_str(line).expect("a JSON line"))
         .collect()
-}
-
-/// The retry of `asked` that approves: its one question accepted, its
-/// request state.
-fn approval(asked: &Value) -> Value {
-    let state = asked["requestState"].as_str().expect("a requestState");
-    let (key, _) = asked["inputRequests"]
-        .as_object()
-        .and_then(|requests| requests.iter().next())
-        .expect("one question");
-    let approve = json!({ key: { "action": "accept", "content": { "approve": true } } });
-    json!({ "inputResponses": approve, "requestState": state })
 }
 
 /// Property: an approval the proxy's policy asks of a 2026-07-28 client
@@ -49,22 +36,19 @@ fn approval(asked: &Value) -> Value {
 async fn an_approval_nobody_gives_ends_at_the_proxys_input_deadline() {
     let audit = log_path("proxy-input-deadline-audit");
     let server = everything().to_str().expect("a UTF-8 path");
-    let proxy = ProxyOptions::new(node())
-        .args([server, "stdio"])
-        .policy(
-            AnnotationGate::new()
-                .ask(Match::tool("echo"))
-                .otherwise(Verdict::Allow),
-        )
-        .input_deadline(Duration::from_millis(300))
-        .quarantine_after(1)
-        .audit(&audit)
-        .start()
-        .await
-        .expect("the proxy starts the reference server")
-        .serve_http(HttpOptions::new())
-        .await
-        .expect("the proxy serves");
+    let proxy = proxy_over_http(
+        ProxyOptions::new(node())
+            .args([server, "stdio"])
+            .policy(
+                AnnotationGate::new()
+                    .ask(Match::tool("echo"))
+                    .otherwise(Verdict::Allow),
+            )
+            .input_deadline(Duration::from_millis(300))
+            .quarantine_after(1)
+            .audit(&audit),
+    )
+    .await;
     let client = StatelessClient::new(proxy.url());
     let arguments = json!({ "message": "hi" });
 

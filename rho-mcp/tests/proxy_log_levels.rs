@@ -13,6 +13,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rho_mcp::Notifier;
 use rho_mcp::import::Handshake;
 use rho_mcp::proxy::{ProxyHttp, ProxyOptions};
 use rho_mcp::rmcp::model::{
@@ -20,14 +21,13 @@ use rho_mcp::rmcp::model::{
     SetLevelRequestParams,
 };
 use rho_mcp::rmcp::service::{NotificationContext, RunningService};
-use rho_mcp::rmcp::transport::StreamableHttpClientTransport;
-use rho_mcp::rmcp::{ClientHandler, RoleClient, ServiceExt};
-use rho_mcp::{HttpOptions, Notifier};
+use rho_mcp::rmcp::{ClientHandler, RoleClient};
 use serde_json::json;
 
 mod support;
 
 use support::announcing::served;
+use support::{http_client, proxy_over_http};
 
 /// A client that writes down the log messages it hears, by their data.
 #[derive(Clone, Default)]
@@ -59,11 +59,7 @@ async fn connect(
     level: LoggingLevel,
 ) -> (Hearing, RunningService<RoleClient, Hearing>) {
     let hearing = Hearing::default();
-    let running = hearing
-        .clone()
-        .serve(StreamableHttpClientTransport::from_uri(proxy.url()))
-        .await
-        .expect("initializes");
+    let running = http_client(proxy.url(), hearing.clone()).await;
     running
         .set_level(SetLevelRequestParams::new(level))
         .await
@@ -92,14 +88,8 @@ async fn until_heard(notifier: &Notifier, client: &Hearing, level: LoggingLevel,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_clients_level_does_not_silence_anothers() {
     let (notifier, server) = served().await;
-    let proxy = ProxyOptions::http(server.url())
-        .handshake(Handshake::Initialize)
-        .start()
-        .await
-        .expect("the proxy connects")
-        .serve_http(HttpOptions::new())
-        .await
-        .expect("the proxy serves");
+    let proxy =
+        proxy_over_http(ProxyOptions::http(server.url()).handshake(Handshake::Initialize)).await;
     let (verbose, first) = connect(&proxy, LoggingLevel::Debug).await;
     let (terse, second) = connect(&proxy, LoggingLevel::Error).await;
 

@@ -24,15 +24,15 @@ use rho_mcp::rmcp::model::{
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rho_mcp::rmcp::service::{NotificationContext, RunningService};
-use rho_mcp::rmcp::transport::StreamableHttpClientTransport;
-use rho_mcp::rmcp::{ClientHandler, RoleClient, ServiceExt};
-use rho_mcp::{HttpOptions, HttpServer, Notifier};
+use rho_mcp::rmcp::{ClientHandler, RoleClient};
+use rho_mcp::{HttpServer, Notifier};
 
 mod import_support;
 mod support;
 
 use import_support::{alive, eventually, everything, kill_9, node};
 use support::announcing::served;
+use support::{http_client, proxy_over_http};
 
 const WATCHED: &str = "file:///watched.md";
 const OTHER: &str = "file:///other.md";
@@ -77,11 +77,7 @@ async fn until_heard(notifier: &Notifier, client: &Hearing, uri: &str) {
 
 async fn connect(proxy: &ProxyHttp) -> (Hearing, RunningService<RoleClient, Hearing>) {
     let hearing = Hearing::default();
-    let running = hearing
-        .clone()
-        .serve(StreamableHttpClientTransport::from_uri(proxy.url()))
-        .await
-        .expect("initializes");
+    let running = http_client(proxy.url(), hearing.clone()).await;
     (hearing, running)
 }
 
@@ -89,13 +85,7 @@ async fn connect(proxy: &ProxyHttp) -> (Hearing, RunningService<RoleClient, Hear
 /// HTTP in front of it.
 async fn proxied() -> (Notifier, HttpServer, ProxyHttp) {
     let (notifier, server) = served().await;
-    let proxy = ProxyOptions::http(server.url())
-        .start()
-        .await
-        .expect("the proxy connects")
-        .serve_http(HttpOptions::new())
-        .await
-        .expect("the proxy serves");
+    let proxy = proxy_over_http(ProxyOptions::http(server.url())).await;
     (notifier, server, proxy)
 }
 
@@ -178,14 +168,7 @@ async fn start_updates(client: &RunningService<RoleClient, Hearing>) {
 async fn a_restarted_server_is_subscribed_again_to_what_its_clients_follow() {
     const DOCUMENT: &str = "demo://resource/dynamic/text/1";
     let server = everything().to_str().expect("a UTF-8 path");
-    let proxy = ProxyOptions::new(node())
-        .args([server, "stdio"])
-        .start()
-        .await
-        .expect("the proxy starts the reference server")
-        .serve_http(HttpOptions::new())
-        .await
-        .expect("the proxy serves");
+    let proxy = proxy_over_http(ProxyOptions::new(node()).args([server, "stdio"])).await;
     let (hearing, client) = connect(&proxy).await;
     client
         .subscribe(SubscribeRequestParams::new(DOCUMENT))

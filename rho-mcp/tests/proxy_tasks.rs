@@ -14,11 +14,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rho_mcp::proxy::{ProxyHttp, ProxyOptions};
-use rho_mcp::{HttpOptions, HttpServer, McpTasks};
+use rho_mcp::{HttpServer, McpTasks};
 use rho_tool_core::Match;
 use serde_json::json;
+use support::proxy_over_http;
 use support::stateless::{Seen, StatelessClient};
-use support::tasks::{serve, task_id, task_when, tasking};
+use support::tasks::{check_a_long_call_becomes_a_task, serve, task_id, task_when, tasking};
 
 /// rho's task server on loopback, and a proxy over HTTP in front of it
 /// that makes a task of any call once it has run 100 ms.
@@ -27,14 +28,7 @@ async fn proxied(seen: &Arc<Seen>) -> (HttpServer, ProxyHttp) {
     let tasks = McpTasks::new()
         .optional(Match::Always)
         .after(Duration::from_millis(100));
-    let proxy = ProxyOptions::http(server.url())
-        .tasks(tasks)
-        .start()
-        .await
-        .expect("the proxy connects")
-        .serve_http(HttpOptions::new())
-        .await
-        .expect("the proxy serves on loopback");
+    let proxy = proxy_over_http(ProxyOptions::http(server.url()).tasks(tasks)).await;
     (server, proxy)
 }
 
@@ -48,20 +42,7 @@ async fn a_long_call_through_the_proxy_becomes_a_task_with_the_servers_result() 
     let (server, proxy) = proxied(&seen).await;
     let client = tasking(proxy.url());
 
-    let quick = client.call("work", json!({ "ms": 0 }), json!({})).await;
-    assert_eq!(quick["content"][0]["text"], "worked 0 ms", "{quick}");
-    assert!(quick.get("taskId").is_none(), "{quick}");
-
-    let created = client.call("work", json!({ "ms": 800 }), json!({})).await;
-    let id = task_id(&created);
-    let working = client.request("tasks/get", json!({ "taskId": id })).await;
-    assert_eq!(working["status"], "working", "{working}");
-    let done = task_when(&client, &id, "completed").await;
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(
-        done["result"]["content"][0]["text"], "worked 800 ms",
-        "{done}"
-    );
+    check_a_long_call_becomes_a_task(&client, 800).await;
 
     let plain = StatelessClient::new(proxy.url()).declaring(json!({}));
     let waited = plain.call("work", json!({ "ms": 300 }), json!({})).await;

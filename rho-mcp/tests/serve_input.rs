@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::stateless::{DropFlag, Seen, StatelessClient, form};
+use support::stateless::{DropFlag, Seen, StatelessClient, approval, form};
 
 /// `guarded`: needs the user's approval, then takes 100 ms of its 300 ms
 /// timeout. `two_questions`: asks a name, then a colour. `needs_a_person`:
@@ -172,7 +172,7 @@ async fn a_gates_approval_goes_out_as_input_required_and_the_clock_starts_at_the
     let client = StatelessClient::new(server.url());
 
     let asked = client.call("guarded", json!({}), json!({})).await;
-    let (key, request) = only_question(&asked);
+    let (_, request) = only_question(&asked);
     assert_eq!(request["method"], "elicitation/create");
     assert!(
         request["params"]["message"]
@@ -184,13 +184,7 @@ async fn a_gates_approval_goes_out_as_input_required_and_the_clock_starts_at_the
 
     // The person takes longer than the tool's whole timeout.
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let done = client
-        .call(
-            "guarded",
-            json!({}),
-            json!({ "inputResponses": accept(&key, json!({ "approve": true })), "requestState": state(&asked) }),
-        )
-        .await;
+    let done = client.call("guarded", json!({}), approval(&asked)).await;
     assert_eq!(done["content"][0]["text"], "guarded ran", "{done}");
     assert_eq!(done["isError"], json!(false), "{done}");
     assert_eq!(seen.runs.load(Ordering::SeqCst), 1);
@@ -376,14 +370,8 @@ async fn approvals_nobody_gives_end_at_the_input_deadline_and_count_against_no_t
     assert_eq!(seen.runs.load(Ordering::SeqCst), 0, "ran unapproved");
 
     let asked = client.call("guarded", json!({}), json!({})).await;
-    let (key, _) = only_question(&asked);
-    let done = client
-        .call(
-            "guarded",
-            json!({}),
-            json!({ "inputResponses": accept(&key, json!({ "approve": true })), "requestState": state(&asked) }),
-        )
-        .await;
+    only_question(&asked);
+    let done = client.call("guarded", json!({}), approval(&asked)).await;
     assert_eq!(done["content"][0]["text"], "guarded ran", "{done}");
     assert_eq!(seen.runs.load(Ordering::SeqCst), 1);
     server.shutdown().await.expect("shuts down");

@@ -21,12 +21,13 @@ use rho_mcp::rmcp::model::{
 };
 use rho_mcp::rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext};
 use rho_mcp::rmcp::transport::StreamableHttpClientTransport;
-use rho_mcp::rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rho_mcp::rmcp::{ClientHandler, RoleClient};
 use serde_json::json;
 
 mod support;
 
 use support::announcing::served;
+use support::http_client;
 
 const WATCHED: &str = "file:///watched.md";
 const OTHER: &str = "file:///other.md";
@@ -133,11 +134,7 @@ async fn until_heard(notifier: &Notifier, mut heard: impl AsyncFnMut() -> bool) 
 async fn a_client_on_2025_hears_what_it_subscribed_to_at_its_level() {
     let (notifier, http) = served().await;
     let hearing = Hearing::default();
-    let client = hearing
-        .clone()
-        .serve(StreamableHttpClientTransport::from_uri(http.url()))
-        .await
-        .expect("initializes");
+    let client = http_client(http.url(), hearing.clone()).await;
     assert_eq!(
         client.peer_info().map(|info| info.protocol_version.clone()),
         Some(ProtocolVersion::LATEST_WITH_INITIALIZE)

@@ -16,7 +16,9 @@ use serde_json::json;
 mod support;
 
 use support::stateless::{Seen, StatelessClient};
-use support::tasks::{serve, serve_with_input_deadline, task_id, task_when, tasking};
+use support::tasks::{
+    check_a_long_call_becomes_a_task, serve, serve_with_input_deadline, task_id, task_when, tasking,
+};
 
 /// A call that outlasts `after` becomes a task: working, then completed
 /// with the tool's result inlined; the tool ran once. A short call is
@@ -27,20 +29,7 @@ async fn a_long_call_becomes_a_task_and_a_short_one_is_answered() {
     let server = serve(&seen).await;
     let client = tasking(server.url());
 
-    let quick = client.call("work", json!({ "ms": 0 }), json!({})).await;
-    assert_eq!(quick["content"][0]["text"], "worked 0 ms", "{quick}");
-    assert!(quick.get("taskId").is_none(), "{quick}");
-
-    let created = client.call("work", json!({ "ms": 500 }), json!({})).await;
-    let id = task_id(&created);
-    let working = client.request("tasks/get", json!({ "taskId": id })).await;
-    assert_eq!(working["status"], "working", "{working}");
-    let done = task_when(&client, &id, "completed").await;
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(
-        done["result"]["content"][0]["text"], "worked 500 ms",
-        "{done}"
-    );
+    check_a_long_call_becomes_a_task(&client, 500).await;
     assert_eq!(seen.runs.load(Ordering::SeqCst), 2);
 
     let unknown = client

@@ -8,6 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
+use rho_mcp::HttpOptions;
+use rho_mcp::proxy::{ProxyHttp, ProxyOptions};
+use rho_mcp::rmcp::service::RunningService;
+use rho_mcp::rmcp::transport::StreamableHttpClientTransport;
+use rho_mcp::rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 
 pub mod announcing;
@@ -183,4 +188,28 @@ pub fn stop_sample(mut server: Child, log: &Path) -> String {
     let status = server.wait().expect("the sample ends");
     assert!(status.success(), "the sample ended with {status}");
     std::fs::read_to_string(log).unwrap_or_default()
+}
+
+/// rmcp's client with `handler`, on 2025-11-25 over streamable HTTP to
+/// `url`, past its handshake.
+pub async fn http_client<H: ClientHandler>(
+    url: String,
+    handler: H,
+) -> RunningService<RoleClient, H> {
+    handler
+        .serve(StreamableHttpClientTransport::from_uri(url))
+        .await
+        .expect("initializes")
+}
+
+/// A proxy started with `options`, serving its clients over streamable
+/// HTTP on loopback.
+pub async fn proxy_over_http(options: ProxyOptions) -> ProxyHttp {
+    options
+        .start()
+        .await
+        .expect("the proxy connects to its server")
+        .serve_http(HttpOptions::new())
+        .await
+        .expect("the proxy serves on loopback")
 }

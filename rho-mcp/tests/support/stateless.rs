@@ -30,6 +30,19 @@ impl Drop for DropFlag {
     }
 }
 
+/// The parameters of the retry that approves what `asked` (an
+/// input-required result) asks: its first question accepted with
+/// `{"approve": true}`, its request state.
+pub fn approval(asked: &Value) -> Value {
+    let state = asked["requestState"].as_str().expect("a requestState");
+    let (key, _) = asked["inputRequests"]
+        .as_object()
+        .and_then(|requests| requests.iter().next())
+        .expect("a question");
+    let approve = json!({ key: { "action": "accept", "content": { "approve": true } } });
+    json!({ "inputResponses": approve, "requestState": state })
+}
+
 /// A form elicitation asking for one string `field`.
 pub fn form(message: &str, field: &str) -> ElicitRequestParams {
     serde_json::from_value(json!({

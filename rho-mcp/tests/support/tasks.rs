@@ -164,3 +164,26 @@ pub fn task_id(created: &Value) -> String {
     assert_eq!(created["resultType"], "task", "{created}");
     created["taskId"].as_str().expect("a taskId").to_owned()
 }
+
+/// Checks, through `client`, that a `work` call of 0 ms is answered at
+/// once without a task, and one of `long_ms` becomes a task: working,
+/// then completed with the tool's answer.
+pub async fn check_a_long_call_becomes_a_task(client: &StatelessClient, long_ms: u64) {
+    let quick = client.call("work", json!({ "ms": 0 }), json!({})).await;
+    assert_eq!(quick["content"][0]["text"], "worked 0 ms", "{quick}");
+    assert!(quick.get("taskId").is_none(), "{quick}");
+
+    let created = client
+        .call("work", json!({ "ms": long_ms }), json!({}))
+        .await;
+    let id = task_id(&created);
+    let working = client.request("tasks/get", json!({ "taskId": id })).await;
+    assert_eq!(working["status"], "working", "{working}");
+    let done = task_when(client, &id, "completed").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        format!("worked {long_ms} ms"),
+        "{done}"
+    );
+}
