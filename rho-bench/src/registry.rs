@@ -187,6 +187,7 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
                 outcome: Outcome::Succeeded,
                 result: ToolResult::success("ok"),
                 waited: Duration::ZERO,
+                queued: Duration::ZERO,
                 ran: Some(Duration::ZERO),
             };
             for index in 0..per_thread {

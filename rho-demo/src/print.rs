@@ -62,10 +62,19 @@ impl Printer {
             TurnEvent::ToolExecutionAwaitingApproval(_) => {
                 format!("{} waiting for a person to approve", head("approval"))
             }
-            TurnEvent::ToolExecutionRunning(running) => format!(
+            TurnEvent::ToolExecutionQueued(queued) => {
+                format!("{} waiting for {}", head("queued"), queued.waiting_for)
+            }
+            TurnEvent::ToolExecutionRunning(running) if running.queued.is_zero() => format!(
                 "{} clock starts now (waited {} ms for approval)",
                 head("running"),
                 millis(running.waited)
+            ),
+            TurnEvent::ToolExecutionRunning(running) => format!(
+                "{} clock starts now (waited {} ms for approval, {} ms for its place)",
+                head("running"),
+                millis(running.waited),
+                millis(running.queued)
             ),
             TurnEvent::ToolExecutionUpdate(update) => {
                 format!("{} {}", head("update"), update.partial)

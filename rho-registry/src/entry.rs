@@ -6,7 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rho_tool_core::untrusted::call_contained;
-use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{
+    Concurrency, Tool, ToolAnnotations, ToolContext, ToolOutput, WaitingFor, async_trait,
+};
+
+use crate::bound::Bound;
 
 use crate::error::RegistryError;
 use crate::source::Source;
@@ -32,6 +36,10 @@ pub struct ToolInfo {
     /// The JSON Schema of its answers' details, if it gives one
     /// ([`Tool::output_schema`]); always a JSON object.
     pub output_schema: Option<serde_json::Value>,
+    /// How its calls may overlap with others ([`Tool::concurrency`]); a
+    /// [`Concurrency::Bounded`] tool's bound holds across every runner of
+    /// the registry.
+    pub concurrency: Concurrency,
 }
 
 impl ToolInfo {
@@ -86,6 +94,9 @@ pub(crate) struct Entry {
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) info: Arc<ToolInfo>,
     pub(crate) source: Arc<Source>,
+    /// The tool's own bound on calls at once, if it is
+    /// [`Concurrency::Bounded`]; shared by every call of this entry.
+    pub(crate) bound: Option<Bound>,
 }
 
 impl Entry {
@@ -104,9 +115,10 @@ impl Entry {
                 tool.is_untrusted(),
                 tool.annotations(),
                 tool.output_schema(),
+                tool.concurrency(),
             )
         });
-        let (name, description, parameters, says_untrusted, hints, schema) =
+        let (name, description, parameters, says_untrusted, hints, schema, concurrency) =
             read.map_err(|caught| {
                 bad(format!(
                     "reading its metadata panicked: {}",
@@ -131,6 +143,13 @@ impl Entry {
         } else {
             tool
         };
+        let bound = concurrency.bound().map(|limit| {
+            let waiting_for = WaitingFor::Tool {
+                name: name.clone(),
+                limit: limit.get(),
+            };
+            Bound::new(limit.get(), waiting_for)
+        });
         let info = Arc::new(ToolInfo {
             name,
             description,
@@ -139,16 +158,28 @@ impl Entry {
             untrusted,
             annotations: hints,
             output_schema: schema,
+            concurrency,
         });
         Ok(Self {
             tool,
             info,
             source: source.clone(),
+            bound,
         })
     }
 
     pub(crate) fn name(&self) -> &str {
         &self.info.name
+    }
+
+    /// What a call of the tool waits for after its gate: room under the
+    /// tool's bound, then under its source's (always in that order, so no
+    /// two calls wait for each other).
+    pub(crate) fn waits(&self) -> impl Iterator<Item = rho_tool_core::Wait> + '_ {
+        self.bound
+            .iter()
+            .chain(self.source.bound())
+            .map(Bound::wait)
     }
 }
 
@@ -190,6 +221,10 @@ impl Tool for MarkedUntrusted {
 
     fn annotations(&self) -> ToolAnnotations {
         self.0.annotations()
+    }
+
+    fn concurrency(&self) -> Concurrency {
+        self.0.concurrency()
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

@@ -144,6 +144,7 @@
 //! ```
 
 mod accounting;
+mod bound;
 mod changes;
 mod entry;
 mod error;
@@ -159,6 +160,7 @@ mod source;
 mod suggest;
 
 pub use accounting::Accounting;
+pub use bound::Bound;
 pub use changes::{ChangeSubscription, ToolListNotifier};
 pub use entry::ToolInfo;
 pub use error::RegistryError;

@@ -152,6 +152,7 @@ fn text_only(end: &CallEnd) -> CallEnd {
         outcome: end.outcome,
         result: ToolResult::from_content(texts, end.result.is_error),
         waited: end.waited,
+        queued: end.queued,
         ran: end.ran,
     }
 }
@@ -255,6 +256,7 @@ mod tests {
             outcome: Outcome::Failed,
             result,
             waited: Duration::from_millis(3),
+            queued: Duration::ZERO,
             ran: Some(Duration::from_millis(5)),
         };
         queued.ended(&end);

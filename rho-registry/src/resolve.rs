@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{Start, Tool, ToolResult, Watch};
+use rho_tool_core::{Start, Tool, ToolResult, Wait, Watch};
 
 use crate::entry::{Entry, ToolInfo};
 use crate::policy::Disabled;
@@ -79,14 +79,33 @@ impl Resolved {
     }
 }
 
+impl Resolved {
+    /// The call's [`Start`] (as `Start::from(resolved)`), waiting first
+    /// for `waits` and only then for the bounds of the tool and its
+    /// source.
+    ///
+    /// For a starter that orders calls itself (a turn: the model's order):
+    /// a call waits for its place before it takes room under a bound, so
+    /// a call held back by order never holds room that a call free to run
+    /// is waiting for.
+    pub fn start_after(self, waits: impl IntoIterator<Item = Wait>) -> Start {
+        let watch = self.entry.call_watch();
+        let start = Start::tool(self.entry.tool.clone()).maybe_watched_by(watch);
+        waits
+            .into_iter()
+            .chain(self.entry.waits())
+            .fold(start, Start::after)
+    }
+}
+
 impl From<Resolved> for Start {
     /// The tool, with its source as the call's watch (when it has a
     /// policy): on any runner, this very tool's source is told of the call,
     /// even if the name has moved to another source by the time the call
-    /// starts.
+    /// starts. A bound of the tool or of its source is waited for after
+    /// the gate ([`Start::after`]).
     fn from(resolved: Resolved) -> Self {
-        let watch = resolved.entry.call_watch();
-        Start::tool(resolved.entry.tool.clone()).maybe_watched_by(watch)
+        resolved.start_after([])
     }
 }
 

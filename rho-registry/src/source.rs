@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rho_tool_core::untrusted::call_contained;
 use rho_tool_core::{CallEnd, Tool};
 
+use crate::bound::Bound;
 use crate::changes::ToolListNotifier;
 use crate::entry::Entry;
 use crate::error::RegistryError;
@@ -35,6 +36,8 @@ pub struct Source {
     /// The count of calls in flight of the registry it is registered in;
     /// set at registration.
     in_flight: Option<Arc<InFlight>>,
+    /// The bound on its tools' calls at once, if it has one.
+    bound: Option<Bound>,
 }
 
 impl Source {
@@ -45,6 +48,7 @@ impl Source {
             untrusted: false,
             policy: None,
             in_flight: None,
+            bound: None,
         }
     }
 
@@ -63,6 +67,39 @@ impl Source {
     pub fn with_policy(mut self, policy: Arc<dyn SourcePolicy>) -> Self {
         self.policy = Some(policy);
         self
+    }
+
+    /// Runs at most `calls` calls of the source's tools at once (at least
+    /// one), across every turn and runner of its registry (a server that
+    /// takes a few requests at a time, a rate limit). A call over the
+    /// bound waits after its gate allowed it, off its clock, in the order
+    /// calls asked, and says so (a queued event naming the source). A
+    /// tool's own bound ([`Concurrency::Bounded`](rho_tool_core::Concurrency::Bounded))
+    /// is waited for first.
+    ///
+    /// ```
+    /// use rho::Source;
+    ///
+    /// let api = Source::trusted("search-api").with_max_concurrent_calls(4);
+    /// assert_eq!(api.max_concurrent_calls(), Some(4));
+    /// ```
+    pub fn with_max_concurrent_calls(mut self, calls: usize) -> Self {
+        let waiting_for = rho_tool_core::WaitingFor::Source {
+            name: self.name.clone(),
+            limit: calls.max(1),
+        };
+        self.bound = Some(Bound::new(calls, waiting_for));
+        self
+    }
+
+    /// The bound on its tools' calls at once, if it has one
+    /// ([`with_max_concurrent_calls`](Source::with_max_concurrent_calls)).
+    pub fn max_concurrent_calls(&self) -> Option<usize> {
+        self.bound.as_ref().map(Bound::limit)
+    }
+
+    pub(crate) fn bound(&self) -> Option<&Bound> {
+        self.bound.as_ref()
     }
 
     /// The source's name, unique in its registry.
@@ -122,6 +159,7 @@ impl fmt::Debug for Source {
             .field("name", &self.name)
             .field("untrusted", &self.untrusted)
             .field("policy", &self.policy.is_some())
+            .field("bound", &self.bound)
             .finish()
     }
 }

@@ -86,11 +86,14 @@ fn the_listing_carries_annotations_and_the_output_schema_read_once() {
     let tool = Described::new("count_lines", hints.clone(), Some(lines_schema()));
     let reads = tool.reads.clone();
     source.add(Arc::new(tool)).expect("a good tool");
+    // Annotations, output schema, and annotations again through the
+    // provided `Tool::concurrency`: all at registration.
     assert_eq!(
         reads.load(Ordering::SeqCst),
-        2,
-        "each read once at registration"
+        3,
+        "each read at registration"
     );
+    assert_eq!(registry.tools()[0].concurrency, rho_tool_core::Concurrency::Shared);
 
     let listed = registry.tools();
     assert_eq!(listed.len(), 1);
@@ -100,7 +103,7 @@ fn the_listing_carries_annotations_and_the_output_schema_read_once() {
     assert_eq!(resolved.info().annotations, hints);
     assert_eq!(
         reads.load(Ordering::SeqCst),
-        2,
+        3,
         "listing and look-up run no tool code"
     );
 }

@@ -321,6 +321,7 @@ mod tests {
             result: ToolResult::error("tool `quick_50ms` timed out after 50ms and was stopped"),
             cut_bytes: 0,
             waited: Duration::from_millis(waited_ms),
+            queued: Duration::ZERO,
             ran: Some(Duration::from_millis(50)),
             nested: Vec::new(),
         }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_with::DurationMilliSecondsWithFrac;
 
 use crate::call::TaskId;
+use crate::queue::WaitingFor;
 use crate::result::ToolResult;
 
 /// The class of a call's end.
@@ -107,7 +108,23 @@ pub struct AwaitingApproval {
     pub task: TaskId,
 }
 
-/// The loop was told that a call's gate allowed it: its clock started.
+/// The gate allowed a call, and it waits for its place before its tool
+/// runs ([`Wait`](crate::Wait)): behind an earlier call of its message, or
+/// for room under a bound. No clock runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queued {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The task running the call.
+    pub task: TaskId,
+    /// What it waits for now.
+    pub waiting_for: WaitingFor,
+}
+
+/// The loop was told that a call's gate allowed it and its place came: its
+/// tool runs and its clock started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Running {
     /// The call's id.
@@ -118,6 +135,8 @@ pub struct Running {
     pub task: TaskId,
     /// How long the call waited for its gate.
     pub waited: Duration,
+    /// How long it then waited for its place (the model's order, a bound).
+    pub queued: Duration,
 }
 
 /// How a call ended: the one record of it, as the loop gets it.
@@ -129,7 +148,7 @@ pub struct Running {
 /// output cap and a keep-details policy) is the host's own copy.
 ///
 /// Serialises to JSON with the outcome as text and times in milliseconds
-/// (`waited_ms`, `ran_ms`).
+/// (`waited_ms`, `queued_ms`, `ran_ms`).
 #[serde_with::serde_as]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallEnd {
@@ -148,8 +167,15 @@ pub struct CallEnd {
     #[serde(rename = "waited_ms")]
     #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
     pub waited: Duration,
-    /// How long the tool ran after the gate allowed it; `None` if it never
-    /// started.
+    /// How long the call then waited for its place before its tool ran
+    /// (behind earlier calls of its message, under a bound): zero for a
+    /// call that waited for nothing, and until it ended for one that
+    /// never got its place.
+    #[serde(rename = "queued_ms")]
+    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
+    pub queued: Duration,
+    /// How long the tool ran after the gate allowed it and its place
+    /// came; `None` if it never started.
     #[serde(rename = "ran_ms")]
     #[serde_as(as = "Option<DurationMilliSecondsWithFrac<f64>>")]
     pub ran: Option<Duration>,
@@ -169,8 +195,9 @@ pub struct Update {
 }
 
 /// What a call reports to the loop, in this order: at most one
-/// `AwaitingApproval`, at most one `Running`, any number of `Update`s, then
-/// exactly one `Ended`.
+/// `AwaitingApproval`, any number of `Queued`s (one for each thing it
+/// waits for, as the loop sees them), at most one `Running`, any number of
+/// `Update`s, then exactly one `Ended`.
 ///
 /// Exhaustive on purpose, like [`Outcome`]: a loop that reads events one by
 /// one should handle each.
@@ -179,7 +206,10 @@ pub enum CallEvent {
     /// The gate did not answer at once: it is waiting for approval. No
     /// clock runs.
     AwaitingApproval(AwaitingApproval),
-    /// The gate allowed the call and its clock started.
+    /// The gate allowed the call and it waits for its place. No clock
+    /// runs.
+    Queued(Queued),
+    /// The gate allowed the call, its place came, and its clock started.
     Running(Running),
     /// The running tool reported a partial result.
     Update(Update),

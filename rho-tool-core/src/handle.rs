@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rho_untrusted::{Exit, call_contained, exit_text, panic_text_at};
 
 use crate::call::TaskId;
-use crate::end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Running, Update};
+use crate::end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Queued, Running, Update};
 use crate::executor::{Executor, Joined, TaskHandle};
 use crate::notice::{Notice, Paused, Seen};
 use crate::result::ToolResult;
@@ -61,17 +61,22 @@ struct Armed<S> {
 
 /// Where a call is, as the loop has seen and reported it.
 ///
-/// A call moves forward only: `Gating`, perhaps `AwaitingApproval`, then
-/// `Allowed` and `Running` once the gate allowed, then `Ended`. Read for its
-/// end only (the handle awaited as a future), a call reports nothing on the
-/// way and skips the stages that exist to report something
-/// (`AwaitingApproval`, `Allowed`). The task may end at any stage; what it
-/// told before its end is still reported first.
+/// A call moves forward only: `Gating`, perhaps `AwaitingApproval`, perhaps
+/// `Queued` (once per wait the loop reports), then `Allowed` and `Running`
+/// once its place came, then `Ended`. Read for its end only (the handle
+/// awaited as a future), a call reports nothing on the way and skips the
+/// stages that exist to report something (`AwaitingApproval`, `Queued`,
+/// `Allowed`). The task may end at any stage; what it told before its end
+/// is still reported first.
 enum Stage<S> {
     /// The gate has not allowed the call: no clock runs.
     Gating,
     /// The gate is waiting, and the loop has reported so.
     AwaitingApproval,
+    /// The gate allowed the call and it waits for its place; the loop has
+    /// reported `reported` of its waits that did not answer at once. No
+    /// clock runs.
+    Queued { reported: u32 },
     /// The gate allowed the call at `since`, and the loop has not reported
     /// it yet; the clock counts from `since`.
     Allowed { since: Instant },
@@ -92,7 +97,7 @@ impl<S> Stage<S> {
     fn since(&self) -> Option<Instant> {
         match self {
             Stage::Allowed { since } | Stage::Running { since, .. } => Some(*since),
-            Stage::Gating | Stage::AwaitingApproval | Stage::Ended => None,
+            Stage::Gating | Stage::AwaitingApproval | Stage::Queued { .. } | Stage::Ended => None,
         }
     }
 }
@@ -167,7 +172,9 @@ impl<E: Executor> CallHandle<E> {
     }
 
     /// The next thing the call reports, in this order: at most one
-    /// [`CallEvent::AwaitingApproval`], at most one [`CallEvent::Running`],
+    /// [`CallEvent::AwaitingApproval`], any number of [`CallEvent::Queued`]s
+    /// (one per wait the loop sees pending: a wait that is over before the
+    /// loop looks may go unreported), at most one [`CallEvent::Running`],
     /// any number of [`CallEvent::Update`]s, then exactly one
     /// [`CallEvent::Ended`]; `None` after that.
     pub async fn next_event(&mut self) -> Option<CallEvent> {
@@ -254,7 +261,29 @@ impl<E: Executor> CallHandle<E> {
                 }));
             }
         }
-        if let (Stage::Gating | Stage::AwaitingApproval, Some(since)) =
+        if reader == Reader::Events && seen.queued > 0 {
+            let reported = match self.stage {
+                Stage::Gating | Stage::AwaitingApproval => Some(0),
+                Stage::Queued { reported } => Some(reported),
+                Stage::Allowed { .. } | Stage::Running { .. } | Stage::Ended => None,
+            };
+            if reported.is_some_and(|reported| reported < seen.queued) {
+                // Reported before the running notice, even when the place
+                // has come by now, as the approval is.
+                self.stage = Stage::Queued {
+                    reported: seen.queued,
+                };
+                if let Some(waiting_for) = self.notice.waiting_for() {
+                    return Some(CallEvent::Queued(Queued {
+                        call_id: self.notice.call_id().to_owned(),
+                        tool: self.notice.tool().to_owned(),
+                        task: self.notice.task,
+                        waiting_for,
+                    }));
+                }
+            }
+        }
+        if let (Stage::Gating | Stage::AwaitingApproval | Stage::Queued { .. }, Some(since)) =
             (&self.stage, seen.running_at)
         {
             self.stage = match reader {
@@ -270,11 +299,13 @@ impl<E: Executor> CallHandle<E> {
                 since,
                 deadline: None,
             };
+            let allowed = self.notice.allowed_at().unwrap_or(since);
             return Some(CallEvent::Running(Running {
                 call_id: self.notice.call_id().to_owned(),
                 tool: self.notice.tool().to_owned(),
                 task: self.notice.task,
-                waited: since.saturating_duration_since(self.started),
+                waited: allowed.saturating_duration_since(self.started),
+                queued: since.saturating_duration_since(allowed),
             }));
         }
         None
@@ -423,13 +454,28 @@ impl<E: Executor> CallHandle<E> {
         if Arc::strong_count(&self.notice) > 1 {
             self.notice.close();
         }
+        // What the call's place gave (a permit) goes with the end, even
+        // when the task is still stuck in a tool that never yields.
+        self.notice.release_held();
         let now = Instant::now();
-        let (waited, ran) = match since {
-            Some(since) => (
-                since.saturating_duration_since(self.started),
-                Some(now.saturating_duration_since(since)),
+        // The gate's wait ends when it allowed the call; the wait for the
+        // place then runs until the tool started (or the call ended).
+        let allowed = self.notice.allowed_at();
+        let (waited, queued, ran) = match (since, allowed) {
+            (Some(since), allowed) => {
+                let allowed = allowed.unwrap_or(since);
+                (
+                    allowed.saturating_duration_since(self.started),
+                    since.saturating_duration_since(allowed),
+                    Some(now.saturating_duration_since(since)),
+                )
+            }
+            (None, Some(allowed)) => (
+                allowed.saturating_duration_since(self.started),
+                now.saturating_duration_since(allowed),
+                None,
             ),
-            None => (now.saturating_duration_since(self.started), None),
+            (None, None) => (now.saturating_duration_since(self.started), Duration::ZERO, None),
         };
         let end = CallEnd {
             call_id,
@@ -438,6 +484,7 @@ impl<E: Executor> CallHandle<E> {
             outcome,
             result,
             waited,
+            queued,
             ran,
         };
         for watch in self.notice.watches() {
@@ -480,6 +527,7 @@ impl<E: Executor> Drop for CallHandle<E> {
         if !matches!(self.stage, Stage::Ended) {
             self.notice.close();
             self.task.kill();
+            self.notice.release_held();
             if self.notice.is_watched() {
                 let end = self.finish_exit(Outcome::Aborted, Exit::Aborted);
                 drop(end);

@@ -15,8 +15,10 @@
 //!    asks ([`Verdict::Ask`]) hands the call to the runner's async
 //!    [`Approver`], in the same task. [`AnnotationGate`] is a ready gate:
 //!    it decides by the tool's [`ToolAnnotations`].
-//! 4. Once the gate allows, the task tells the loop "running", and only then
-//!    does the [`CallHandle`] start the tool's timeout clock.
+//! 4. Once the gate allows, the call waits for what its starter asked it
+//!    to wait for ([`Wait`]: its place in the model's order, room under a
+//!    bound), still on no clock; then the task tells the loop "running",
+//!    and only then does the [`CallHandle`] start the tool's timeout clock.
 //! 5. The [`Tool`] runs; its [`ToolOutput`] is normalised into a
 //!    [`ToolResult`], with details made plain data inside the task.
 //! 6. A panic of the gate or the tool (any payload type) is caught in the
@@ -68,6 +70,7 @@
 mod annotations;
 mod approval;
 mod call;
+mod concurrency;
 mod contain;
 mod content;
 mod end;
@@ -77,6 +80,7 @@ mod gate;
 mod handle;
 mod notice;
 mod output;
+mod queue;
 mod result;
 mod runner;
 mod start;
@@ -88,12 +92,14 @@ pub use approval::{
     AnnotationGate, DecidedBy, GateConfig, GlobError, Match, Rule, Ruling, ToolGlob,
 };
 pub use call::{TaskId, ToolCall};
+pub use concurrency::Concurrency;
 pub use content::{Audio, Content, EmbeddedResource, ResourceContents, ResourceLink};
-pub use end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Running, Update};
+pub use end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Queued, Running, Update};
 pub use executor::{Executor, Joined, TaskHandle};
 pub use gate::{AllowAll, ApprovalRequest, Approver, Gate, Verdict};
 pub use handle::{AbortHandle, CallHandle};
 pub use output::{AnswerError, Image, ToolOutput};
+pub use queue::{Wait, WaitingFor};
 pub use result::ToolResult;
 pub use runner::Runner;
 pub use start::Start;

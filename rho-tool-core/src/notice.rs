@@ -21,6 +21,7 @@ use rho_untrusted::{Limits, Plain};
 
 use crate::call::TaskId;
 use crate::extensions::Extensions;
+use crate::queue::{Held, Wait, WaitingFor};
 use crate::runner::Parts;
 use crate::tool::{CallSide, Timer};
 use crate::watch::Watch;
@@ -31,11 +32,12 @@ use crate::watch::Watch;
 pub(crate) const UPDATE_QUEUE: usize = 256;
 
 /// What a call has beside its tool, from its [`Start`](crate::Start):
-/// its own watch and the values handed to its tool.
+/// its own watch, the values handed to its tool and what it waits for.
 #[derive(Default)]
 pub(crate) struct Beside {
     pub(crate) watch: Option<Arc<dyn Watch>>,
     pub(crate) extensions: Option<Box<Extensions>>,
+    pub(crate) waits: Vec<Wait>,
 }
 
 /// See the module's docs.
@@ -51,6 +53,10 @@ pub(crate) struct Notice {
     ///
     /// [`Start::with_extension`]: crate::Start::with_extension
     extensions: Option<Box<Extensions>>,
+    /// Whether the call waits for anything after its gate: read without
+    /// the lock by the task of every call, which then needs no look at
+    /// the queue at all.
+    waits: bool,
     state: Mutex<State>,
 }
 
@@ -66,7 +72,41 @@ struct State {
     updates: Option<Box<Updates>>,
     /// The tool's pauses of its clock, made only at its first pause.
     pause: Option<Box<Pause>>,
+    /// What the call waits for after its gate; only for a call that
+    /// waits for something.
+    queue: Option<Box<Queue>>,
     loop_waker: Option<Waker>,
+}
+
+/// A call's waits after its gate, as the task and the loop share them.
+#[derive(Default)]
+struct Queue {
+    /// The waits, until the task takes them.
+    waits: Vec<Wait>,
+    /// When the task took them: the gate had allowed the call.
+    allowed_at: Option<Instant>,
+    /// How many waits did not answer at once, so far; the loop reports a
+    /// `Queued` event when this grows.
+    pending: u32,
+    /// What the newest of those waits for.
+    waiting_for: Option<WaitingFor>,
+    /// What the waits gave, kept until the call ends.
+    held: Vec<Held>,
+    /// The call ended: what a wait gives from now on is let go at once.
+    released: bool,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("waits", &self.waits.len())
+            .field("allowed_at", &self.allowed_at)
+            .field("pending", &self.pending)
+            .field("waiting_for", &self.waiting_for)
+            .field("held", &self.held.len())
+            .field("released", &self.released)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for Notice {
@@ -149,18 +189,113 @@ pub(crate) struct Seen {
     pub(crate) has_update: bool,
     /// The tool's pauses of its clock.
     pub(crate) paused: Paused,
+    /// How many of the call's waits did not answer at once, so far.
+    pub(crate) queued: u32,
 }
 
 impl Notice {
     pub(crate) fn new(task: TaskId, parts: Arc<Parts>, names: Names, beside: Beside) -> Self {
+        let waits = !beside.waits.is_empty();
+        let state = State {
+            queue: waits.then(|| {
+                Box::new(Queue {
+                    waits: beside.waits,
+                    ..Queue::default()
+                })
+            }),
+            ..State::default()
+        };
         Self {
             names,
             task,
             parts,
             watch: beside.watch,
             extensions: beside.extensions,
-            state: Mutex::default(),
+            waits,
+            state: Mutex::new(state),
         }
+    }
+
+    /// Whether the call waits for anything after its gate.
+    pub(crate) fn has_waits(&self) -> bool {
+        self.waits
+    }
+
+    /// Called by the task once its gate allowed: takes the waits and
+    /// notes the moment.
+    pub(crate) fn take_waits(&self) -> Vec<Wait> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        match state.queue.as_mut() {
+            Some(queue) => {
+                queue.allowed_at = Some(now);
+                std::mem::take(&mut queue.waits)
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Called by the task: a wait did not answer at once; the loop hears
+    /// of it.
+    pub(crate) fn set_queued(&self, waiting_for: WaitingFor) {
+        self.change(|state| {
+            let Some(queue) = state.queue.as_mut() else {
+                return false;
+            };
+            queue.pending += 1;
+            queue.waiting_for = Some(waiting_for);
+            true
+        });
+    }
+
+    /// Called by the task: a wait gave `held`, kept until the call ends
+    /// (let go at once if it already has).
+    pub(crate) fn hold(&self, held: Held) {
+        let late = {
+            let mut state = self.lock();
+            match state.queue.as_mut() {
+                Some(queue) if !queue.released => {
+                    queue.held.push(held);
+                    None
+                }
+                _ => Some(held),
+            }
+        };
+        // Outside the lock: a permit's drop may wake other calls.
+        drop(late);
+    }
+
+    /// Called by the task when its tool answered, and by the loop when it
+    /// has the call's end: lets go of what the waits gave. Idempotent.
+    pub(crate) fn release_held(&self) {
+        if !self.waits {
+            return;
+        }
+        let held = {
+            let mut state = self.lock();
+            match state.queue.as_mut() {
+                Some(queue) => {
+                    queue.released = true;
+                    std::mem::take(&mut queue.held)
+                }
+                None => Vec::new(),
+            }
+        };
+        drop(held);
+    }
+
+    /// What the newest wait that did not answer at once waits for.
+    pub(crate) fn waiting_for(&self) -> Option<WaitingFor> {
+        self.lock().queue.as_ref()?.waiting_for.clone()
+    }
+
+    /// When the gate allowed the call, for a call that waits for
+    /// something (and has got past its gate).
+    pub(crate) fn allowed_at(&self) -> Option<Instant> {
+        if !self.waits {
+            return None;
+        }
+        self.lock().queue.as_ref()?.allowed_at
     }
 
     /// The watches told of this call: the runner's, then the call's own.
@@ -318,6 +453,7 @@ impl Notice {
                     total: pause.total,
                     held: pause.holders > 0,
                 }),
+            queued: state.queue.as_ref().map_or(0, |queue| queue.pending),
         }
     }
 

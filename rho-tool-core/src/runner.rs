@@ -60,6 +60,8 @@ pub(crate) struct Parts {
     pub(crate) timer: Arc<dyn Timer>,
     /// The most a call's own pauses may move its deadline.
     pub(crate) max_clock_pause: Duration,
+    /// How long the approver has to answer, if the host bounds it.
+    pub(crate) approval_deadline: Option<Duration>,
 }
 
 /// Starts calls on an executor, with a gate, a watch and answer limits.
@@ -105,6 +107,7 @@ impl<E: Executor> Runner<E> {
                 limits: Limits::default(),
                 timer: Arc::new(ExecutorTimer(executor.clone())),
                 max_clock_pause: ClockPause::DEFAULT_MAX,
+                approval_deadline: None,
             }),
             executor,
         }
@@ -122,6 +125,17 @@ impl<E: Executor> Runner<E> {
     /// approver is set.
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
         Arc::make_mut(&mut self.parts).approver = Some(approver);
+        self
+    }
+
+    /// Gives the approver at most `deadline` to answer each call it is
+    /// asked about (default: no deadline). A call nobody answered in time
+    /// is denied, fail-closed, with a text that says so: it ends as
+    /// [`Outcome::Denied`](crate::Outcome::Denied), which never counts
+    /// against the tool. The deadline bounds the approver only; a
+    /// [`Gate`] that waits by itself is its own business.
+    pub fn with_approval_deadline(mut self, deadline: Duration) -> Self {
+        Arc::make_mut(&mut self.parts).approval_deadline = Some(deadline);
         self
     }
 
@@ -169,8 +183,13 @@ impl<E: Executor> Runner<E> {
             what,
             watch,
             extensions,
+            waits,
         } = start.into();
-        let beside = Beside { watch, extensions };
+        let beside = Beside {
+            watch,
+            extensions,
+            waits,
+        };
         match what {
             What::Tool(tool) => self.run(call, tool, beside),
             What::Refused(result) => self.refuse(call, result, beside),
@@ -305,6 +324,15 @@ fn run_call(
                     }
                 }
             }
+            // The call's place (the model's order, room under a bound),
+            // after the gate so that a person is asked at once, and before
+            // the running notice so that no clock runs meanwhile. Boxed
+            // like asking: most calls wait for nothing.
+            if notice.has_waits() {
+                if let Some(refused) = Box::pin(wait_for_place(&notice)).await {
+                    break 'call TaskEnd::Refused(refused);
+                }
+            }
             if notice.set_running() {
                 // Let the loop take the notice before the tool runs. The
                 // notice woke the loop from inside this task, and a runtime
@@ -325,7 +353,11 @@ fn run_call(
             let arguments = std::mem::take(&mut call.arguments);
             let running =
                 Contained::start(|| tool.run(arguments, ToolContext::new(notice.clone())));
-            let output = match running.await {
+            let output = running.await;
+            // The tool is done: what its place gave (a permit) goes now,
+            // not when the loop gets round to the end.
+            notice.release_held();
+            let output = match output {
                 Ok(output) => output,
                 Err(caught) => {
                     break 'call TaskEnd::Panicked {
@@ -395,7 +427,31 @@ async fn ask(call: &ToolCall, tool: &dyn Tool, notice: &Notice, reason: String) 
         check: Contained::start(|| approver.approve(request)),
         notice,
     };
-    match approving.await {
+    let answer = match notice.parts.approval_deadline {
+        None => approving.await,
+        Some(deadline) => {
+            let mut approving = std::pin::pin!(approving);
+            let mut expiry = notice.parts.timer.sleep(deadline);
+            let answer = std::future::poll_fn(|cx| {
+                if let std::task::Poll::Ready(answer) = approving.as_mut().poll(cx) {
+                    return std::task::Poll::Ready(Some(answer));
+                }
+                expiry.as_mut().poll(cx).map(|()| None)
+            })
+            .await;
+            match answer {
+                Some(answer) => answer,
+                // Fail-closed: nobody said yes in time. The approver's
+                // future goes with `approving`, contained.
+                None => {
+                    return Some(TaskEnd::Denied(format!(
+                        "not approved: nobody answered within {deadline:?}"
+                    )));
+                }
+            }
+        }
+    };
+    match answer {
         Ok(Verdict::Allow) => None,
         Ok(Verdict::Deny { reason }) => Some(TaskEnd::Denied(format!("not approved: {reason}"))),
         Ok(Verdict::Ask { reason }) => Some(TaskEnd::Denied(format!(
@@ -406,6 +462,34 @@ async fn ask(call: &ToolCall, tool: &dyn Tool, notice: &Notice, reason: String) 
             caught: *caught,
         }),
     }
+}
+
+/// Waits for each of the call's waits in turn, telling the loop of each
+/// one that does not answer at once; keeps what they give in the notice.
+/// `Some(result)` when one refused the call.
+async fn wait_for_place(notice: &Notice) -> Option<ToolResult> {
+    for wait in notice.take_waits() {
+        let crate::queue::Wait {
+            waiting_for,
+            mut until,
+        } = wait;
+        let mut untold = Some(waiting_for);
+        let answer = std::future::poll_fn(|cx| {
+            let polled = until.as_mut().poll(cx);
+            if polled.is_pending() {
+                if let Some(waiting_for) = untold.take() {
+                    notice.set_queued(waiting_for);
+                }
+            }
+            polled
+        })
+        .await;
+        match answer {
+            Ok(held) => notice.hold(held),
+            Err(refused) => return Some(refused),
+        }
+    }
+    None
 }
 
 /// The gate's check, telling the loop when it does not answer at once
@@ -501,6 +585,7 @@ mod tests {
             limits: Limits::default(),
             timer: Arc::new(NoTimer),
             max_clock_pause: ClockPause::DEFAULT_MAX,
+            approval_deadline: None,
         });
         let call = ToolCall::new("call-1", "idle", serde_json::Value::Null);
         let notice = Notice::new(

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::extensions::Extensions;
+use crate::queue::Wait;
 use crate::result::ToolResult;
 use crate::tool::Tool;
 use crate::watch::Watch;
@@ -41,6 +42,8 @@ pub struct Start {
     /// Values for the tool ([`with_extension`](Start::with_extension));
     /// boxed when there are any, so a call without them pays a pointer.
     pub(crate) extensions: Option<Box<Extensions>>,
+    /// What the call waits for after its gate, in order ([`after`](Start::after)).
+    pub(crate) waits: Vec<Wait>,
 }
 
 /// What the call's task does.
@@ -58,6 +61,7 @@ impl Start {
             what: What::Tool(tool),
             watch: None,
             extensions: None,
+            waits: Vec::new(),
         }
     }
 
@@ -71,6 +75,7 @@ impl Start {
             what: What::Refused(result),
             watch: None,
             extensions: None,
+            waits: Vec::new(),
         }
     }
 
@@ -86,6 +91,21 @@ impl Start {
     pub fn maybe_watched_by(mut self, watch: Option<Arc<dyn Watch>>) -> Self {
         self.watch = watch;
         self
+    }
+
+    /// Makes the call wait for `wait` after its gate allowed it and before
+    /// its tool runs, on no clock: its place in the model's order, room
+    /// under a bound ([`Wait`]). Waits are waited for in the order given.
+    /// A refused call waits for nothing.
+    pub fn after(mut self, wait: Wait) -> Self {
+        self.waits.push(wait);
+        self
+    }
+
+    /// Whether the call waits for anything before its tool runs
+    /// ([`after`](Start::after)).
+    pub fn waits(&self) -> bool {
+        !self.waits.is_empty()
     }
 
     /// Hands the tool `value`, which it finds with
@@ -143,6 +163,7 @@ impl fmt::Debug for Start {
             .field("what", &what)
             .field("watched", &self.watch.is_some())
             .field("extensions", &self.extensions)
+            .field("waits", &self.waits)
             .finish()
     }
 }

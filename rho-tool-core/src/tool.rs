@@ -12,6 +12,7 @@ use rho_untrusted::{Limits, Plain, PlainError, plain};
 use serde::Serialize;
 
 use crate::annotations::ToolAnnotations;
+use crate::concurrency::Concurrency;
 use crate::call::TaskId;
 use crate::executor::Executor;
 use crate::extensions::Extensions;
@@ -124,6 +125,20 @@ pub trait Tool: Send + Sync {
     /// [`is_untrusted`](Tool::is_untrusted).
     fn annotations(&self) -> ToolAnnotations {
         ToolAnnotations::default()
+    }
+
+    /// How the tool's calls may overlap with the other calls of a model's
+    /// message, and with each other ([`Concurrency`]): side by side,
+    /// side by side under a host-wide bound, or alone in the model's
+    /// order. Default: from the [`annotations`](Tool::annotations)
+    /// ([`Concurrency::from_annotations`]): shared for a tool that says it
+    /// is read-only, exclusive for any other.
+    ///
+    /// Metadata like [`annotations`](Tool::annotations), read once by a
+    /// registry; a turn runner can override it per tool name. It should
+    /// return quickly and never panic.
+    fn concurrency(&self) -> Concurrency {
+        Concurrency::from_annotations(&self.annotations())
     }
 
     /// The JSON Schema (an object schema) of the answer's details

@@ -170,7 +170,7 @@ async fn a_destructive_tool_waits_for_the_approver_and_no_clock_runs_meanwhile()
                 awaited_gate = true;
             }
             CallEvent::Ended(end) => break end,
-            CallEvent::Running(_) | CallEvent::Update(_) => {}
+            CallEvent::Queued(_) | CallEvent::Running(_) | CallEvent::Update(_) => {}
         }
     };
     assert!(awaited_gate, "the loop is told the gate is waiting");

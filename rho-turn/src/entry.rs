@@ -21,7 +21,7 @@ use serde_with::DurationMilliSecondsWithFrac;
 ///
 /// A turn returns one per call, in the order the model issued the calls.
 /// It serialises to JSON with the outcome as text and times in
-/// milliseconds (`waited_ms`, `ran_ms`).
+/// milliseconds (`waited_ms`, `queued_ms`, `ran_ms`).
 #[serde_with::serde_as]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionEntry {
@@ -39,6 +39,12 @@ pub struct SessionEntry {
     #[serde(rename = "waited_ms")]
     #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
     pub waited: Duration,
+    /// How long the call then waited for its place before its tool ran:
+    /// behind earlier calls of its message (the model's order), or under a
+    /// bound. Never on the tool's clock.
+    #[serde(rename = "queued_ms")]
+    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
+    pub queued: Duration,
     /// How long the tool ran; `None` if it never started.
     #[serde(rename = "ran_ms")]
     #[serde_as(as = "Option<DurationMilliSecondsWithFrac<f64>>")]

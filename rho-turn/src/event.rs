@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{CallEnd, Outcome, TaskId, ToolResult};
+use rho_tool_core::{CallEnd, Outcome, TaskId, ToolResult, WaitingFor};
 use serde::Serialize;
 use serde_with::DurationMilliSecondsWithFrac;
 
@@ -48,7 +48,9 @@ impl fmt::Display for TurnId {
 /// ```
 ///
 /// Per call, in this order: one `tool_execution_start`, at most one
-/// `tool_execution_awaiting_approval`, at most one `tool_execution_running`,
+/// `tool_execution_awaiting_approval`, any number of
+/// `tool_execution_queued` (one per thing it waits for before its tool
+/// runs: an earlier call, a bound), at most one `tool_execution_running`,
 /// any number of `tool_execution_update`s, then one `tool_execution_end`.
 /// Events of different calls interleave as things happen.
 ///
@@ -63,7 +65,12 @@ pub enum TurnEvent {
     /// `tool_execution_awaiting_approval`: the gate did not answer at once
     /// (someone is being asked); no clock runs.
     ToolExecutionAwaitingApproval(ExecutionAwaitingApproval),
-    /// `tool_execution_running`: the gate allowed; the tool's clock started.
+    /// `tool_execution_queued`: the gate allowed, and the call waits for
+    /// its place (behind an earlier call of the message, under a bound);
+    /// no clock runs.
+    ToolExecutionQueued(ExecutionQueued),
+    /// `tool_execution_running`: the gate allowed and the call's place
+    /// came; the tool's clock started.
     ToolExecutionRunning(ExecutionRunning),
     /// `tool_execution_update`: a partial result the running tool reported.
     ToolExecutionUpdate(ExecutionUpdate),
@@ -77,6 +84,7 @@ impl TurnEvent {
         match self {
             TurnEvent::ToolExecutionStart(_) => "tool_execution_start",
             TurnEvent::ToolExecutionAwaitingApproval(_) => "tool_execution_awaiting_approval",
+            TurnEvent::ToolExecutionQueued(_) => "tool_execution_queued",
             TurnEvent::ToolExecutionRunning(_) => "tool_execution_running",
             TurnEvent::ToolExecutionUpdate(_) => "tool_execution_update",
             TurnEvent::ToolExecutionEnd(_) => "tool_execution_end",
@@ -130,6 +138,7 @@ impl TurnEvent {
         match self {
             TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
             | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
+            | TurnEvent::ToolExecutionQueued(ExecutionQueued { call, .. })
             | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
             | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => About::Call(call),
             TurnEvent::ToolExecutionEnd(end) => About::End(end),
@@ -137,8 +146,8 @@ impl TurnEvent {
     }
 
     /// Whether a subscriber that falls behind may lose this event: only
-    /// updates are (oldest first); start, approval, running and end notices
-    /// never are.
+    /// updates are (oldest first); start, approval, queued, running and
+    /// end notices never are.
     pub fn is_droppable(&self) -> bool {
         matches!(self, TurnEvent::ToolExecutionUpdate(_))
     }
@@ -192,6 +201,20 @@ pub struct ExecutionAwaitingApproval {
     pub call: CallRef,
 }
 
+/// `tool_execution_queued`: what the call waits for now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExecutionQueued {
+    /// The call.
+    #[serde(flatten)]
+    pub call: CallRef,
+    /// The task running it.
+    pub task: TaskId,
+    /// What it waits for: an earlier call (`{"for": "call", "call_id",
+    /// "index"}`) or room under a bound (`{"for": "tool" | "source",
+    /// "name", "limit"}`).
+    pub waiting_for: WaitingFor,
+}
+
 /// `tool_execution_running`.
 #[serde_with::serde_as]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -205,6 +228,10 @@ pub struct ExecutionRunning {
     #[serde(rename = "waited_ms")]
     #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
     pub waited: Duration,
+    /// How long it then waited for its place (`queued_ms` in JSON).
+    #[serde(rename = "queued_ms")]
+    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
+    pub queued: Duration,
 }
 
 /// `tool_execution_update`.
@@ -301,6 +328,11 @@ impl ExecutionEnd {
     /// How long the call waited for its gate.
     pub fn waited(&self) -> Duration {
         self.end.waited
+    }
+
+    /// How long the call waited for its place after its gate allowed it.
+    pub fn queued(&self) -> Duration {
+        self.end.queued
     }
 
     /// How long the tool ran after the gate allowed it; `None` if it never

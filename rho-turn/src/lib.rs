@@ -116,6 +116,7 @@ mod event;
 mod keep;
 mod mailbox;
 mod nested;
+mod order;
 mod ready;
 mod report;
 mod runner;
@@ -131,8 +132,8 @@ pub use bus::{EventBus, SubscriberId};
 pub use cap::OutputCap;
 pub use entry::SessionEntry;
 pub use event::{
-    CallRef, ExecutionAwaitingApproval, ExecutionEnd, ExecutionRunning, ExecutionStart,
-    ExecutionUpdate, TurnEvent, TurnId,
+    CallRef, ExecutionAwaitingApproval, ExecutionEnd, ExecutionQueued, ExecutionRunning,
+    ExecutionStart, ExecutionUpdate, TurnEvent, TurnId,
 };
 pub use keep::{KeepDetails, KeepFn, json_size};
 pub use runner::{TurnRunner, WeakTurnRunner};

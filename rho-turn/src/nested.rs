@@ -126,6 +126,7 @@ mod tests {
             result: ToolResult::success("ok"),
             cut_bytes: 0,
             waited: Duration::ZERO,
+            queued: Duration::ZERO,
             ran: None,
             nested: Vec::new(),
         }

@@ -2,12 +2,13 @@
 
 use crate::validate::ArgumentError;
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{CallEnd, CallEvent, ToolResult};
+use rho_tool_core::{CallEnd, CallEvent, Outcome, ToolResult};
 
 use crate::cap::OutputCap;
 use crate::entry::SessionEntry;
 use crate::event::{
-    CallRef, ExecutionAwaitingApproval, ExecutionEnd, ExecutionRunning, ExecutionUpdate, TurnEvent,
+    CallRef, ExecutionAwaitingApproval, ExecutionEnd, ExecutionQueued, ExecutionRunning,
+    ExecutionUpdate, TurnEvent,
 };
 
 /// The turn's event for a call's progress; `None` for its end, which the
@@ -18,10 +19,16 @@ pub(crate) fn progress(call: &CallRef, event: CallEvent) -> Option<TurnEvent> {
         CallEvent::AwaitingApproval(_) => Some(TurnEvent::ToolExecutionAwaitingApproval(
             ExecutionAwaitingApproval { call },
         )),
+        CallEvent::Queued(queued) => Some(TurnEvent::ToolExecutionQueued(ExecutionQueued {
+            call,
+            task: queued.task,
+            waiting_for: queued.waiting_for,
+        })),
         CallEvent::Running(running) => Some(TurnEvent::ToolExecutionRunning(ExecutionRunning {
             call,
             task: running.task,
             waited: running.waited,
+            queued: running.queued,
         })),
         CallEvent::Update(update) => Some(TurnEvent::ToolExecutionUpdate(ExecutionUpdate {
             call,
@@ -55,6 +62,7 @@ pub(crate) fn entry(
         outcome,
         result,
         waited,
+        queued,
         ran,
         ..
     } = end.call_end();
@@ -80,6 +88,7 @@ pub(crate) fn entry(
         result: kept_result,
         cut_bytes,
         waited: *waited,
+        queued: *queued,
         ran: *ran,
         nested: Vec::new(),
     }
@@ -111,4 +120,34 @@ pub(crate) fn duplicate_result(call_id: &str, earlier: usize) -> ToolResult {
         "call_id": call_id,
         "earlier_index": earlier,
     })))
+}
+
+/// The error result of a call not run because an earlier call of the turn
+/// did not succeed, in a turn that stops at the first such call
+/// ([`TurnRunner::with_stop_on_failure`](crate::TurnRunner::with_stop_on_failure)).
+pub(crate) fn skipped_result(failed: &Failed) -> ToolResult {
+    ToolResult::error(format!(
+        "this call was not run: call `{}` ({} of the message, tool `{}`) before it did not \
+         succeed ({}), and this turn stops at the first call that does not succeed",
+        failed.call_id,
+        failed.index + 1,
+        failed.tool,
+        failed.outcome,
+    ))
+    .with_details(Plain::from(serde_json::json!({
+        "refused": "earlier_call_failed",
+        "call_id": failed.call_id,
+        "index": failed.index,
+        "outcome": failed.outcome.as_str(),
+    })))
+}
+
+/// The first call of a turn that did not succeed, where the turn stops
+/// at it.
+#[derive(Debug, Clone)]
+pub(crate) struct Failed {
+    pub(crate) index: usize,
+    pub(crate) call_id: String,
+    pub(crate) tool: String,
+    pub(crate) outcome: Outcome,
 }

@@ -3,9 +3,12 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
-use rho_registry::ToolRegistry;
-use rho_tool_core::{Approver, Executor, Gate, Runner, ToolCall, ToolContext};
+use rho_registry::{Bound, ToolRegistry};
+use rho_tool_core::{
+    Approver, Concurrency, Executor, Gate, Runner, ToolCall, ToolContext, WaitingFor,
+};
 
 use crate::bus::EventBus;
 use crate::cap::OutputCap;
@@ -50,6 +53,17 @@ pub(crate) struct Config<E: Executor> {
     pub(crate) max_concurrent: usize,
     pub(crate) schemas: SchemaCache,
     pub(crate) validate: bool,
+    /// How calls of a tool overlap, where the host says so instead of the
+    /// tool.
+    pub(crate) concurrency: HashMap<String, Concurrency>,
+    /// The host's bounds ([`Concurrency::Bounded`] overrides), shared by
+    /// every turn of the runner and its clones.
+    pub(crate) bounds: HashMap<String, Bound>,
+    /// Whether turns keep the model's order (default: yes).
+    pub(crate) ordered: bool,
+    /// Whether a call that does not succeed stops the calls after it that
+    /// have not run yet.
+    pub(crate) stop_on_failure: bool,
     /// Entries of calls made within calls, shared by every turn.
     pub(crate) nested: Arc<NestedEntries>,
 }
@@ -61,6 +75,12 @@ impl<E: Executor> Config<E> {
             Some(cap) => *cap,
             None => self.cap,
         }
+    }
+
+    /// How calls of `tool` (whose own word is `declared`) overlap: the
+    /// host's override, else the tool's.
+    pub(crate) fn concurrency_of(&self, tool: &str, declared: Concurrency) -> Concurrency {
+        self.concurrency.get(tool).copied().unwrap_or(declared)
     }
 }
 
@@ -81,6 +101,10 @@ impl<E: Executor> TurnRunner<E> {
                 max_concurrent: usize::MAX,
                 schemas: SchemaCache::new(),
                 validate: true,
+                concurrency: HashMap::new(),
+                bounds: HashMap::new(),
+                ordered: true,
+                stop_on_failure: false,
                 nested: Arc::default(),
             }),
         }
@@ -101,6 +125,93 @@ impl<E: Executor> TurnRunner<E> {
     /// usually); see [`Runner::with_approver`].
     pub fn with_approver(self, approver: Arc<dyn Approver>) -> Self {
         self.change(|config| config.runner = config.runner.clone().with_approver(approver))
+    }
+
+    /// Denies a call whose approver has not answered within `deadline`
+    /// of being asked (default: no deadline); see
+    /// [`Runner::with_approval_deadline`]. Fail-closed: the call ends
+    /// [`Denied`](rho_tool_core::Outcome::Denied), never as a strike
+    /// against its tool.
+    pub fn with_approval_deadline(self, deadline: Duration) -> Self {
+        self.change(|config| {
+            config.runner = config.runner.clone().with_approval_deadline(deadline);
+        })
+    }
+
+    /// Runs calls of `tool` as `concurrency` says, whatever the tool says
+    /// of itself ([`Tool::concurrency`](rho_tool_core::Tool::concurrency)).
+    ///
+    /// A [`Concurrency::Bounded`] override's bound holds across every turn
+    /// of this runner and its clones (a runner made anew starts its own);
+    /// a bound the tool declares itself is kept by the registry and holds
+    /// either way.
+    pub fn with_concurrency(self, tool: impl Into<String>, concurrency: Concurrency) -> Self {
+        let tool = tool.into();
+        self.change(|config| {
+            match concurrency.bound() {
+                Some(limit) => {
+                    let waiting_for = WaitingFor::Tool {
+                        name: tool.clone(),
+                        limit: limit.get(),
+                    };
+                    config
+                        .bounds
+                        .insert(tool.clone(), Bound::new(limit.get(), waiting_for));
+                }
+                None => {
+                    config.bounds.remove(&tool);
+                }
+            }
+            config.concurrency.insert(tool, concurrency);
+        })
+    }
+
+    /// Whether turns keep the model's order (default: yes). With `false`,
+    /// every call of a turn runs as soon as its gate allows, as if every
+    /// tool were [`Concurrency::Shared`]; bounds still hold.
+    pub fn with_ordering(self, ordered: bool) -> Self {
+        self.change(|config| config.ordered = ordered)
+    }
+
+    /// Whether a call that does not succeed stops the calls after it
+    /// (default: no, the model reads every result). With `true`, each
+    /// later call that has not started running when one fails ends
+    /// [`Refused`](rho_tool_core::Outcome::Refused) with a text saying it
+    /// was not run and which call failed; calls already running beside
+    /// the failed one go on.
+    pub fn with_stop_on_failure(self, stop: bool) -> Self {
+        self.change(|config| config.stop_on_failure = stop)
+    }
+
+    /// How calls of `tool` overlap in this runner's turns: the host's
+    /// override ([`with_concurrency`](Self::with_concurrency)), else what
+    /// the registered tool says; `None` for a name the registry does not
+    /// have. Without ordering
+    /// ([`with_ordering(false)`](Self::with_ordering)) every tool is
+    /// shared.
+    pub fn concurrency(&self, tool: &str) -> Option<Concurrency> {
+        let declared = self.config.registry.resolve(tool).ok()?.info().concurrency;
+        let concurrency = self.config.concurrency_of(tool, declared);
+        Some(match concurrency {
+            Concurrency::Exclusive if !self.config.ordered => Concurrency::Shared,
+            concurrency => concurrency,
+        })
+    }
+
+    /// Whether calls of `tools` may all run side by side in this runner's
+    /// turns: none is exclusive (a name the registry does not have is
+    /// refused before it runs, so it holds nothing back).
+    ///
+    /// For the model APIs' switch on parallel tool calls
+    /// (`parallel_tool_calls`, `disable_parallel_tool_use`): the turn
+    /// keeps the model's order whatever the switch says, so leaving it on
+    /// is always safe; a host that offers only exclusive tools may turn it
+    /// off so the model reads each result before its next call.
+    pub fn runs_side_by_side<S: AsRef<str>>(&self, tools: impl IntoIterator<Item = S>) -> bool {
+        tools.into_iter().all(|tool| {
+            self.concurrency(tool.as_ref())
+                .is_none_or(Concurrency::is_shared)
+        })
     }
 
     /// Publishes events on `events` (to share one bus between several
@@ -252,6 +363,9 @@ impl<E: Executor + fmt::Debug> fmt::Debug for TurnRunner<E> {
             .field("tool_caps", &config.tool_caps)
             .field("max_concurrent", &config.max_concurrent)
             .field("validate", &config.validate)
+            .field("concurrency", &config.concurrency)
+            .field("ordered", &config.ordered)
+            .field("stop_on_failure", &config.stop_on_failure)
             .finish()
     }
 }

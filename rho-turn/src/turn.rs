@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use rho_registry::{Bound, Refusal, Resolved};
 use rho_tool_core::untrusted::{Exit, Plain, exit_text};
 use rho_tool_core::{
-    CallEnd, CallEvent, CallHandle, ClockPause, Executor, Outcome, Start, TaskId, ToolCall,
-    ToolResult,
+    CallEnd, CallEvent, CallHandle, ClockPause, Concurrency, Executor, Outcome, Start, TaskId,
+    ToolCall, ToolResult, Wait,
 };
 use tracing::Span;
 
@@ -21,8 +22,9 @@ use crate::depth;
 use crate::entry::SessionEntry;
 use crate::event::{CallRef, ExecutionEnd, ExecutionStart, TurnEvent, TurnId};
 use crate::nested::Parent;
+use crate::order::{Mode, Order};
 use crate::ready::ReadySet;
-use crate::report;
+use crate::report::{self, Failed};
 use crate::runner::Config;
 use crate::span;
 
@@ -71,6 +73,12 @@ pub struct Turn<E: Executor> {
     left: usize,
     ready: Arc<ReadySet>,
     control: Arc<Control>,
+    /// The calls' ids, in the model's order.
+    ids: Arc<[String]>,
+    /// Which call's tool may run when.
+    order: Order,
+    /// The first call that did not succeed, in a turn that stops there.
+    failed: Option<Failed>,
     finished: bool,
 }
 
@@ -132,6 +140,7 @@ impl<E: Executor> Slot<E> {
             outcome: Outcome::Aborted,
             cut_bytes: 0,
             waited: Duration::ZERO,
+            queued: Duration::ZERO,
             ran: None,
             nested: Vec::new(),
         }
@@ -182,6 +191,9 @@ impl<E: Executor> Turn<E> {
             left: count,
             control: Control::new(ids.clone(), ready.clone()),
             ready,
+            ids,
+            order: Order::new(count),
+            failed: None,
             finished: false,
         }
     }
@@ -276,28 +288,7 @@ impl<E: Executor> Turn<E> {
                 Fault::TooDeep => report::too_deep_result(&call.name),
                 Fault::DuplicateOf(earlier) => report::duplicate_result(&call.id, earlier),
             });
-            let start: Start = match (resolved, faulty) {
-                // The model's mistakes in a call of a real tool are told
-                // to its source, as refusals.
-                (Ok(resolved), Some(result)) => resolved.refused(result),
-                // A disabled tool's source hears of it too; an unknown
-                // name has no source.
-                (Err(refusal), Some(result)) => {
-                    Start::refused(result).maybe_watched_by(refusal.watch())
-                }
-                (Err(refusal), None) => refusal.into(),
-                (Ok(resolved), None) => {
-                    let checked = if config.validate {
-                        config.schemas.check_tool(resolved.info(), &call.arguments)
-                    } else {
-                        Ok(())
-                    };
-                    match checked {
-                        Ok(()) => resolved.into(),
-                        Err(error) => resolved.refused(error.to_result()),
-                    }
-                }
-            };
+            let start = self.start_of(index, &call, resolved, faulty);
             runner.start(call, start)
         };
         self.control.started(index, handle.abort_handle());
@@ -310,6 +301,66 @@ impl<E: Executor> Turn<E> {
             parent_pause: None,
         }));
         self.in_flight += 1;
+    }
+
+    /// How call `index` starts, and its place in the order taken.
+    fn start_of(
+        &mut self,
+        index: usize,
+        call: &ToolCall,
+        resolved: Result<Resolved, Refusal>,
+        faulty: Option<ToolResult>,
+    ) -> Start {
+        let config = &self.config;
+        // A call after one that failed, in a turn that stops there, is not
+        // run; nor is its source told (the model did nothing wrong).
+        if let Some(failed) = &self.failed {
+            self.order.start(index, Mode::Free);
+            return Start::refused(report::skipped_result(failed));
+        }
+        let resolved = match (resolved, faulty) {
+            (Ok(resolved), None) => resolved,
+            // The model's mistakes in a call of a real tool are told to
+            // its source, as refusals.
+            (Ok(resolved), Some(result)) => {
+                self.order.start(index, Mode::Free);
+                return resolved.refused(result);
+            }
+            // A disabled tool's source hears of it too; an unknown name
+            // has no source.
+            (Err(refusal), Some(result)) => {
+                self.order.start(index, Mode::Free);
+                return Start::refused(result).maybe_watched_by(refusal.watch());
+            }
+            (Err(refusal), None) => {
+                self.order.start(index, Mode::Free);
+                return refusal.into();
+            }
+        };
+        let checked = if config.validate {
+            config.schemas.check_tool(resolved.info(), &call.arguments)
+        } else {
+            Ok(())
+        };
+        if let Err(error) = checked {
+            self.order.start(index, Mode::Free);
+            return resolved.refused(error.to_result());
+        }
+        let concurrency = config.concurrency_of(&call.name, resolved.info().concurrency);
+        let mode = match concurrency {
+            _ if !config.ordered => Mode::Free,
+            Concurrency::Exclusive => Mode::Exclusive,
+            Concurrency::Shared | Concurrency::Bounded(_) => Mode::Shared,
+        };
+        // The waits, in the one order every call takes them: its place in
+        // the message, then the host's bound, then the registry's bounds
+        // (so no two calls ever wait for each other).
+        let mut waits: Vec<Wait> = Vec::new();
+        if let Some((behind, place)) = self.order.start(index, mode) {
+            waits.push(place.wait(self.ids[behind].clone(), behind));
+        }
+        waits.extend(config.bounds.get(&call.name).map(Bound::wait));
+        resolved.start_after(waits)
     }
 
     /// Ends a call that never started: aborted before it got a slot.
@@ -338,6 +389,7 @@ impl<E: Executor> Turn<E> {
                 task: TaskId::NONE,
                 outcome: Outcome::Aborted,
                 waited: Duration::ZERO,
+                queued: Duration::ZERO,
                 ran: None,
             },
         };
@@ -401,6 +453,19 @@ impl<E: Executor> Turn<E> {
         }
         self.control.ended(index);
         self.left -= 1;
+        if self.config.stop_on_failure && self.failed.is_none() && end.outcome() != Outcome::Succeeded {
+            let failed = Failed {
+                index,
+                call_id: end.call_id().to_owned(),
+                tool: end.tool().to_owned(),
+                outcome: end.outcome(),
+            };
+            // Refused first, so that ending this call opens no place after it.
+            self.order
+                .refuse_after(index, |_| report::skipped_result(&failed));
+            self.failed = Some(failed);
+        }
+        self.order.end(index);
         self.config.events.publish(TurnEvent::ToolExecutionEnd(end));
     }
 

@@ -142,7 +142,9 @@ impl<E: Executor> Following<E> {
                     self.running = true;
                     task_at = self.task_after.map(|after| Instant::now() + after);
                 }
-                Next::Event(Some(CallEvent::AwaitingApproval(_))) => {}
+                // Waiting for approval or for a bound's place: still on the
+                // server's side of the call, nothing to tell the client yet.
+                Next::Event(Some(CallEvent::AwaitingApproval(_) | CallEvent::Queued(_))) => {}
                 Next::Event(None) => return Step::Ended(None),
                 Next::Question(Some(question)) => self.pending = Some(Pending::new(question)),
                 // Every asker is gone (the tool dropped its client).

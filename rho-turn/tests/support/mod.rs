@@ -13,7 +13,7 @@ use std::time::Duration;
 use rho_exec_tokio::TokioExecutor;
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
 use rho_tool_core::{
-    Executor, Gate, Tool, ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
+    Concurrency, Executor, Gate, Tool, ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
 };
 use rho_turn::{Subscription, TurnEvent, TurnRunner};
 use serde_json::{Value, json};
@@ -80,6 +80,9 @@ pub struct FnTool<F> {
     pub name: &'static str,
     pub parameters: Value,
     pub timeout: Duration,
+    /// Side by side unless a test says otherwise: most tests here are of
+    /// calls that overlap; the order's own tests choose per tool.
+    pub concurrency: Concurrency,
     pub run: F,
 }
 
@@ -92,6 +95,7 @@ where
         name,
         parameters: json!({ "type": "object" }),
         timeout: Duration::from_secs(60),
+        concurrency: Concurrency::Shared,
         run,
     }
 }
@@ -104,6 +108,11 @@ impl<F> FnTool<F> {
 
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    pub fn with_concurrency(mut self, concurrency: Concurrency) -> Self {
+        self.concurrency = concurrency;
         self
     }
 }
@@ -125,6 +134,9 @@ where
     }
     fn timeout(&self) -> Duration {
         self.timeout
+    }
+    fn concurrency(&self) -> Concurrency {
+        self.concurrency
     }
     async fn run(&self, arguments: Value, context: ToolContext) -> ToolOutput {
         (self.run)(arguments, context).await

@@ -207,6 +207,16 @@ pub(crate) async fn all_events_of<E: Executor>(
                 );
                 awaiting_approval = true;
             }
+            Some(Some(CallEvent::Queued(queued))) => {
+                // A call that waits for a place (an order or a bound) is
+                // told so once, before it runs.
+                assert_eq!(queued.call_id, handle.call_id());
+                assert_eq!(queued.task, handle.task());
+                assert!(
+                    seen.is_none() && !already_running && updates == 0,
+                    "Queued out of order (running: {seen:?}, updates: {updates})"
+                );
+            }
             Some(Some(CallEvent::Running(running))) => {
                 assert!(
                     seen.is_none() && !already_running,
