@@ -38,7 +38,8 @@ impl Bound {
     /// At most `limit` calls at once (at least one); a call over it waits
     /// for `waiting_for`, as its events say.
     pub fn new(limit: usize, waiting_for: WaitingFor) -> Self {
-        let limit = NonZeroUsize::new(limit.min(Semaphore::MAX_PERMITS)).unwrap_or(NonZeroUsize::MIN);
+        let limit =
+            NonZeroUsize::new(limit.min(Semaphore::MAX_PERMITS)).unwrap_or(NonZeroUsize::MIN);
         Self {
             limit,
             permits: Arc::new(Semaphore::new(limit.get())),
@@ -53,7 +54,9 @@ impl Bound {
 
     /// How many calls hold a place now.
     pub fn running(&self) -> usize {
-        self.limit.get().saturating_sub(self.permits.available_permits())
+        self.limit
+            .get()
+            .saturating_sub(self.permits.available_permits())
     }
 
     /// What a call waits for under this bound, for [`Start::after`](rho_tool_core::Start::after):

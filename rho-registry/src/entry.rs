@@ -118,8 +118,8 @@ impl Entry {
                 tool.concurrency(),
             )
         });
-        let (name, description, parameters, says_untrusted, hints, schema, concurrency) =
-            read.map_err(|caught| {
+        let (name, description, parameters, says_untrusted, hints, schema, concurrency) = read
+            .map_err(|caught| {
                 bad(format!(
                     "reading its metadata panicked: {}",
                     caught

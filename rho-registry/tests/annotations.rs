@@ -88,12 +88,11 @@ fn the_listing_carries_annotations_and_the_output_schema_read_once() {
     source.add(Arc::new(tool)).expect("a good tool");
     // Annotations, output schema, and annotations again through the
     // provided `Tool::concurrency`: all at registration.
+    assert_eq!(reads.load(Ordering::SeqCst), 3, "each read at registration");
     assert_eq!(
-        reads.load(Ordering::SeqCst),
-        3,
-        "each read at registration"
+        registry.tools()[0].concurrency,
+        rho_tool_core::Concurrency::Shared
     );
-    assert_eq!(registry.tools()[0].concurrency, rho_tool_core::Concurrency::Shared);
 
     let listed = registry.tools();
     assert_eq!(listed.len(), 1);

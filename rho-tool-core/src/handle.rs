@@ -475,7 +475,11 @@ impl<E: Executor> CallHandle<E> {
                 now.saturating_duration_since(allowed),
                 None,
             ),
-            (None, None) => (now.saturating_duration_since(self.started), Duration::ZERO, None),
+            (None, None) => (
+                now.saturating_duration_since(self.started),
+                Duration::ZERO,
+                None,
+            ),
         };
         let end = CallEnd {
             call_id,

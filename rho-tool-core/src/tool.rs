@@ -12,8 +12,8 @@ use rho_untrusted::{Limits, Plain, PlainError, plain};
 use serde::Serialize;
 
 use crate::annotations::ToolAnnotations;
-use crate::concurrency::Concurrency;
 use crate::call::TaskId;
+use crate::concurrency::Concurrency;
 use crate::executor::Executor;
 use crate::extensions::Extensions;
 use crate::output::ToolOutput;

@@ -121,6 +121,7 @@ mod ready;
 mod report;
 mod runner;
 mod span;
+mod stop;
 mod stream;
 mod subscriber;
 mod turn;

@@ -2,7 +2,7 @@
 
 use crate::validate::ArgumentError;
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{CallEnd, CallEvent, Outcome, ToolResult};
+use rho_tool_core::{CallEnd, CallEvent, ToolResult};
 
 use crate::cap::OutputCap;
 use crate::entry::SessionEntry;
@@ -120,34 +120,4 @@ pub(crate) fn duplicate_result(call_id: &str, earlier: usize) -> ToolResult {
         "call_id": call_id,
         "earlier_index": earlier,
     })))
-}
-
-/// The error result of a call not run because an earlier call of the turn
-/// did not succeed, in a turn that stops at the first such call
-/// ([`TurnRunner::with_stop_on_failure`](crate::TurnRunner::with_stop_on_failure)).
-pub(crate) fn skipped_result(failed: &Failed) -> ToolResult {
-    ToolResult::error(format!(
-        "this call was not run: call `{}` ({} of the message, tool `{}`) before it did not \
-         succeed ({}), and this turn stops at the first call that does not succeed",
-        failed.call_id,
-        failed.index + 1,
-        failed.tool,
-        failed.outcome,
-    ))
-    .with_details(Plain::from(serde_json::json!({
-        "refused": "earlier_call_failed",
-        "call_id": failed.call_id,
-        "index": failed.index,
-        "outcome": failed.outcome.as_str(),
-    })))
-}
-
-/// The first call of a turn that did not succeed, where the turn stops
-/// at it.
-#[derive(Debug, Clone)]
-pub(crate) struct Failed {
-    pub(crate) index: usize,
-    pub(crate) call_id: String,
-    pub(crate) tool: String,
-    pub(crate) outcome: Outcome,
 }

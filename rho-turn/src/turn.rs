@@ -24,9 +24,10 @@ use crate::event::{CallRef, ExecutionEnd, ExecutionStart, TurnEvent, TurnId};
 use crate::nested::Parent;
 use crate::order::{Mode, Order};
 use crate::ready::ReadySet;
-use crate::report::{self, Failed};
+use crate::report;
 use crate::runner::Config;
 use crate::span;
+use crate::stop::{Failed, Stop};
 
 /// How many events one call may report in one poll of the turn.
 const EVENTS_PER_POLL: usize = 64;
@@ -77,8 +78,8 @@ pub struct Turn<E: Executor> {
     ids: Arc<[String]>,
     /// Which call's tool may run when.
     order: Order,
-    /// The first call that did not succeed, in a turn that stops there.
-    failed: Option<Failed>,
+    /// The turn's first failure, in a turn that stops there.
+    stop: Option<Arc<Stop>>,
     finished: bool,
 }
 
@@ -180,6 +181,7 @@ impl<E: Executor> Turn<E> {
             })
             .collect();
         let ready = ReadySet::new(count);
+        let stop = config.stop_on_failure.then(Arc::default);
         Self {
             id: TurnId::next(),
             config,
@@ -193,7 +195,7 @@ impl<E: Executor> Turn<E> {
             ready,
             ids,
             order: Order::new(count),
-            failed: None,
+            stop,
             finished: false,
         }
     }
@@ -311,12 +313,12 @@ impl<E: Executor> Turn<E> {
         resolved: Result<Resolved, Refusal>,
         faulty: Option<ToolResult>,
     ) -> Start {
-        let config = &self.config;
+        let config = self.config.clone();
         // A call after one that failed, in a turn that stops there, is not
         // run; nor is its source told (the model did nothing wrong).
-        if let Some(failed) = &self.failed {
+        if let Some(failed) = self.stop.as_ref().and_then(|stop| stop.failed()) {
             self.order.start(index, Mode::Free);
-            return Start::refused(report::skipped_result(failed));
+            return Start::refused(failed.skipped_result());
         }
         let resolved = match (resolved, faulty) {
             (Ok(resolved), None) => resolved,
@@ -360,7 +362,15 @@ impl<E: Executor> Turn<E> {
             waits.push(place.wait(self.ids[behind].clone(), behind));
         }
         waits.extend(config.bounds.get(&call.name).map(Bound::wait));
-        resolved.start_after(waits)
+        let start = resolved.start_after(waits);
+        // Last, right before the tool would run: has an earlier call failed
+        // meanwhile?
+        match (&self.stop, index.checked_sub(1)) {
+            (Some(stop), Some(previous)) => {
+                start.after(stop.check(index, (self.ids[previous].clone(), previous)))
+            }
+            _ => start,
+        }
     }
 
     /// Ends a call that never started: aborted before it got a slot.
@@ -453,17 +463,20 @@ impl<E: Executor> Turn<E> {
         }
         self.control.ended(index);
         self.left -= 1;
-        if self.config.stop_on_failure && self.failed.is_none() && end.outcome() != Outcome::Succeeded {
+        if let Some(stop) = &self.stop
+            && end.outcome() != Outcome::Succeeded
+        {
             let failed = Failed {
                 index,
                 call_id: end.call_id().to_owned(),
                 tool: end.tool().to_owned(),
                 outcome: end.outcome(),
             };
-            // Refused first, so that ending this call opens no place after it.
-            self.order
-                .refuse_after(index, |_| report::skipped_result(&failed));
-            self.failed = Some(failed);
+            if stop.fail(failed.clone()) {
+                // Refused first, so that ending this call opens no place
+                // after it: the calls waiting behind it end at once.
+                self.order.refuse_after(index, |_| failed.skipped_result());
+            }
         }
         self.order.end(index);
         self.config.events.publish(TurnEvent::ToolExecutionEnd(end));

@@ -209,7 +209,7 @@ pub(crate) async fn all_events_of<E: Executor>(
             }
             Some(Some(CallEvent::Queued(queued))) => {
                 // A call that waits for a place (an order or a bound) is
-                // told so once, before it runs.
+                // told so, once per wait, before it runs.
                 assert_eq!(queued.call_id, handle.call_id());
                 assert_eq!(queued.task, handle.task());
                 assert!(
