@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Concurrency, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 
 use crate::confine::{self, Confined, Confinement, GRANT_ARGUMENT, Grants, Launcher};
 use crate::report::signal_text;
@@ -214,6 +214,12 @@ impl Tool for ShellTool {
 
     fn annotations(&self) -> ToolAnnotations {
         ToolAnnotations::default()
+    }
+
+    /// Exclusive: a command can read or write anything its confinement
+    /// reaches, so it runs alone, in the model's order.
+    fn concurrency(&self) -> Concurrency {
+        Concurrency::Exclusive
     }
 
     async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {

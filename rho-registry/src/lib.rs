@@ -54,7 +54,7 @@
 //! and it contains each policy's panics: a policy that panics changes
 //! nothing about the call's result. A policy cannot be preempted, so one
 //! that *blocks* would hold the loop: such a policy is wrapped in
-//! [`Queued`], which turns each hook into a channel send and runs the
+//! [`OffLoop`], which turns each hook into a channel send and runs the
 //! policy on a thread of its own. [`Accounting`] itself is lock-light
 //! (atomics, a per-tool lock only on failures), so it runs directly.
 //!
@@ -150,9 +150,9 @@ mod entry;
 mod error;
 mod flights;
 mod health;
+mod off_loop;
 mod policy;
 mod quarantine;
-mod queued;
 mod registry;
 mod resolve;
 mod snapshot;
@@ -165,9 +165,9 @@ pub use changes::{ChangeSubscription, ToolListNotifier};
 pub use entry::ToolInfo;
 pub use error::RegistryError;
 pub use health::{HealthTable, ToolHealth, ToolState};
+pub use off_loop::{Drain, OffLoop};
 pub use policy::{Disabled, SourcePolicy};
 pub use quarantine::{Quarantine, QuarantineRule};
-pub use queued::{Drain, Queued};
 pub use registry::ToolRegistry;
 pub use resolve::{DisabledTool, Refusal, Resolved};
 pub use source::{Source, SourceHandle};

@@ -21,7 +21,7 @@ use crate::changes::ToolListNotifier;
 ///   must be
 ///   quick and must not block: a slow hook delays every call the loop
 ///   handles. Wrap a policy that needs to block (write to a database, send a
-///   message) in [`Queued`](crate::Queued), which moves the hooks onto a
+///   message) in [`OffLoop`](crate::OffLoop), which moves the hooks onto a
 ///   thread of their own.
 /// - [`disabled`](SourcePolicy::disabled) runs at every look-up of one of
 ///   the source's tools and for each of them when the registry lists tools:

@@ -8,7 +8,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rho_registry::{
-    Accounting, Disabled, QuarantineRule, Queued, Source, SourcePolicy, ToolRegistry,
+    Accounting, Disabled, OffLoop, QuarantineRule, Source, SourcePolicy, ToolRegistry,
 };
 use rho_tool_core::{CallEnd, TaskId, ToolCall, Watch};
 use support::{Class, QuietPanics, launch, runner, scripted, scripted_with_timeout};
@@ -201,7 +201,7 @@ async fn a_policy_that_blocks_behind_a_queue_delays_no_result() {
         accounting: Accounting::new(QuarantineRule::never()),
     });
     let _release = ReleaseOnDrop(blocking.clone());
-    let queued = Arc::new(Queued::on_thread(blocking.clone()).expect("a thread"));
+    let queued = Arc::new(OffLoop::on_thread(blocking.clone()).expect("a thread"));
     let registry = registry_with(queued.clone());
 
     run_mixed_calls(&registry).await;
@@ -258,7 +258,7 @@ fn a_drain_hands_over_events_in_order_and_survives_a_panic() {
 
     impl SourcePolicy for Log {}
     let log = Arc::new(Log(Mutex::new(Vec::new())));
-    let (queued, drain) = Queued::new(log.clone());
+    let (queued, drain) = OffLoop::new(log.clone());
     let task = some_task();
     for tool in ["one", "bad", "two"] {
         queued.started(&ToolCall::new("id", tool, serde_json::Value::Null), task);

@@ -1,6 +1,8 @@
-//! A turn of tool calls: all the calls of one model message, run side by
-//! side, with their progress live on the host's screens, their results back
-//! in the order the model asked, and a way for a person to stop it all.
+//! A turn of tool calls: all the calls of one model message, side by side
+//! where that cannot change what the model reads and in the model's order
+//! where it can, with their progress live on the host's screens, their
+//! results back in the order the model asked, and a way for a person to
+//! stop it all.
 //!
 //! `rho-tool-core` says how one call runs safely (gate in the call's task,
 //! clock after approval, kill at the deadline, panics contained, answers
@@ -14,8 +16,12 @@
 //!   [`Runner`](rho_tool_core::Runner), with an optional bound on how many
 //!   run at once. Awaiting the turn gives one [`SessionEntry`] per call, in
 //!   the model's order.
+//! - Each call's tool starts in its place in the model's order (see
+//!   below); waiting for it, like waiting for approval, is off the tool's
+//!   clock.
 //! - Events ([`TurnEvent`]: `tool_execution_start`,
-//!   `tool_execution_awaiting_approval`, `tool_execution_running`,
+//!   `tool_execution_awaiting_approval`, `tool_execution_queued`,
+//!   `tool_execution_running`,
 //!   `tool_execution_update`, `tool_execution_end`) go out on an
 //!   [`EventBus`] as things happen.
 //! - [`KeepDetails`] decides what the session keeps of each call's details;
@@ -27,6 +33,57 @@
 //! - Each call gets a `tracing` span after the OpenTelemetry GenAI
 //!   conventions (`execute_tool {tool}`, `gen_ai.tool.name`,
 //!   `gen_ai.tool.call.id`, `error.type` when it does not succeed).
+//!
+//! # The model's order
+//!
+//! A message like `[edit_file(a.rs), run_tests()]` means "edit, then test":
+//! run side by side, the tests could read the file before it is written.
+//! A turn keeps the order where it matters and nothing more, as a fair
+//! read/write lock taken in the model's order would: each tool says how
+//! its calls may overlap ([`Tool::concurrency`](rho_tool_core::Tool::concurrency)),
+//!
+//! | [`Concurrency`](rho_tool_core::Concurrency) | runs |
+//! |---|---|
+//! | `Shared` (default for a tool whose annotations say read-only) | side by side with the shared calls around it |
+//! | `Bounded(n)` | as `Shared`, and at most `n` of the tool's calls at once, across every turn of the registry |
+//! | `Exclusive` (default for any other tool) | after every earlier call of the message has ended, and before any later one starts |
+//!
+//! so `[read a, read b, write c, read d, read e]` runs the two reads
+//! together, then the write alone, then the last two reads together. What
+//! the order never holds back:
+//!
+//! - **The gate.** Each call's gate runs at once in its own task, so a
+//!   person approving sees the whole message at once; only the tool waits
+//!   for its place.
+//! - **The clock.** A call's timeout starts when its tool starts. Time spent
+//!   waiting (an earlier call, a [`Bound`](rho_registry::Bound) of the tool
+//!   or its source) is the entry's [`queued`](SessionEntry::queued), beside
+//!   [`waited`](SessionEntry::waited) for approval, and each wait that does
+//!   not answer at once is a `tool_execution_queued` event naming what it
+//!   waits for.
+//! - **An end.** Every call still ends exactly once: an abort ends waiting
+//!   calls at once with the abort text, and a call that fails does not stop
+//!   the later ones (the model reads each result) unless the host asks for
+//!   it ([`TurnRunner::with_stop_on_failure`]), in which case each later
+//!   call is answered "not run" naming the failed one.
+//!
+//! A host sets a tool's concurrency per name
+//! ([`TurnRunner::with_concurrency`]) or turns the order off
+//! ([`TurnRunner::with_ordering`]) for today's every-call-side-by-side.
+//!
+//! ## Meeting the model APIs
+//!
+//! The model APIs ask every tool call of a message to be answered, in one
+//! follow-up, before the model goes on; a turn answers every call, in the
+//! message's order, whatever ended it, so the order relation changes when
+//! tools run and never which calls are answered. The APIs also let a
+//! request say whether the model may send several calls in one message
+//! (`parallel_tool_calls` for OpenAI, `disable_parallel_tool_use` for
+//! Anthropic). The turn keeps the order whatever the switch says, so
+//! leaving it on is always safe; [`TurnRunner::runs_side_by_side`] tells
+//! whether a set of tools would all run side by side, for a host that
+//! would rather have the model read each exclusive call's result before
+//! it sends the next.
 //!
 //! # Why a turn is one future
 //!

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Concurrency, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -76,6 +76,13 @@ pub trait TypedTool: Send + Sync + 'static {
         ToolAnnotations::default()
     }
 
+    /// How the tool's calls may overlap, as [`Tool::concurrency`]. Default:
+    /// from [`annotations`](TypedTool::annotations): side by side for a
+    /// read-only tool, exclusive for any other.
+    fn concurrency(&self) -> Concurrency {
+        Concurrency::from_annotations(&self.annotations())
+    }
+
     /// The JSON Schema of the answer's details, as [`Tool::output_schema`].
     /// Default: none. A tool whose details are a type of its own can give
     /// `schemars::schema_for!(MyDetails).to_value()`.
@@ -141,6 +148,10 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn annotations(&self) -> ToolAnnotations {
         self.tool.annotations()
+    }
+
+    fn concurrency(&self) -> Concurrency {
+        self.tool.concurrency()
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

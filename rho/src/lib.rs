@@ -151,9 +151,9 @@
 
 pub use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
 pub use rho_tool_core::{
-    AnnotationGate, ApprovalRequest, Approver, CallEnd, CallHandle, Content, Executor, Gate, Image,
-    Outcome, Runner, Tool, ToolAnnotations, ToolCall, ToolContext, ToolOutput, ToolResult, Verdict,
-    async_trait,
+    AnnotationGate, ApprovalRequest, Approver, CallEnd, CallHandle, Concurrency, Content, Executor,
+    Gate, Image, Outcome, Runner, Tool, ToolAnnotations, ToolCall, ToolContext, ToolOutput,
+    ToolResult, Verdict, async_trait,
 };
 pub use rho_turn::{
     KeepDetails, OutputCap, SessionEntry, Subscriber, Turn, TurnEvent, TurnRunner, Typed, TypedTool,
@@ -185,9 +185,9 @@ pub use rho_untrusted::Plain;
 pub mod prelude {
     pub use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
     pub use rho_tool_core::{
-        AnnotationGate, ApprovalRequest, Approver, CallEnd, Content, Executor, Gate, Image,
-        Outcome, Tool, ToolAnnotations, ToolCall, ToolContext, ToolOutput, ToolResult, Verdict,
-        async_trait,
+        AnnotationGate, ApprovalRequest, Approver, CallEnd, Concurrency, Content, Executor, Gate,
+        Image, Outcome, Tool, ToolAnnotations, ToolCall, ToolContext, ToolOutput, ToolResult,
+        Verdict, async_trait,
     };
     pub use rho_turn::{
         KeepDetails, OutputCap, SessionEntry, Subscriber, TurnEvent, Typed, TypedTool,
@@ -199,8 +199,9 @@ pub mod prelude {
 /// what the model reads.
 pub mod tool {
     pub use rho_tool_core::{
-        AnswerError, Audio, ClockPause, Content, EmbeddedResource, Image, ResourceContents,
-        ResourceLink, Tool, ToolAnnotations, ToolContext, ToolOutput, ToolResult, async_trait,
+        AnswerError, Audio, ClockPause, Concurrency, Content, EmbeddedResource, Image,
+        ResourceContents, ResourceLink, Tool, ToolAnnotations, ToolContext, ToolOutput, ToolResult,
+        async_trait,
     };
     pub use rho_turn::{Typed, TypedTool, schemars};
 }
@@ -209,8 +210,8 @@ pub mod tool {
 /// ended.
 pub mod call {
     pub use rho_tool_core::{
-        AbortHandle, AwaitingApproval, CallEnd, CallEvent, CallHandle, Outcome, Runner, Running,
-        Start, TaskId, ToolCall, Update, Watch,
+        AbortHandle, AwaitingApproval, CallEnd, CallEvent, CallHandle, Outcome, Queued, Runner,
+        Running, Start, TaskId, ToolCall, Update, Wait, WaitingFor, Watch,
     };
 }
 
@@ -227,8 +228,8 @@ pub mod gate {
 /// told, accounting and quarantine.
 pub mod registry {
     pub use rho_registry::{
-        Accounting, ChangeSubscription, Disabled, DisabledTool, Drain, HealthTable, Quarantine,
-        QuarantineRule, Queued, Refusal, RegistryError, Resolved, Source, SourceHandle,
+        Accounting, Bound, ChangeSubscription, Disabled, DisabledTool, Drain, HealthTable, OffLoop,
+        Quarantine, QuarantineRule, Refusal, RegistryError, Resolved, Source, SourceHandle,
         SourcePolicy, ToolHealth, ToolInfo, ToolListNotifier, ToolRegistry, ToolState,
     };
 }
@@ -238,9 +239,9 @@ pub mod registry {
 pub mod turn {
     pub use rho_turn::{
         ArgumentError, CallRef, EventBus, EventStream, ExecutionAwaitingApproval, ExecutionEnd,
-        ExecutionRunning, ExecutionStart, ExecutionUpdate, Failure, KeepDetails, KeepFn, OutputCap,
-        SchemaCache, SessionEntry, Subscriber, SubscriberId, Subscription, Turn, TurnAbort,
-        TurnEvent, TurnId, TurnRunner, WeakTurnRunner, json_size,
+        ExecutionQueued, ExecutionRunning, ExecutionStart, ExecutionUpdate, Failure, KeepDetails,
+        KeepFn, OutputCap, SchemaCache, SessionEntry, Subscriber, SubscriberId, Subscription, Turn,
+        TurnAbort, TurnEvent, TurnId, TurnRunner, WeakTurnRunner, json_size,
     };
 }
 

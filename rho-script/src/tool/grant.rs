@@ -193,6 +193,11 @@ impl GrantSet {
         self.grants.iter().find(|grant| &*grant.name == name)
     }
 
+    /// Whether no host function is granted.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.grants.is_empty()
+    }
+
     /// The names, for the sandbox to install as `rho.<name>`.
     pub(crate) fn names(&self) -> Arc<[Arc<str>]> {
         self.grants

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rho_tool_core::{Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Concurrency, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 use serde_json::{Value, json};
 
 use crate::code::CodeMode;
@@ -139,6 +139,10 @@ impl Tool for RunScript {
 
     fn timeout(&self) -> Duration {
         self.runs.timeout
+    }
+
+    fn concurrency(&self) -> Concurrency {
+        self.runs.concurrency()
     }
 
     fn is_untrusted(&self) -> bool {

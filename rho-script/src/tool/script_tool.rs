@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use std::task::{Context, Poll};
 
-use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::{Concurrency, Tool, ToolContext, ToolOutput, async_trait};
 
 use crate::code::{CodeCalls, CodeMode};
 use crate::sandbox::{
@@ -133,6 +133,10 @@ impl Tool for ScriptTool {
         true
     }
 
+    fn concurrency(&self) -> Concurrency {
+        self.runs.concurrency()
+    }
+
     async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
         self.runs
             .run(
@@ -168,6 +172,18 @@ impl Runs {
             grants: GrantSet::default(),
             code: None,
             pool: pool.clone(),
+        }
+    }
+
+    /// How calls of a script may overlap: a script that reaches nothing
+    /// beyond its fresh sandbox cannot change what another call reads, so
+    /// it runs side by side; one with a host function or code mode may
+    /// write through them, so it keeps the model's order.
+    pub(crate) fn concurrency(&self) -> Concurrency {
+        if self.grants.is_empty() && self.code.is_none() {
+            Concurrency::Shared
+        } else {
+            Concurrency::Exclusive
         }
     }
 

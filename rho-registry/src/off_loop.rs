@@ -1,4 +1,4 @@
-//! `Queued`: a policy whose hooks run off the loop, for a source that is
+//! `OffLoop`: a policy whose hooks run off the loop, for a source that is
 //! slow to hear about calls.
 
 use std::fmt;
@@ -23,7 +23,7 @@ use crate::policy::{Disabled, SourcePolicy};
 ///
 /// The inner policy gets each end with the result's text only: images,
 /// other media and details stay with the loop, which would otherwise copy
-/// them (in the loop, where `Queued` exists to spare it work) for a policy
+/// them (in the loop, where `OffLoop` exists to spare it work) for a policy
 /// that counts and keeps a last error.
 ///
 /// The inner policy hears of each end a little later than the loop does;
@@ -34,21 +34,21 @@ use crate::policy::{Disabled, SourcePolicy};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use rho::registry::Queued;
+/// use rho::registry::OffLoop;
 /// use rho::{Accounting, Source};
 ///
 /// let accounting = Arc::new(Accounting::default());
-/// let queued = Queued::on_thread(accounting.clone()).expect("a thread");
-/// let source = Source::untrusted("agent-written").with_policy(Arc::new(queued));
+/// let off_loop = OffLoop::on_thread(accounting.clone()).expect("a thread");
+/// let source = Source::untrusted("agent-written").with_policy(Arc::new(off_loop));
 /// # let _ = source;
 /// ```
-pub struct Queued {
+pub struct OffLoop {
     inner: Arc<dyn SourcePolicy>,
     sender: Sender<Event>,
     pending: Arc<AtomicUsize>,
 }
 
-/// Hands a [`Queued`] policy's events to the inner policy. Runs wherever the
+/// Hands a [`OffLoop`] policy's events to the inner policy. Runs wherever the
 /// host likes: [`run`](Drain::run) on a thread of its own, or
 /// [`drain`](Drain::drain) now and then.
 pub struct Drain {
@@ -63,7 +63,7 @@ enum Event {
     Ended(Box<CallEnd>),
 }
 
-impl Queued {
+impl OffLoop {
     /// `inner` behind a queue, and the drain that empties it.
     pub fn new(inner: Arc<dyn SourcePolicy>) -> (Self, Drain) {
         let (sender, receiver) = channel();
@@ -82,7 +82,7 @@ impl Queued {
     }
 
     /// `inner` behind a queue drained by a thread of its own (named
-    /// `rho-registry-queue`), which ends once this `Queued` is dropped and
+    /// `rho-registry-queue`), which ends once this `OffLoop` is dropped and
     /// the queue is empty.
     ///
     /// # Errors
@@ -110,7 +110,7 @@ impl Queued {
     }
 }
 
-impl Watch for Queued {
+impl Watch for OffLoop {
     /// Queues the call without its arguments: they may be large, and the
     /// loop copies what it queues (the end likewise keeps only its text).
     fn started(&self, call: &ToolCall, task: TaskId) {
@@ -126,7 +126,7 @@ impl Watch for Queued {
     }
 }
 
-impl SourcePolicy for Queued {
+impl SourcePolicy for OffLoop {
     fn disabled(&self, tool: &str) -> Option<Disabled> {
         self.inner.disabled(tool)
     }
@@ -159,7 +159,7 @@ fn text_only(end: &CallEnd) -> CallEnd {
 
 impl Drain {
     /// Hands events to the inner policy as they come, until every sender
-    /// (the [`Queued`]) is gone and the queue is empty. Blocks: run it on a
+    /// (the [`OffLoop`]) is gone and the queue is empty. Blocks: run it on a
     /// thread of its own.
     pub fn run(self) {
         while let Ok(event) = self.receiver.recv() {
@@ -192,9 +192,9 @@ impl Drain {
     }
 }
 
-impl fmt::Debug for Queued {
+impl fmt::Debug for OffLoop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Queued")
+        f.debug_struct("OffLoop")
             .field("pending", &self.pending())
             .finish_non_exhaustive()
     }
@@ -232,13 +232,13 @@ mod tests {
 
     impl SourcePolicy for Keep {}
 
-    /// The loop copies only the end's text for a queued policy: a megabyte
+    /// The loop copies only the end's text for an off-loop policy: a megabyte
     /// image and the details stay with the loop, and the rest of the end
     /// arrives as it was.
     #[test]
     fn the_inner_policy_gets_the_ends_text_without_images_or_details() {
         let keep = Arc::new(Keep::default());
-        let (queued, drain) = Queued::new(keep.clone());
+        let (queued, drain) = OffLoop::new(keep.clone());
         let picture = Image::new("image/png", vec![7; 1 << 20]);
         let result = ToolResult::from_content(
             [
