@@ -228,12 +228,16 @@ impl Drop for Running {
     fn drop(&mut self) {
         let log = &self.log;
         let ended = log.next();
-        let mut runs = log.runs.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(run) = runs
-            .iter_mut()
-            .find(|run| run.turn == self.turn && run.index == self.index)
+        // One lock at a time: `begin` takes `running` before `runs`, so
+        // holding `runs` while taking `running` would deadlock with it.
         {
-            run.ended = Some(ended);
+            let mut runs = log.runs.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(run) = runs
+                .iter_mut()
+                .find(|run| run.turn == self.turn && run.index == self.index)
+            {
+                run.ended = Some(ended);
+            }
         }
         let mut running = log.running.lock().unwrap_or_else(PoisonError::into_inner);
         for key in [self.tool, "source"] {
