@@ -5,6 +5,7 @@ use std::future::Future;
 
 use async_trait::async_trait;
 
+use crate::allowance::Allowance;
 use crate::annotations::ToolAnnotations;
 use crate::call::ToolCall;
 use crate::tool::Tool;
@@ -12,14 +13,17 @@ use crate::tool::Tool;
 /// What a gate decided about a call: allow it, ask someone, or deny it.
 ///
 /// The one allow/ask/deny type of rho: a [`Gate`] returns it, an
-/// [`Approver`](crate::Approver) answers with it, and the rules of an
+/// [`Approver`](crate::Approver) answers with it (and may ask that its
+/// allow be remembered, [`Verdict::Remember`]), and the rules of an
 /// [`AnnotationGate`](crate::AnnotationGate) (and so the MCP proxy's
 /// policy) are written in it.
 ///
 /// [`Ask`](Verdict::Ask) hands the call to the runner's approver
 /// ([`Runner::with_approver`](crate::Runner::with_approver)), still inside
 /// the call's task and before any clock runs; the approver's answer
-/// decides. Without an approver, a call that needs one is denied with a
+/// decides. A call one of the runner's remembered
+/// [`Allowances`](crate::Allowances) covers is allowed without asking.
+/// Without an approver, a call that needs one is denied with a
 /// text that says so. Written `"allow"`, `"ask"` or `"deny"` where a
 /// configuration names one ([`as_str`](Verdict::as_str)).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -36,6 +40,13 @@ pub enum Verdict {
         /// Why, in words for the model.
         reason: String,
     },
+    /// Run the tool, and allow the calls the [`Allowance`] covers from now
+    /// on without asking: "allow for the rest of this session". The
+    /// runner keeps it in its [`Allowances`](crate::Allowances) when it
+    /// could cover a call of the tool asked about (it names that tool, and
+    /// the store lets it cover the tool if the tool is destructive); the
+    /// call itself is allowed either way. Written `"allow"`.
+    Remember(Allowance),
 }
 
 impl Verdict {
@@ -57,16 +68,21 @@ impl Verdict {
     /// configuration or a log.
     pub fn as_str(&self) -> &'static str {
         match self {
-            Self::Allow => "allow",
+            Self::Allow | Self::Remember(_) => "allow",
             Self::Ask { .. } => "ask",
             Self::Deny { .. } => "deny",
         }
     }
 
+    /// Whether the call may run: an allow, remembered or not.
+    pub fn allows(&self) -> bool {
+        matches!(self, Self::Allow | Self::Remember(_))
+    }
+
     /// The reason of an ask or a denial; `None` for an allow.
     pub fn reason(&self) -> Option<&str> {
         match self {
-            Self::Allow => None,
+            Self::Allow | Self::Remember(_) => None,
             Self::Ask { reason } | Self::Deny { reason } => Some(reason),
         }
     }
@@ -180,7 +196,10 @@ impl ApprovalRequest {
 /// calls), and a panic in it ends the call as crashed, never the loop. A
 /// denial's reason reaches the model, after "not approved: ". An approver
 /// that answers [`Verdict::Ask`] has not decided: the call is denied, and
-/// the text says so.
+/// the text says so. One that answers [`Verdict::Remember`] allows the
+/// call and the calls the allowance covers from then on: it is not asked
+/// about those (see [`Allowance::prefix_of`] for "allow `git status` for
+/// the session").
 ///
 /// Implemented for every `Fn(ApprovalRequest) -> impl Future<Output =
 /// Verdict>` that is `Send + Sync` with a `Send` future, so a closure

@@ -67,6 +67,7 @@
 //! }
 //! ```
 
+mod allowance;
 mod annotations;
 mod approval;
 mod call;
@@ -87,6 +88,7 @@ mod start;
 mod tool;
 mod watch;
 
+pub use allowance::{Allowance, AllowanceId, AllowanceScope, Allowances, DestructiveTools};
 pub use annotations::ToolAnnotations;
 pub use approval::{
     AnnotationGate, DecidedBy, GateConfig, GlobError, Match, Rule, Ruling, ToolGlob,

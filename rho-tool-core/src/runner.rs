@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rho_untrusted::{Caught, Limits, Phase, call_contained};
 
+use crate::allowance::Allowances;
 use crate::call::{TaskId, ToolCall};
 use crate::contain::Contained;
 use crate::executor::Executor;
@@ -62,6 +63,8 @@ pub(crate) struct Parts {
     pub(crate) max_clock_pause: Duration,
     /// How long the approver has to answer, if the host bounds it.
     pub(crate) approval_deadline: Option<Duration>,
+    /// What approvers asked to be remembered; checked before asking.
+    pub(crate) allowances: Allowances,
 }
 
 /// Starts calls on an executor, with a gate, a watch and answer limits.
@@ -91,6 +94,7 @@ impl<E: fmt::Debug> fmt::Debug for Runner<E> {
             .field("watch", &self.parts.watch.is_some())
             .field("limits", &self.parts.limits)
             .field("max_clock_pause", &self.parts.max_clock_pause)
+            .field("allowances", &self.parts.allowances)
             .finish_non_exhaustive()
     }
 }
@@ -108,6 +112,7 @@ impl<E: Executor> Runner<E> {
                 timer: Arc::new(ExecutorTimer(executor.clone())),
                 max_clock_pause: ClockPause::DEFAULT_MAX,
                 approval_deadline: None,
+                allowances: Allowances::new(),
             }),
             executor,
         }
@@ -137,6 +142,20 @@ impl<E: Executor> Runner<E> {
     pub fn with_approval_deadline(mut self, deadline: Duration) -> Self {
         Arc::make_mut(&mut self.parts).approval_deadline = Some(deadline);
         self
+    }
+
+    /// Keeps what approvers ask to be remembered
+    /// ([`Verdict::Remember`]) in `allowances`, and allows without asking
+    /// a call one of them covers (default: a store of its own, empty).
+    /// Clones of the store share it: keep one to list and revoke.
+    pub fn with_allowances(mut self, allowances: Allowances) -> Self {
+        Arc::make_mut(&mut self.parts).allowances = allowances;
+        self
+    }
+
+    /// The allowances it keeps and checks, shared with its clones.
+    pub fn allowances(&self) -> &Allowances {
+        &self.parts.allowances
     }
 
     /// Tells `watch` of every call's task and how it ended.
@@ -302,6 +321,15 @@ fn run_call(
             {
                 let asking = match gating.await {
                     Ok(Verdict::Allow) => None,
+                    Ok(Verdict::Remember(allowance)) => {
+                        if let Err(caught) = remember(allowance, tool.as_ref(), &notice) {
+                            break 'call TaskEnd::Panicked {
+                                phase: Phase::Gate,
+                                caught: *caught,
+                            };
+                        }
+                        None
+                    }
                     Ok(Verdict::Deny { reason }) => break 'call TaskEnd::Denied(reason),
                     // Boxed: asking someone is the rare path, and its state
                     // (the request) would otherwise be part of every call's
@@ -394,19 +422,7 @@ fn run_call(
 /// it allows the call, else how the call ends. Still the gate's phase: a
 /// panic here (the tool's annotations, the approver) is the gate's.
 async fn ask(call: &ToolCall, tool: &dyn Tool, notice: &Notice, reason: String) -> Option<TaskEnd> {
-    let Some(approver) = &notice.parts.approver else {
-        return Some(TaskEnd::Denied(format!(
-            "it needs approval ({reason}) and no approver is set"
-        )));
-    };
-    let facts = call_contained(|| {
-        (
-            tool.name().to_owned(),
-            tool.annotations(),
-            tool.is_untrusted(),
-        )
-    });
-    let (name, annotations, untrusted) = match facts {
+    let (name, annotations, untrusted) = match facts(tool) {
         Ok(facts) => facts,
         Err(caught) => {
             return Some(TaskEnd::Panicked {
@@ -415,9 +431,24 @@ async fn ask(call: &ToolCall, tool: &dyn Tool, notice: &Notice, reason: String) 
             });
         }
     };
+    // A question answered before: asked of nobody, and not dependent on
+    // there being anyone to ask.
+    let believed = believed(&annotations, untrusted);
+    let allowances = &notice.parts.allowances;
+    if allowances
+        .covering(&name, &call.arguments, &believed)
+        .is_some()
+    {
+        return None;
+    }
+    let Some(approver) = &notice.parts.approver else {
+        return Some(TaskEnd::Denied(format!(
+            "it needs approval ({reason}) and no approver is set"
+        )));
+    };
     let request = ApprovalRequest {
         call_id: call.id.clone(),
-        tool: name,
+        tool: name.clone(),
         arguments: call.arguments.clone(),
         annotations,
         untrusted,
@@ -453,6 +484,10 @@ async fn ask(call: &ToolCall, tool: &dyn Tool, notice: &Notice, reason: String) 
     };
     match answer {
         Ok(Verdict::Allow) => None,
+        Ok(Verdict::Remember(allowance)) => {
+            allowances.remember(allowance, &name, &believed);
+            None
+        }
         Ok(Verdict::Deny { reason }) => Some(TaskEnd::Denied(format!("not approved: {reason}"))),
         Ok(Verdict::Ask { reason }) => Some(TaskEnd::Denied(format!(
             "not approved: the approver asked again instead of deciding ({reason})"
@@ -462,6 +497,41 @@ async fn ask(call: &ToolCall, tool: &dyn Tool, notice: &Notice, reason: String) 
             caught: *caught,
         }),
     }
+}
+
+/// The tool's name, annotations and trust, read in the gate's phase.
+fn facts(tool: &dyn Tool) -> Result<(String, crate::ToolAnnotations, bool), Caught> {
+    call_contained(|| {
+        (
+            tool.name().to_owned(),
+            tool.annotations(),
+            tool.is_untrusted(),
+        )
+    })
+}
+
+/// The annotations as rho believes them: an untrusted tool's hints are
+/// its own claims, read as absent.
+fn believed(annotations: &crate::ToolAnnotations, untrusted: bool) -> crate::ToolAnnotations {
+    if untrusted {
+        annotations.without_hints()
+    } else {
+        annotations.clone()
+    }
+}
+
+/// Keeps an allowance a gate answered with, if it could cover the tool.
+fn remember(
+    allowance: crate::Allowance,
+    tool: &dyn Tool,
+    notice: &Notice,
+) -> Result<(), Box<Caught>> {
+    let (name, annotations, untrusted) = facts(tool).map_err(Box::new)?;
+    notice
+        .parts
+        .allowances
+        .remember(allowance, &name, &believed(&annotations, untrusted));
+    Ok(())
 }
 
 /// Waits for each of the call's waits in turn, telling the loop of each
@@ -586,6 +656,7 @@ mod tests {
             timer: Arc::new(NoTimer),
             max_clock_pause: ClockPause::DEFAULT_MAX,
             approval_deadline: None,
+            allowances: Allowances::new(),
         });
         let call = ToolCall::new("call-1", "idle", serde_json::Value::Null);
         let notice = Notice::new(

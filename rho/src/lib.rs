@@ -34,6 +34,7 @@
 //! | gate | [`Gate`] | the check before a tool runs; it answers a [`Verdict`] |
 //! | approver | [`Approver`] | who decides a call the gate asks about (a person, usually); the runner's |
 //! | annotation gate | [`AnnotationGate`] | a ready gate: rules on names and annotations |
+//! | allowance | [`Allowance`], [`Allowances`] | an approval remembered for the session (a tool, its arguments, a command prefix); the runner's store, checked before anyone is asked |
 //! | runner | [`Runner`] | starts one call on an executor: `runner.start(call, what)`, the one way |
 //! | start | [`call::Start`] | what a call starts with: a tool, a registry's look-up, or a refusal |
 //! | call handle | [`CallHandle`] | a call in flight: events, abort, and its end |
@@ -151,9 +152,9 @@
 
 pub use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
 pub use rho_tool_core::{
-    AnnotationGate, ApprovalRequest, Approver, CallEnd, CallHandle, Concurrency, Content, Executor,
-    Gate, Image, Outcome, Runner, Tool, ToolAnnotations, ToolCall, ToolContext, ToolOutput,
-    ToolResult, Verdict, async_trait,
+    Allowance, Allowances, AnnotationGate, ApprovalRequest, Approver, CallEnd, CallHandle,
+    Concurrency, Content, Executor, Gate, Image, Outcome, Runner, Tool, ToolAnnotations, ToolCall,
+    ToolContext, ToolOutput, ToolResult, Verdict, async_trait,
 };
 pub use rho_turn::{
     KeepDetails, OutputCap, SessionEntry, Subscriber, Turn, TurnEvent, TurnRunner, Typed, TypedTool,
@@ -185,9 +186,9 @@ pub use rho_untrusted::Plain;
 pub mod prelude {
     pub use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
     pub use rho_tool_core::{
-        AnnotationGate, ApprovalRequest, Approver, CallEnd, Concurrency, Content, Executor, Gate,
-        Image, Outcome, Tool, ToolAnnotations, ToolCall, ToolContext, ToolOutput, ToolResult,
-        Verdict, async_trait,
+        Allowance, Allowances, AnnotationGate, ApprovalRequest, Approver, CallEnd, Concurrency,
+        Content, Executor, Gate, Image, Outcome, Tool, ToolAnnotations, ToolCall, ToolContext,
+        ToolOutput, ToolResult, Verdict, async_trait,
     };
     pub use rho_turn::{
         KeepDetails, OutputCap, SessionEntry, Subscriber, TurnEvent, Typed, TypedTool,
@@ -215,12 +216,13 @@ pub mod call {
     };
 }
 
-/// Gates: the check before a tool runs, and the ready gate that decides by
-/// tool annotations.
+/// Gates: the check before a tool runs, the ready gate that decides by
+/// tool annotations, and the approvals a runner remembers.
 pub mod gate {
     pub use rho_tool_core::{
-        AllowAll, AnnotationGate, ApprovalRequest, Approver, DecidedBy, Gate, GateConfig,
-        GlobError, Match, Rule, Ruling, ToolGlob, Verdict,
+        AllowAll, Allowance, AllowanceId, AllowanceScope, Allowances, AnnotationGate,
+        ApprovalRequest, Approver, DecidedBy, DestructiveTools, Gate, GateConfig, GlobError, Match,
+        Rule, Ruling, ToolGlob, Verdict,
     };
 }
 

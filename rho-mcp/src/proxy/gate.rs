@@ -149,13 +149,13 @@ impl Approver for Recorded {
         // a denial ends with it, so the model learns which rule asked.
         let asked = request.reason.clone();
         let verdict = match self.asks.approve(request).await {
-            Verdict::Allow => Verdict::Allow,
+            allows @ (Verdict::Allow | Verdict::Remember(_)) => allows,
             Verdict::Deny { reason } | Verdict::Ask { reason } => {
                 Verdict::deny(format!("{reason} ({asked})"))
             }
         };
         self.decisions.update(&call_id, |decision| {
-            decision.approved = Some(verdict == Verdict::Allow);
+            decision.approved = Some(verdict.allows());
             // As the runner words it for the model.
             decision.denial = verdict
                 .reason()
@@ -182,7 +182,7 @@ impl Gate for PolicyGate {
             None => format!("{what} ({because})"),
         };
         let verdict = match ruling.decided() {
-            Verdict::Allow => Verdict::Allow,
+            allows @ (Verdict::Allow | Verdict::Remember(_)) => allows.clone(),
             Verdict::Deny { .. } => {
                 Verdict::deny(why(&format!("the proxy's policy denies calls of `{name}`")))
             }
@@ -199,7 +199,7 @@ impl Gate for PolicyGate {
                 action: verdict.as_str(),
                 asked,
                 // An ask's answer is the approver's to record.
-                approved: (!asked).then_some(verdict == Verdict::Allow),
+                approved: (!asked).then_some(verdict.allows()),
                 denial: match &verdict {
                     Verdict::Deny { reason } => Some(reason.clone()),
                     _ => None,

@@ -142,7 +142,7 @@ impl<G: Gate> Gate for GrantGate<G> {
         let also = match &verdict {
             Verdict::Deny { .. } => return verdict,
             Verdict::Ask { reason } if !reason.is_empty() => format!(" (and: {reason})"),
-            Verdict::Ask { .. } | Verdict::Allow => String::new(),
+            Verdict::Ask { .. } | Verdict::Allow | Verdict::Remember(_) => String::new(),
         };
         let grant: Grant = match serde_json::from_value(asked.clone()) {
             Ok(grant) => grant,
@@ -162,13 +162,21 @@ impl<G: Gate> Gate for GrantGate<G> {
         request.untrusted = tool.is_untrusted();
         request.reason = reason;
         match self.grants.approver.approve(request).await {
-            Verdict::Allow => {
+            answer @ (Verdict::Allow | Verdict::Remember(_)) => {
                 self.grants.record(Approved {
                     call_id: call.id.clone(),
                     tool: tool.name().to_owned(),
                     grant,
                 });
-                Verdict::Allow
+                // A grant is for this call only; what is remembered is the
+                // runner's to keep (and no allowance by command covers a
+                // call that asks for a grant), the approver's first.
+                match (answer, verdict) {
+                    (remember @ Verdict::Remember(_), _) | (_, remember @ Verdict::Remember(_)) => {
+                        remember
+                    }
+                    _ => Verdict::Allow,
+                }
             }
             Verdict::Deny { reason } => {
                 Verdict::deny(format!("more access was not approved: {reason}"))

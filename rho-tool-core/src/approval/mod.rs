@@ -294,7 +294,7 @@ impl<'a> Ruling<'a> {
     /// it, and why.
     pub fn verdict(&self) -> Verdict {
         match self.decided {
-            Verdict::Allow => Verdict::Allow,
+            allows @ (Verdict::Allow | Verdict::Remember(_)) => allows.clone(),
             Verdict::Ask { .. } => Verdict::ask(self.why()),
             Verdict::Deny { .. } => {
                 Verdict::deny(format!("the approval policy denies it: {}", self.why()))

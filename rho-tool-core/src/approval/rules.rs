@@ -394,7 +394,7 @@ impl Rule {
     #[must_use]
     pub fn because(mut self, reason: impl Into<String>) -> Self {
         match &mut self.verdict {
-            Verdict::Allow => {}
+            Verdict::Allow | Verdict::Remember(_) => {}
             Verdict::Ask { reason: slot } | Verdict::Deny { reason: slot } => {
                 *slot = reason.into();
             }
