@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rho_registry::{Bound, ToolRegistry};
 use rho_tool_core::{
-    Approver, Concurrency, Executor, Gate, Runner, ToolCall, ToolContext, WaitingFor,
+    Allowances, Approver, Concurrency, Executor, Gate, Runner, ToolCall, ToolContext, WaitingFor,
 };
 
 use crate::bus::EventBus;
@@ -136,6 +136,22 @@ impl<E: Executor> TurnRunner<E> {
         self.change(|config| {
             config.runner = config.runner.clone().with_approval_deadline(deadline);
         })
+    }
+
+    /// Keeps the approvals approvers ask to be remembered in `allowances`
+    /// and allows without asking the calls they cover (default: a store of
+    /// this runner's own, shared by its clones); see
+    /// [`Runner::with_allowances`]. Give two turn runners one store for
+    /// one session across them.
+    pub fn with_allowances(self, allowances: Allowances) -> Self {
+        self.change(|config| config.runner = config.runner.clone().with_allowances(allowances))
+    }
+
+    /// The approvals remembered for this session: list them to show a
+    /// person, revoke one, clear them all. Shared with every clone of
+    /// this runner and with the [`Runner`] it starts calls on.
+    pub fn allowances(&self) -> &Allowances {
+        self.config.runner.allowances()
     }
 
     /// Runs calls of `tool` as `concurrency` says, whatever the tool says

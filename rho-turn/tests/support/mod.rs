@@ -13,7 +13,8 @@ use std::time::Duration;
 use rho_exec_tokio::TokioExecutor;
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
 use rho_tool_core::{
-    Concurrency, Executor, Gate, Tool, ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
+    Concurrency, Executor, Gate, Tool, ToolAnnotations, ToolCall, ToolContext, ToolOutput, Verdict,
+    async_trait,
 };
 use rho_turn::{Subscription, TurnEvent, TurnRunner};
 use serde_json::{Value, json};
@@ -83,6 +84,8 @@ pub struct FnTool<F> {
     /// Side by side unless a test says otherwise: most tests here are of
     /// calls that overlap; the order's own tests choose per tool.
     pub concurrency: Concurrency,
+    /// None by default: destructive, as MCP reads absent hints.
+    pub annotations: ToolAnnotations,
     pub run: F,
 }
 
@@ -96,6 +99,7 @@ where
         parameters: json!({ "type": "object" }),
         timeout: Duration::from_secs(60),
         concurrency: Concurrency::Shared,
+        annotations: ToolAnnotations::new(),
         run,
     }
 }
@@ -113,6 +117,11 @@ impl<F> FnTool<F> {
 
     pub fn with_concurrency(mut self, concurrency: Concurrency) -> Self {
         self.concurrency = concurrency;
+        self
+    }
+
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
         self
     }
 }
@@ -137,6 +146,9 @@ where
     }
     fn concurrency(&self) -> Concurrency {
         self.concurrency
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        self.annotations.clone()
     }
     async fn run(&self, arguments: Value, context: ToolContext) -> ToolOutput {
         (self.run)(arguments, context).await
