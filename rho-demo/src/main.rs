@@ -1,6 +1,6 @@
 //! rho's demo: a scripted session of tool calls, printed live.
 //!
-//! Eleven model messages, each run as one turn of `rho-turn`: the first has
+//! Twelve model messages, each run as one turn of `rho-turn`: the first has
 //! one call of each kind a host meets (a gate that waits about a second for
 //! a person while the others run, a build that reports progress and is
 //! killed at its timeout, an agent-written tool that panics with a custom
@@ -24,7 +24,9 @@
 //! deadline. In the eleventh the model's shell commands run confined by the
 //! kernel: one reads a private key and `/etc/shadow`, one connects out,
 //! both denied with texts that say so, while the third runs in the
-//! workspace. The session keeps details of at most 120 bytes; the health
+//! workspace. In the twelfth the model edits a file and runs the tests in
+//! one message: the tests wait for the edit, off their clock, and see it.
+//! The session keeps details of at most 120 bytes; the health
 //! table of the agent's tools closes the run.
 //!
 //! `cargo run -p rho-demo` prints readable lines; `-- --json` prints one JSON
@@ -92,11 +94,12 @@ const KEEP: KeepDetails = KeepDetails::MaxBytes(120);
 
 /// rho's demo: a scripted session of tool calls, printed live.
 ///
-/// Eleven model messages, each run as one turn: gates that wait, deny or
+/// Twelve model messages, each run as one turn: gates that wait, deny or
 /// are interrupted, tools that report progress, time out, panic, are
 /// quarantined, written by the model in JavaScript, run as one program
 /// (code mode), imported over MCP, or shell commands confined by the
-/// kernel. About four seconds.
+/// kernel, and an edit the tests of the same message wait for. About
+/// five seconds.
 #[derive(Debug, Parser)]
 #[command(
     name = "rho-demo",

@@ -1,4 +1,4 @@
-//! The scripted session: the registry, the gate, and eight model messages.
+//! The scripted session: the registry, the gate, and twelve model messages.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -403,6 +403,28 @@ pub(crate) fn run_session(runtime: &dyn Runtime, accounting: &Accounting, printe
                 "shell",
                 json!({ "command": "wc -l notes.md && echo done >> notes.md" }),
             ),
+        ],
+        None,
+    );
+    play(
+        printer,
+        "turn 12: the model reads, edits a file, runs the tests and reads again, in one message",
+        vec![
+            call("call-33", "read_file", json!({ "path": "src/lib.rs" })),
+            // The edit takes a while; the tests must see it, so they wait
+            // for it (the shell is exclusive), and the reads around them
+            // keep the model's order too.
+            call(
+                "call-34",
+                "shell",
+                json!({ "command": "sleep 0.3 && sed -i 's/ship the/shipped the/' notes.md" }),
+            ),
+            call(
+                "call-35",
+                "shell",
+                json!({ "command": "grep -q 'shipped the' notes.md && echo 'test notes::shipped ... ok'" }),
+            ),
+            call("call-36", "read_file", json!({ "path": "src/main.rs" })),
         ],
         None,
     );
