@@ -96,6 +96,8 @@ pub(crate) enum Figure {
     Confine,
     /// 16: rho's MCP servers scaled out behind nginx, one killed.
     McpScale,
+    /// 17: what keeping the model's order costs a turn.
+    Order,
 }
 
 /// The hidden subcommands: one piece of the harness in a process of its

@@ -17,7 +17,8 @@
 //! script tools `script` (figures 7 to 12) or some of `script_call`
 //! (7 and 8), `script_stop` (9), `script_memory` (10), `code` (11 and
 //! 12); for MCP `mcp_server` (13), `mcp_proxy` (14) and `mcp_scale`
-//! (16); `confine` (15)).
+//! (16); `confine` (15); `order` (17), what keeping the model's order
+//! costs a turn).
 //!
 //! # How it measures
 //!
@@ -212,6 +213,7 @@ mod mcp_scale;
 mod mcp_server;
 mod memory;
 mod nginx;
+mod order;
 mod percall;
 mod plain;
 mod registry;
@@ -304,6 +306,11 @@ pub(crate) struct Config {
     mcp_scale_rounds: usize,
     /// Calls of the run in which a server is killed (figure 16).
     mcp_scale_kill_calls: usize,
+    /// Turns of 100 side-by-side calls per side per round, a tenth as many
+    /// of exclusive ones (figure 17).
+    order_turns: usize,
+    /// Rounds of each side (figure 17).
+    order_rounds: usize,
 }
 
 impl Config {
@@ -341,6 +348,8 @@ impl Config {
             mcp_scale_calls: 10_000,
             mcp_scale_rounds: 5,
             mcp_scale_kill_calls: 10_000,
+            order_turns: 500,
+            order_rounds: 9,
         }
     }
 
@@ -378,6 +387,8 @@ impl Config {
             mcp_scale_calls: 500,
             mcp_scale_rounds: 2,
             mcp_scale_kill_calls: 1_000,
+            order_turns: 10,
+            order_rounds: 2,
         }
     }
 }
@@ -501,6 +512,10 @@ fn run_on<B: Bench>(
     if wants(Figure::Registry) {
         step("registry");
         registry::run(&bench, config, report);
+    }
+    if wants(Figure::Order) {
+        step("a turn's order: 100 calls side by side, ordered and not");
+        order::run(&bench, config, report);
     }
     if wants(Figure::Script) || wants(Figure::ScriptCall) {
         step("script call: rho, the bare engine, node -e");
