@@ -90,29 +90,30 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
     let ordered = TurnRunner::new(bench.executor(), registry.clone());
     let unordered = ordered.clone().with_ordering(false);
 
-    let turns = config.order_turns;
-    let mut shared = [Vec::new(), Vec::new()];
-    let mut exclusive = [Vec::new(), Vec::new()];
-    // Round 0 warms both sides up and is not counted.
-    for round in 0..=config.order_rounds {
-        for which in Which::order(round) {
-            let runner = match which {
-                Which::Rho => &ordered,
-                Which::Floor => &unordered,
-            };
-            let side_by_side = per_call(bench, runner, "read", turns);
-            // A tenth as many: each of these calls waits for the one
-            // before it, some fifty times as long.
-            let one_by_one = per_call(bench, runner, "write", turns.div_ceil(10));
-            if round > 0 {
-                shared[which as usize].push(side_by_side);
-                exclusive[which as usize].push(one_by_one);
+    // Each kind in rounds of its own: measured in one round, the side that
+    // follows the other's exclusive calls (the workers parking fifty times
+    // more often on the ordered side) would start on different terms.
+    let rounds = |tool: &str, turns: usize| {
+        let mut times = [Vec::new(), Vec::new()];
+        // Round 0 warms both sides up and is not counted.
+        for round in 0..=config.order_rounds {
+            for which in Which::order(round) {
+                let runner = match which {
+                    Which::Rho => &ordered,
+                    Which::Floor => &unordered,
+                };
+                let took = per_call(bench, runner, tool, turns);
+                if round > 0 {
+                    times[which as usize].push(took);
+                }
             }
         }
-    }
-    let (ordered_shared, today) = (median(&shared[0]), median(&shared[1]));
-    let queued = median(&exclusive[0]);
-    let exclusive_unordered = median(&exclusive[1]);
+        (median(&times[0]), median(&times[1]))
+    };
+    let (ordered_shared, today) = rounds("read", config.order_turns);
+    // A tenth as many: each of these calls waits for the one before it,
+    // some twenty-five times as long.
+    let (queued, exclusive_unordered) = rounds("write", config.order_turns.div_ceil(10));
     report.info(name, "turn_100_shared_ordered", ordered_shared, "ns/call");
     report.info(name, "turn_100_shared_unordered", today, "ns/call");
     report.target(

@@ -85,6 +85,30 @@
 //! would rather have the model read each exclusive call's result before
 //! it sends the next.
 //!
+//! # Approvals that end and approvals that are remembered
+//!
+//! A call the gate asks about goes to the runner's approver, in the
+//! call's task, off the clock. Two things keep a person's answers from
+//! costing more than they must:
+//!
+//! - **A deadline.** [`TurnRunner::with_approval_deadline`]: a question
+//!   nobody answers in time is denied, fail-closed, and counted as denied,
+//!   never as a strike against the tool.
+//! - **"Allow for the rest of this session."** An approver may answer
+//!   [`Verdict::Remember`](rho_tool_core::Verdict::Remember) with an
+//!   [`Allowance`](rho_tool_core::Allowance): the whole tool, these
+//!   arguments, or (for a shell) a command prefix, matched on the words
+//!   bash would run, so `git status; rm -rf ~` is not `git status`. The
+//!   turn runner keeps them ([`TurnRunner::allowances`]: list, revoke,
+//!   clear, shared by its clones) and allows a call one covers without
+//!   asking, whichever gate asked (an
+//!   [`AnnotationGate`](rho_tool_core::AnnotationGate), the MCP proxy's
+//!   policy, your own); a gate's denial still denies. An allowance covers
+//!   a destructive tool (a shell, any untrusted tool) only as the host
+//!   allows ([`DestructiveTools`](rho_tool_core::DestructiveTools), set on
+//!   the [`Allowances`](rho_tool_core::Allowances) given to
+//!   [`TurnRunner::with_allowances`]).
+//!
 //! # Why a turn is one future
 //!
 //! A turn is a plain future that polls its calls' handles itself, each
