@@ -43,7 +43,7 @@ impl Person {
     ) -> Arc<dyn rho_tool_core::Approver> {
         let asked = self.asked.clone();
         Arc::new(move |request: ApprovalRequest| {
-            asked.lock().unwrap().push(
+            asked.lock().expect("the record").push(
                 request.arguments["command"]
                     .as_str()
                     .unwrap_or(&request.tool)
@@ -55,7 +55,7 @@ impl Person {
     }
 
     fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.asked.lock().unwrap())
+        std::mem::take(&mut *self.asked.lock().expect("the record"))
     }
 }
 
