@@ -1,7 +1,8 @@
 //! The proxy's policy gate and audit log in process, without peers: a
 //! registry served with `PolicyGate` and `AuditLog`, driven with raw
 //! JSON-RPC lines. What the Python tests cannot see: the arguments logged
-//! only when asked, the output cap's count, a refusal before the policy.
+//! only when asked, the output cap's count, a refusal before the policy,
+//! an `ask` the policy file's allowances answer.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -65,13 +66,19 @@ async fn run(
         .add_source(Source::trusted("builtin"))
         .and_then(|source| source.add(Arc::new(Repeat)))
         .expect("one tool");
-    let gate = PolicyGate::new(policy_from_toml(policy).expect("a valid policy").gate);
+    let policy = policy_from_toml(policy).expect("a valid policy");
+    let gate = PolicyGate::new(policy.gate).with_allowances(policy.allowances);
     let log = Shared::default();
     let audit = AuditLog::to_writer(log.clone())
         .with_arguments(with_arguments)
         .with_gate(&gate);
     let asks = gate.elicitation();
-    let runner = Runner::new(TokioExecutor::current().expect("tokio")).with_gate(Arc::new(gate));
+    // As the proxy wires it: the gate's approver asks the client, or
+    // records that nobody could be asked.
+    let approver = gate.approver();
+    let runner = Runner::new(TokioExecutor::current().expect("tokio"))
+        .with_gate(Arc::new(gate))
+        .with_approver(approver);
     let server = McpServer::new(runner, registry)
         .with_elicitation(asks)
         .with_output_cap(OutputCap::bytes(10))
@@ -202,4 +209,73 @@ async fn a_denial_names_its_rule_and_a_refusal_never_reaches_the_policy() {
         Value::Null,
         "never reached the policy"
     );
+}
+
+/// The policy asks about every call, and the client cannot be asked; the
+/// file's second allowance answers for `repeat` with `text = "ab"`, so
+/// that call runs, the log naming the allowance, and the other is denied.
+/// The tool has no hints, so it is destructive: `scoped` lets a narrow
+/// allowance cover it, and the whole-tool one stays out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_the_policy_files_allowances_answer_runs_without_asking() {
+    const ALLOWING: &str = r#"
+default = "ask"
+
+[allowances]
+destructive_tools = "scoped"
+allow = [
+    { tool = "repeat", scope = "tool" },
+    { tool = "repeat", scope = "fields", fields = { text = "ab" } },
+]
+"#;
+    let calls = [
+        ("repeat", json!({ "text": "ab", "times": 2 })),
+        ("repeat", json!({ "text": "cd", "times": 2 })),
+    ];
+    let (answers, audit) = run(ALLOWING, false, &calls).await;
+    assert_eq!(answers[0]["content"][0]["text"], "abab", "{}", answers[0]);
+    assert_eq!(answers[1]["isError"], true, "{}", answers[1]);
+    let fields = |line: &Value| {
+        (
+            line["outcome"].clone(),
+            line["action"].clone(),
+            line["asked"].clone(),
+            line["approved"].clone(),
+            line.get("allowance").cloned(),
+        )
+    };
+    assert_eq!(
+        fields(&audit[0]),
+        (
+            json!("succeeded"),
+            json!("ask"),
+            json!(false),
+            json!(true),
+            Some(json!(2))
+        )
+    );
+    assert_eq!(
+        fields(&audit[1]),
+        // Nobody was asked: this client cannot be.
+        (
+            json!("denied"),
+            json!("ask"),
+            json!(false),
+            json!(false),
+            None
+        )
+    );
+}
+
+#[test]
+fn a_mistake_in_the_allowances_table_is_named_where_it_is() {
+    let error =
+        policy_from_toml("[allowances]\nallow = [{ tool = \"x\", scope = \"everything\" }]\n")
+            .expect_err("an unknown scope");
+    let text = error.to_string();
+    assert!(text.contains("line 2"), "{text}");
+    assert!(text.contains("everything"), "{text}");
+    let error =
+        policy_from_toml("[allowances]\ndestructive = \"always\"\n").expect_err("an unknown key");
+    assert!(error.to_string().contains("destructive"), "{error}");
 }

@@ -81,6 +81,7 @@ impl AuditLog {
             action: decision.map(|decision| decision.action),
             asked: decision.is_some_and(|decision| decision.asked),
             approved: decision.and_then(|decision| decision.approved),
+            allowance: decision.and_then(|decision| decision.allowance),
             denial: decision.and_then(|decision| decision.denial.as_deref()),
             bytes: total.saturating_sub(served.cut_bytes),
             cut_bytes: served.cut_bytes,
@@ -134,6 +135,8 @@ struct Line<'a> {
     action: Option<&'a str>,
     asked: bool,
     approved: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowance: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     denial: Option<&'a str>,
     bytes: usize,

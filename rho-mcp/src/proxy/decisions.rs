@@ -18,6 +18,8 @@ pub(crate) struct CallDecision {
     pub(crate) asked: bool,
     /// Whether the call may run; `None` while a person is being asked.
     pub(crate) approved: Option<bool>,
+    /// The number of the allowance that answered the policy's `ask`.
+    pub(crate) allowance: Option<u64>,
     /// The denial's text, for the log.
     pub(crate) denial: Option<String>,
 }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use rho_tool_core::{
-    AnnotationGate, ApprovalRequest, Approver, DecidedBy, Gate, Match, Ruling, Tool, ToolCall,
-    Verdict,
+    Allowances, AnnotationGate, ApprovalRequest, Approver, DecidedBy, Gate, Match, Ruling, Tool,
+    ToolCall, Verdict,
 };
 
 use super::decisions::{CallDecision, Decisions};
@@ -34,6 +34,7 @@ pub struct PolicyGate {
     policy: Arc<AnnotationGate>,
     asks: ElicitationApprover,
     decisions: Decisions,
+    allowances: Allowances,
 }
 
 impl PolicyGate {
@@ -47,7 +48,22 @@ impl PolicyGate {
             policy: Arc::new(policy),
             asks: ElicitationApprover::new(fallback),
             decisions,
+            allowances: Allowances::new(),
         }
+    }
+
+    /// Answers the policy's `ask` about a call one of `allowances` covers
+    /// (the policy file's `[allowances]`): the call runs without asking
+    /// anyone, and the audit log names the allowance. The tool's hints
+    /// are read as the policy reads them (`believe_hints`).
+    pub fn with_allowances(mut self, allowances: Allowances) -> Self {
+        self.allowances = allowances;
+        self
+    }
+
+    /// The allowances it answers asks with.
+    pub fn allowances(&self) -> &Allowances {
+        &self.allowances
     }
 
     /// The elicitation side of the approver: give it to the
@@ -169,9 +185,8 @@ impl Approver for Recorded {
 impl Gate for PolicyGate {
     async fn check(&self, call: &ToolCall, tool: &dyn Tool) -> Verdict {
         let name = tool.name();
-        let ruling = self
-            .policy
-            .ruling(name, &tool.annotations(), tool.is_untrusted());
+        let (annotations, untrusted) = (tool.annotations(), tool.is_untrusted());
+        let ruling = self.policy.ruling(name, &annotations, untrusted);
         let because = because(&ruling);
         let (rule, reason) = match ruling.decided_by() {
             DecidedBy::Rule { number, rule } => (Some(number), rule.reason()),
@@ -191,15 +206,34 @@ impl Gate for PolicyGate {
                 None => format!("the proxy's policy asks about it: {because}"),
             }),
         };
+        let action = verdict.as_str();
+        // An ask answered in advance: asked of nobody.
+        let allowance = match &verdict {
+            Verdict::Ask { .. } => {
+                let believed = if untrusted && !self.policy.believes_untrusted_hints() {
+                    annotations.without_hints()
+                } else {
+                    annotations
+                };
+                self.allowances.covering(name, &call.arguments, &believed)
+            }
+            _ => None,
+        };
+        let verdict = if allowance.is_some() {
+            Verdict::Allow
+        } else {
+            verdict
+        };
         let asked = matches!(verdict, Verdict::Ask { .. });
         self.decisions.record(
             &call.id,
             CallDecision {
                 rule,
-                action: verdict.as_str(),
+                action,
                 asked,
                 // An ask's answer is the approver's to record.
                 approved: (!asked).then_some(verdict.allows()),
+                allowance: allowance.map(rho_tool_core::AllowanceId::get),
                 denial: match &verdict {
                     Verdict::Deny { reason } => Some(reason.clone()),
                     _ => None,
@@ -215,6 +249,7 @@ impl fmt::Debug for PolicyGate {
         f.debug_struct("PolicyGate")
             .field("policy", &self.policy)
             .field("decisions", &self.decisions)
+            .field("allowances", &self.allowances)
             .finish_non_exhaustive()
     }
 }

@@ -121,6 +121,30 @@
 //! [`serve_if_launcher`](rho_process::confine::serve_if_launcher) first
 //! thing in `main`, or has `rho-confine` installed.
 //!
+//! ## Calls allowed in advance
+//!
+//! An `[allowances]` table answers some of the policy's `ask`s before
+//! anyone is asked ([`Allowance`](rho_tool_core::Allowance), the same
+//! values a host's approver remembers for a session): the whole tool,
+//! exact arguments, some fields of them, or a shell command's first words
+//! (matched on the command bash would run, so `git status; rm -rf ~` is
+//! not `git status`). A call one covers runs without asking the person at
+//! the client, and the audit log names the allowance by its number in the
+//! list. A rule's `deny` still denies. A destructive tool (every tool,
+//! unless `believe_hints` and the server says otherwise) is covered only
+//! as `destructive_tools` says: `never` (the default), `scoped` (not by a
+//! whole-tool allowance) or `always`.
+//!
+//! ```toml
+//! [allowances]
+//! destructive_tools = "scoped"
+//! allow = [
+//!     { tool = "run_command", scope = "command_prefix", argument = "command", words = ["git", "status"] },
+//!     { tool = "deploy", scope = "fields", fields = { env = "staging" } },
+//!     { tool = "search", scope = "tool" },
+//! ]
+//! ```
+//!
 //! ## Whose hints
 //!
 //! The annotations are the server's claims about its own tools. With
@@ -163,6 +187,8 @@
 //!   the policy), `action` (`allow`, `deny`, `ask`, or `null`), `asked`
 //!   (whether a person was asked) and `approved` (whether the call was let
 //!   run; `null` when it never reached the policy);
+//! - `allowance`: the number (from 1, in the `[allowances]` list) of the
+//!   allowance that answered the policy's `ask`, for a call run so;
 //! - `denial`: the denial's text, for a denied call;
 //! - `bytes`: the result's content the client got (text as UTF-8, images
 //!   and audio as raw bytes; the cap's marker not counted), and

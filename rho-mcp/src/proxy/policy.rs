@@ -1,22 +1,37 @@
 //! The proxy's policy file: an [`AnnotationGate`] configuration
-//! ([`GateConfig`]) read from TOML, and the server's confinement
-//! ([`Confinement`]) in its `[confinement]` table; the format is in the
-//! proxy module's docs.
+//! ([`GateConfig`]) read from TOML, the server's confinement
+//! ([`Confinement`]) in its `[confinement]` table, and the calls allowed
+//! without asking ([`Allowances`]) in its `[allowances]` table; the format
+//! is in the proxy module's docs.
 
 use std::path::Path;
 
 use rho_process::confine::Confinement;
-use rho_tool_core::{AnnotationGate, GateConfig};
-use serde::Deserialize as _;
+use rho_tool_core::{Allowance, Allowances, AnnotationGate, DestructiveTools, GateConfig};
+use serde::Deserialize;
 
-/// What a policy file says: the gate every call goes through, and, if it
-/// has a `[confinement]` table, what the server's process may do.
+/// What a policy file says: the gate every call goes through, the calls
+/// its `ask`s are answered for in advance, and, if it has a
+/// `[confinement]` table, what the server's process may do.
 #[derive(Debug, Clone)]
 pub struct Policy {
     /// The gate the file configures.
     pub gate: AnnotationGate,
     /// The server's confinement (a stdio server only).
     pub confinement: Option<Confinement>,
+    /// The calls allowed without asking where the gate would ask (empty
+    /// without an `[allowances]` table).
+    pub allowances: Allowances,
+}
+
+/// The `[allowances]` table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AllowancesTable {
+    #[serde(default)]
+    destructive_tools: DestructiveTools,
+    #[serde(default)]
+    allow: Vec<Allowance>,
 }
 
 /// The policy in the TOML file at `path`.
@@ -62,11 +77,29 @@ pub fn policy_from_toml(text: &str) -> Result<Policy, PolicyError> {
         .map(|table| Confinement::deserialize(toml::de::ValueDeserializer::from(table)))
         .transpose()
         .map_err(located)?;
+    let table = document
+        .get_mut()
+        .remove("allowances")
+        .map(|table| AllowancesTable::deserialize(toml::de::ValueDeserializer::from(table)))
+        .transpose()
+        .map_err(located)?;
+    let allowances = Allowances::new();
+    let allowances = match table {
+        Some(table) => {
+            let allowances = allowances.destructive_tools(table.destructive_tools);
+            for allowance in table.allow {
+                allowances.add(allowance);
+            }
+            allowances
+        }
+        None => allowances,
+    };
     let config =
         GateConfig::deserialize(toml::de::Deserializer::from(document)).map_err(located)?;
     Ok(Policy {
         gate: AnnotationGate::from(config),
         confinement,
+        allowances,
     })
 }
 
@@ -351,5 +384,44 @@ mod tests {
             ),
             "{error}"
         );
+    }
+
+    /// The `[allowances]` example of the proxy's docs and README reads,
+    /// and covers what it says.
+    #[test]
+    fn the_documented_allowances_read_and_cover_what_they_say() {
+        let policy = policy_from_toml(
+            r#"
+            [allowances]
+            destructive_tools = "scoped"
+            allow = [
+                { tool = "run_command", scope = "command_prefix", argument = "command", words = ["git", "status"] },
+                { tool = "deploy", scope = "fields", fields = { env = "staging" } },
+                { tool = "search", scope = "tool" },
+            ]
+            "#,
+        )
+        .expect("the example reads");
+        let destructive = ToolAnnotations::new();
+        let covering = |tool: &str, arguments: serde_json::Value| {
+            policy
+                .allowances
+                .covering(tool, &arguments, &destructive)
+                .map(rho_tool_core::AllowanceId::get)
+        };
+        let git = |command: &str| serde_json::json!({ "command": command });
+        assert_eq!(covering("run_command", git("git status -s")), Some(1));
+        assert_eq!(covering("run_command", git("git status; rm -rf ~")), None);
+        let staging = serde_json::json!({ "env": "staging", "tag": "v2" });
+        assert_eq!(covering("deploy", staging), Some(2));
+        // A whole-tool allowance never covers a destructive tool under
+        // `scoped`; a read-only one it does.
+        assert_eq!(covering("search", serde_json::json!({})), None);
+        let read_only = ToolAnnotations::new().read_only();
+        let id = policy
+            .allowances
+            .covering("search", &serde_json::json!({}), &read_only);
+        assert_eq!(id.map(rho_tool_core::AllowanceId::get), Some(3));
+        assert!(policy_from_toml("").expect("empty").allowances.is_empty());
     }
 }

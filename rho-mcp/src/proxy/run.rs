@@ -13,7 +13,7 @@ use std::time::Duration;
 use rho_exec_tokio::TokioExecutor;
 use rho_process::confine::Confinement;
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
-use rho_tool_core::{AnnotationGate, Runner, Verdict};
+use rho_tool_core::{Allowances, AnnotationGate, Runner, Verdict};
 
 use super::Policy;
 use rho_turn::OutputCap;
@@ -53,6 +53,7 @@ pub struct ProxyOptions {
     /// What was set that the upstream's kind does not take.
     misfit: Option<&'static str>,
     policy: AnnotationGate,
+    allowances: Allowances,
     audit: Option<PathBuf>,
     audit_arguments: bool,
     timeout: Duration,
@@ -104,6 +105,7 @@ impl ProxyOptions {
             upstream,
             misfit: None,
             policy: allow_all(),
+            allowances: Allowances::new(),
             audit: None,
             audit_arguments: false,
             timeout: <dyn Tool>::DEFAULT_TIMEOUT,
@@ -169,7 +171,7 @@ impl ProxyOptions {
     /// The policy file's gate and, if it has one, its confinement
     /// ([`load_policy`](super::load_policy)).
     pub fn policy_file(self, policy: Policy) -> Self {
-        let options = self.policy(policy.gate);
+        let options = self.policy(policy.gate).allowances(policy.allowances);
         match policy.confinement {
             Some(confinement) => options.confined(confinement),
             None => options,
@@ -189,6 +191,15 @@ impl ProxyOptions {
     /// client ([`PolicyGate`](super::PolicyGate)).
     pub fn policy(mut self, policy: AnnotationGate) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Answers the policy's `ask`s about the calls `allowances` cover in
+    /// advance (default: none): such a call runs without asking the
+    /// person at the client, and the audit log names the allowance. The
+    /// policy file's `[allowances]` table sets them.
+    pub fn allowances(mut self, allowances: Allowances) -> Self {
+        self.allowances = allowances;
         self
     }
 
@@ -304,7 +315,7 @@ impl ProxyOptions {
         let executor =
             TokioExecutor::current().map_err(|error| ProxyError::Runtime(error.to_string()))?;
         let believe_hints = self.policy.believes_untrusted_hints();
-        let gate = PolicyGate::new(self.policy);
+        let gate = PolicyGate::new(self.policy).with_allowances(self.allowances.clone());
         let audit = match &self.audit {
             Some(path) => Some(
                 AuditLog::open(path)
@@ -360,9 +371,12 @@ impl ProxyOptions {
         };
         let asks = gate.elicitation();
         let approver = gate.approver();
+        // One store for the gate and the runner: an allowance the runner
+        // keeps is one the gate answers with too.
         let runner = Runner::new(executor)
             .with_gate(Arc::new(gate))
-            .with_approver(approver);
+            .with_approver(approver)
+            .with_allowances(self.allowances);
         let mut server = McpServer::new(runner, registry)
             .with_name("rho-mcp-proxy", env!("CARGO_PKG_VERSION"))
             .with_elicitation(asks)

@@ -61,6 +61,14 @@ pub enum AllowanceScope {
         /// The arguments, as JSON.
         arguments: serde_json::Value,
     },
+    /// Calls whose arguments (an object) hold each of these fields with
+    /// exactly its value, whatever else they hold: "deploys to staging",
+    /// `{"env": "staging"}`. A field left out is free, so name every one
+    /// that could change what the call does. No fields covers nothing.
+    Fields {
+        /// The fields and their values.
+        fields: serde_json::Map<String, serde_json::Value>,
+    },
     /// Calls whose `argument` is a shell command that bash runs as one
     /// simple command whose first words are `words`, given alone (no
     /// other argument: a grant asked for or a working directory could
@@ -90,6 +98,18 @@ impl Allowance {
         Self {
             tool: tool.into(),
             scope: AllowanceScope::Arguments { arguments },
+        }
+    }
+
+    /// Calls of `tool` whose arguments hold each of `fields` with its
+    /// value ([`AllowanceScope::Fields`]).
+    pub fn fields(
+        tool: impl Into<String>,
+        fields: serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
+        Self {
+            tool: tool.into(),
+            scope: AllowanceScope::Fields { fields },
         }
     }
 
@@ -148,6 +168,15 @@ impl Allowance {
         match &self.scope {
             AllowanceScope::Tool => true,
             AllowanceScope::Arguments { arguments: allowed } => allowed == arguments,
+            AllowanceScope::Fields { fields } => {
+                let Some(given) = arguments.as_object() else {
+                    return false;
+                };
+                !fields.is_empty()
+                    && fields
+                        .iter()
+                        .all(|(name, value)| given.get(name) == Some(value))
+            }
             AllowanceScope::CommandPrefix { argument, words } => {
                 let Some(given) = arguments.as_object() else {
                     return false;
@@ -186,6 +215,10 @@ impl fmt::Display for Allowance {
             AllowanceScope::Arguments { arguments } => {
                 write!(f, "calls of `{tool}` with arguments {arguments}")
             }
+            AllowanceScope::Fields { fields } => {
+                let fields = serde_json::Value::Object(fields.clone());
+                write!(f, "calls of `{tool}` whose arguments hold {fields}")
+            }
             AllowanceScope::CommandPrefix { words, .. } => {
                 write!(f, "calls of `{tool}` running `{} …`", words.join(" "))
             }
@@ -216,6 +249,14 @@ pub enum DestructiveTools {
 /// An allowance's number in its [`Allowances`], to revoke it by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct AllowanceId(u64);
+
+impl AllowanceId {
+    /// Its number: 1 for the first allowance a store kept, and so on in
+    /// the order they were added.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
 
 impl fmt::Display for AllowanceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -398,6 +439,26 @@ mod tests {
         assert!(!allowance.covers("shell", &json!("git status")));
         let empty = Allowance::command_prefix("shell", "command", Vec::<String>::new());
         assert!(!empty.covers("shell", &shell("git status")));
+    }
+
+    #[test]
+    fn fields_cover_calls_that_hold_each_of_them() {
+        let staging = json!({"env": "staging"});
+        let serde_json::Value::Object(fields) = staging else {
+            unreachable!()
+        };
+        let allowance = Allowance::fields("deploy", fields);
+        assert!(allowance.covers("deploy", &json!({"env": "staging"})));
+        assert!(allowance.covers("deploy", &json!({"env": "staging", "tag": "v2"})));
+        assert!(!allowance.covers("deploy", &json!({"env": "production"})));
+        assert!(!allowance.covers("deploy", &json!({})));
+        assert!(!allowance.covers("deploy", &json!(["staging"])));
+        assert_eq!(
+            allowance.to_string(),
+            r#"calls of `deploy` whose arguments hold {"env":"staging"}"#
+        );
+        let none = Allowance::fields("deploy", serde_json::Map::new());
+        assert!(!none.covers("deploy", &json!({"env": "staging"})));
     }
 
     #[test]
