@@ -9,7 +9,6 @@ mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rho_exec_smol::SmolExecutor;
 use rho_tool_core::{
     Allowance, Allowances, AnnotationGate, ApprovalRequest, DestructiveTools, Executor, Gate,
     Outcome, Tool, ToolAnnotations, ToolCall, ToolOutput, Verdict, async_trait,
@@ -112,19 +111,6 @@ fn a_remembered_prefix_answers_later_questions<E: Executor>(
     assert_eq!(person.take(), ["git status"], "revoked, it is asked again");
 }
 
-#[test]
-fn on_tokio_a_remembered_command_prefix_answers_later_questions_until_revoked() {
-    let runtime = support::runtime();
-    a_remembered_prefix_answers_later_questions(support::executor(&runtime), |turn| {
-        runtime.block_on(turn)
-    });
-}
-
-#[test]
-fn on_smol_a_remembered_command_prefix_answers_later_questions_until_revoked() {
-    a_remembered_prefix_answers_later_questions(SmolExecutor::global(), smol::block_on);
-}
-
 /// Denies calls whose command mentions `push`; asks about the rest.
 struct NoPush;
 
@@ -168,19 +154,6 @@ fn an_allowance_never_outranks_a_denial<E: Executor>(
         "{}",
         entries[0].text()
     );
-}
-
-#[test]
-fn on_tokio_an_allowance_never_outranks_a_gates_denial() {
-    let runtime = support::runtime();
-    an_allowance_never_outranks_a_denial(support::executor(&runtime), |turn| {
-        runtime.block_on(turn)
-    });
-}
-
-#[test]
-fn on_smol_an_allowance_never_outranks_a_gates_denial() {
-    an_allowance_never_outranks_a_denial(SmolExecutor::global(), smol::block_on);
 }
 
 /// What a person asks to be remembered is kept only where the host's
@@ -250,15 +223,8 @@ fn destructive_tools_are_covered_only_as_the_host_allows<E: Executor>(
     }
 }
 
-#[test]
-fn on_tokio_destructive_tools_are_covered_only_as_the_host_allows() {
-    let runtime = support::runtime();
-    destructive_tools_are_covered_only_as_the_host_allows(support::executor(&runtime), |turn| {
-        runtime.block_on(turn)
-    });
-}
-
-#[test]
-fn on_smol_destructive_tools_are_covered_only_as_the_host_allows() {
-    destructive_tools_are_covered_only_as_the_host_allows(SmolExecutor::global(), smol::block_on);
+on_tokio_and_smol! {
+    a_remembered_command_prefix_answers_later_questions_until_revoked => a_remembered_prefix_answers_later_questions;
+    an_allowance_never_outranks_a_gates_denial => an_allowance_never_outranks_a_denial;
+    destructive_tools_are_covered_only_as_the_host_allows => destructive_tools_are_covered_only_as_the_host_allows;
 }

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rho_exec_smol::SmolExecutor;
 use rho_tool_core::{
     ApprovalRequest, Concurrency, Executor, Gate, Outcome, Tool, ToolCall, ToolOutput, Verdict,
     WaitingFor, async_trait,
@@ -122,19 +121,6 @@ fn an_unanswered_approval_ends_at_the_deadline<E: Executor>(
     assert!(tools.builtin.quarantine("ask_write").is_none());
 }
 
-#[test]
-fn on_tokio_an_unanswered_approval_is_denied_at_the_deadline_and_is_no_strike() {
-    let runtime = support::runtime();
-    an_unanswered_approval_ends_at_the_deadline(support::executor(&runtime), |turn| {
-        runtime.block_on(turn)
-    });
-}
-
-#[test]
-fn on_smol_an_unanswered_approval_is_denied_at_the_deadline_and_is_no_strike() {
-    an_unanswered_approval_ends_at_the_deadline(SmolExecutor::global(), smol::block_on);
-}
-
 /// `[write (exclusive, 300 ms), read (shared, timeout 200 ms)]`: the read
 /// waits for the write longer than its own timeout and still succeeds,
 /// because waiting for its place is not on its clock.
@@ -214,17 +200,6 @@ fn waiting_for_order_is_off_the_clock<E: Executor>(
     );
 }
 
-#[test]
-fn on_tokio_waiting_for_an_earlier_call_is_off_the_clock_and_names_it() {
-    let runtime = support::runtime();
-    waiting_for_order_is_off_the_clock(support::executor(&runtime), |turn| runtime.block_on(turn));
-}
-
-#[test]
-fn on_smol_waiting_for_an_earlier_call_is_off_the_clock_and_names_it() {
-    waiting_for_order_is_off_the_clock(SmolExecutor::global(), smol::block_on);
-}
-
 /// `[first (exclusive), ask_second (exclusive, needs approval)]`: the
 /// person is asked about the second call while the first still runs; the
 /// first ends only once that question was asked, so an approval asked in
@@ -285,19 +260,6 @@ fn approvals_are_asked_for_the_whole_message_at_once<E: Executor>(
     assert_eq!(second_ran_alone.load(Ordering::SeqCst), 1);
 }
 
-#[test]
-fn on_tokio_approvals_are_asked_before_earlier_calls_end() {
-    let runtime = support::runtime();
-    approvals_are_asked_for_the_whole_message_at_once(support::executor(&runtime), |turn| {
-        runtime.block_on(turn)
-    });
-}
-
-#[test]
-fn on_smol_approvals_are_asked_before_earlier_calls_end() {
-    approvals_are_asked_for_the_whole_message_at_once(SmolExecutor::global(), smol::block_on);
-}
-
 /// `[a ok, b fails, c ok, d ok]`, all exclusive: with the turn asked to stop
 /// at the first failure, c and d never run and each gets its own answer
 /// naming b; without it, every call runs.
@@ -349,13 +311,9 @@ fn stop_on_failure<E: Executor>(
     assert_eq!(entries[3].outcome, Outcome::Succeeded);
 }
 
-#[test]
-fn on_tokio_a_turn_that_stops_at_a_failure_answers_each_skipped_call() {
-    let runtime = support::runtime();
-    stop_on_failure(support::executor(&runtime), |turn| runtime.block_on(turn));
-}
-
-#[test]
-fn on_smol_a_turn_that_stops_at_a_failure_answers_each_skipped_call() {
-    stop_on_failure(SmolExecutor::global(), smol::block_on);
+on_tokio_and_smol! {
+    an_unanswered_approval_is_denied_at_the_deadline_and_is_no_strike => an_unanswered_approval_ends_at_the_deadline;
+    waiting_for_an_earlier_call_is_off_the_clock_and_names_it => waiting_for_order_is_off_the_clock;
+    approvals_are_asked_before_earlier_calls_end => approvals_are_asked_for_the_whole_message_at_once;
+    a_turn_that_stops_at_a_failure_answers_each_skipped_call => stop_on_failure;
 }

@@ -261,3 +261,30 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 pub fn call(id: impl Into<String>, name: &str, arguments: Value) -> ToolCall {
     ToolCall::new(id, name, arguments)
 }
+
+/// One test on each runtime from one list: each `name => body` makes
+/// `on_tokio::name` and `on_smol::name`, calling `body(executor, block_on)`
+/// with a tokio runtime's executor and `block_on`, and with smol's global
+/// executor and `smol::block_on`.
+#[macro_export]
+macro_rules! on_tokio_and_smol {
+    ($($name:ident => $body:ident;)*) => {
+        mod on_tokio {
+            $(
+                #[test]
+                fn $name() {
+                    let runtime = $crate::support::runtime();
+                    super::$body($crate::support::executor(&runtime), |turn| runtime.block_on(turn));
+                }
+            )*
+        }
+        mod on_smol {
+            $(
+                #[test]
+                fn $name() {
+                    super::$body(rho_exec_smol::SmolExecutor::global(), smol::block_on);
+                }
+            )*
+        }
+    };
+}
