@@ -1,6 +1,7 @@
 //! The annotation gate on real calls on a real multi-thread tokio runtime:
-//! who is asked, what waits, what the model reads, and that a panicking
-//! approver ends only its own call.
+//! who is asked, what waits, what the model reads, that a panicking
+//! approver ends only its own call, and what a remembered allowance
+//! answers in the approver's place.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -357,4 +358,71 @@ async fn an_approver_that_panics_ends_the_call_as_crashed_and_the_process_lives(
     if installed {
         restore_panic_hook();
     }
+}
+
+/// Answers every call `Remember(every call of its tool)`, as a gate.
+struct RememberingGate;
+
+#[async_trait]
+impl rho_tool_core::Gate for RememberingGate {
+    async fn check(&self, _call: &ToolCall, tool: &dyn Tool) -> Verdict {
+        Verdict::Remember(rho_tool_core::Allowance::tool(tool.name()))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_that_remembers_allows_and_keeps_only_what_could_cover_the_tool() {
+    let runner = Runner::new(TokioExecutor::current().expect("a runtime with a timer"))
+        .with_gate(Arc::new(RememberingGate));
+    let read = Probe::new("read_file", ToolAnnotations::new().read_only());
+    let wipe = Probe::new("wipe", ToolAnnotations::new().destructive(true));
+    let (read_runs, wipe_runs) = (read.runs.clone(), wipe.runs.clone());
+
+    let end = runner.start(call("1", "read_file"), Arc::new(read)).await;
+    assert_eq!(end.outcome, Outcome::Succeeded);
+    let end = runner.start(call("2", "wipe"), Arc::new(wipe)).await;
+    assert_eq!(end.outcome, Outcome::Succeeded, "allowed, though not kept");
+    assert_eq!(
+        (
+            read_runs.load(Ordering::SeqCst),
+            wipe_runs.load(Ordering::SeqCst)
+        ),
+        (1, 1)
+    );
+    let kept: Vec<String> = runner
+        .allowances()
+        .list()
+        .into_iter()
+        .map(|(_, allowance)| allowance.tool_name().to_owned())
+        .collect();
+    assert_eq!(
+        kept,
+        ["read_file"],
+        "a destructive tool is not covered by default"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_an_allowance_covers_runs_without_asking_the_approver() {
+    let person = Person::answering(Verdict::deny("would have said no"));
+    let allowances =
+        rho_tool_core::Allowances::new().destructive_tools(rho_tool_core::DestructiveTools::Scoped);
+    allowances.add(rho_tool_core::Allowance::arguments(
+        "delete_file",
+        serde_json::json!({ "path": "/tmp/x" }),
+    ));
+    let runner = approved(AnnotationGate::new(), person.clone()).with_allowances(allowances);
+    let tool = Arc::new(Probe::new(
+        "delete_file",
+        ToolAnnotations::new().destructive(true),
+    ));
+
+    let end = runner.start(call("1", "delete_file"), tool.clone()).await;
+    assert_eq!(end.outcome, Outcome::Succeeded, "{}", end.result.text());
+    assert_eq!(person.asked(), 0);
+
+    let other = ToolCall::new("2", "delete_file", serde_json::json!({ "path": "/etc" }));
+    let end = runner.start(other, tool).await;
+    assert_eq!(end.outcome, Outcome::Denied);
+    assert_eq!(person.asked(), 1, "other arguments are asked about");
 }
