@@ -583,65 +583,9 @@ fn tools_global<'js>(
     Proxy::new(ctx.clone(), allowed, ProxyHandler::from_object(handler)?)
 }
 
-/// The bytes of standard or URL-safe base64 text (padding optional,
-/// whitespace ignored), or `None` when it is not base64.
-pub(crate) fn base64(text: &str) -> Option<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(text.len() / 4 * 3 + 2);
-    let mut bits: u32 = 0;
-    let mut held: u32 = 0;
-    let mut padding = 0;
-    for byte in text.bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => {
-                padding += 1;
-                continue;
-            }
-            b' ' | b'\t' | b'\r' | b'\n' => continue,
-            _ => return None,
-        };
-        if padding > 0 {
-            return None;
-        }
-        bits = (bits << 6) | u32::from(value);
-        held += 6;
-        if held >= 8 {
-            held -= 8;
-            bytes.push(((bits >> held) & 0xff) as u8);
-            bits &= (1 << held) - 1;
-        }
-    }
-    // One char of a group alone carries no whole byte.
-    if padding > 2 || held >= 6 {
-        return None;
-    }
-    Some(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_reads_standard_and_url_safe_text_with_or_without_padding() {
-        assert_eq!(base64("aGVsbG8=").as_deref(), Some(&b"hello"[..]));
-        assert_eq!(base64("aGVsbG8").as_deref(), Some(&b"hello"[..]));
-        assert_eq!(base64("aGVs\nbG8h").as_deref(), Some(&b"hello!"[..]));
-        assert_eq!(base64("-_8=").as_deref(), Some(&[0xfb, 0xff][..]));
-        assert_eq!(base64("").as_deref(), Some(&[][..]));
-    }
-
-    #[test]
-    fn base64_refuses_what_is_not_base64() {
-        assert_eq!(base64("a"), None);
-        assert_eq!(base64("ab=c"), None);
-        assert_eq!(base64("ab*c"), None);
-        assert_eq!(base64("ab==="), None);
-    }
 
     #[test]
     fn due_sleeps_come_out_earliest_first() {

@@ -20,6 +20,7 @@
 //! | `pool`, `options` | the threads, the queue, the watchdog |
 //! | `worker` | the same jobs in worker processes |
 
+mod base64;
 mod convert;
 mod engine;
 mod global;

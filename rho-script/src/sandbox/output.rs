@@ -14,7 +14,7 @@ use rho_tool_core::untrusted::Plain;
 use rho_tool_core::{Image, ToolOutput};
 use serde_json::{Map, Value, json};
 
-use crate::sandbox::global::base64;
+use crate::sandbox::base64::{base64_decode, base64_encode};
 
 /// What a script's call answered, in the forms a [`ToolOutput`] has.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,7 +113,7 @@ impl ScriptOutput {
                 let images = images
                     .iter()
                     .map(|image| {
-                        json!({ "mimeType": image.mime_type, "data": encode_base64(&image.data) })
+                        json!({ "mimeType": image.mime_type, "data": base64_encode(&image.data) })
                     })
                     .collect();
                 wire.insert("images".to_owned(), Value::Array(images));
@@ -172,7 +172,10 @@ fn images_from_wire(images: Value) -> Result<Vec<Image>, String> {
         .into_iter()
         .map(|image| {
             let mime = image.get("mimeType").and_then(Value::as_str);
-            let data = image.get("data").and_then(Value::as_str).and_then(base64);
+            let data = image
+                .get("data")
+                .and_then(Value::as_str)
+                .and_then(base64_decode);
             match (mime, data) {
                 (Some(mime), Some(data)) => Ok(Image::new(mime, data)),
                 _ => Err("an image that is not `{ mimeType, data }`".to_owned()),
@@ -270,38 +273,9 @@ pub(crate) mod output_wire {
     }
 }
 
-/// Standard base64 with padding.
-pub(crate) fn encode_base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let group = chunk.iter().enumerate().fold(0u32, |group, (index, byte)| {
-            group | u32::from(*byte) << (16 - 8 * index)
-        });
-        for index in 0..4 {
-            if index <= chunk.len() {
-                let sextet = (group >> (18 - 6 * index)) & 0x3f;
-                text.push(char::from(ALPHABET[sextet as usize]));
-            } else {
-                text.push('=');
-            }
-        }
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_round_trips() {
-        for bytes in [&b""[..], b"h", b"he", b"hel", b"hello", &[0, 255, 128, 7]] {
-            let text = encode_base64(bytes);
-            assert_eq!(base64(&text).as_deref(), Some(bytes), "{text}");
-        }
-        assert_eq!(encode_base64(b"hello"), "aGVsbG8=");
-    }
 
     #[test]
     fn every_form_crosses_the_wire_unchanged() {

@@ -12,6 +12,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Coerced, Ctx, Promise, Value};
 
+use crate::sandbox::base64::base64_decode;
 use crate::sandbox::convert::{Originals, WalkError, Walker};
 use crate::sandbox::engine::{
     CheckFailure, THROWN_LIMITS, cut, engine_failure, interrupted, limit_of,
@@ -510,7 +511,7 @@ impl<'js> Call<'_, 'js> {
             let data: Value<'js> = image.get("data").map_err(fail)?;
             let bytes = if let Some(text) = data.as_string() {
                 let text = originals.well_formed(text).map_err(fail)?;
-                global::base64(&text).ok_or_else(|| {
+                base64_decode(&text).ok_or_else(|| {
                     self.malformed(&format!(
                         "`images[{index}].data` is a string that is not base64"
                     ))
