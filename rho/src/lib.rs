@@ -150,16 +150,12 @@
 //! whole process group, or, confined (`process::confine`), with its whole
 //! PID namespace, and can reach only what its confinement allows.
 
-pub use rho_registry::{Accounting, QuarantineRule, Refusal, Source, ToolRegistry};
-pub use rho_tool_core::{
-    Allowance, Allowances, AnnotationGate, ApprovalRequest, Approver, CallEnd, CallHandle,
-    Concurrency, Content, Executor, Gate, Image, Outcome, Runner, Tool, ToolAnnotations, ToolCall,
-    ToolContext, ToolOutput, ToolResult, Verdict, async_trait,
-};
-pub use rho_turn::{
-    KeepDetails, OutputCap, SessionEntry, Subscriber, Turn, TurnEvent, TurnRunner, Typed, TypedTool,
-};
-pub use rho_untrusted::Plain;
+// The root is the prelude plus the four types generic over the executor:
+// one list, so the two cannot drift apart.
+#[doc(inline)]
+pub use prelude::*;
+pub use rho_tool_core::{CallHandle, Runner};
+pub use rho_turn::{Turn, TurnRunner};
 
 /// The names of a normal day, for `use rho::prelude::*`.
 ///
