@@ -74,11 +74,7 @@ impl ToolInfo {
         if let Some(schema) = &self.output_schema {
             tool.insert("outputSchema".into(), schema.clone());
         }
-        let annotations = if self.untrusted {
-            self.annotations.without_hints()
-        } else {
-            self.annotations.clone()
-        };
+        let annotations = self.annotations.believed(!self.untrusted);
         if !annotations.is_empty() {
             // Strings and booleans only: turning them into JSON cannot fail.
             let annotations = serde_json::to_value(&annotations).unwrap_or_default();

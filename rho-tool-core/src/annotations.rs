@@ -173,6 +173,19 @@ impl ToolAnnotations {
             ..Self::default()
         }
     }
+
+    /// These annotations as a reader takes them: as stated when it
+    /// `believe`s them, else [without their hints](Self::without_hints).
+    /// rho believes a trusted tool's hints, and an untrusted tool's only
+    /// where the host says so.
+    #[must_use]
+    pub fn believed(&self, believe: bool) -> Self {
+        if believe {
+            self.clone()
+        } else {
+            self.without_hints()
+        }
+    }
 }
 
 #[cfg(test)]

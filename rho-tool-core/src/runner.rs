@@ -433,7 +433,8 @@ async fn ask(call: &ToolCall, tool: &dyn Tool, notice: &Notice, reason: String) 
     };
     // A question answered before: asked of nobody, and not dependent on
     // there being anyone to ask.
-    let believed = believed(&annotations, untrusted);
+    // An untrusted tool's hints are its own claims, read as absent.
+    let believed = annotations.believed(!untrusted);
     let allowances = &notice.parts.allowances;
     if allowances
         .covering(&name, &call.arguments, &believed)
@@ -510,16 +511,6 @@ fn facts(tool: &dyn Tool) -> Result<(String, crate::ToolAnnotations, bool), Caug
     })
 }
 
-/// The annotations as rho believes them: an untrusted tool's hints are
-/// its own claims, read as absent.
-fn believed(annotations: &crate::ToolAnnotations, untrusted: bool) -> crate::ToolAnnotations {
-    if untrusted {
-        annotations.without_hints()
-    } else {
-        annotations.clone()
-    }
-}
-
 /// Keeps an allowance a gate answered with, if it could cover the tool.
 fn remember(
     allowance: crate::Allowance,
@@ -530,7 +521,7 @@ fn remember(
     notice
         .parts
         .allowances
-        .remember(allowance, &name, &believed(&annotations, untrusted));
+        .remember(allowance, &name, &annotations.believed(!untrusted));
     Ok(())
 }
 

@@ -210,11 +210,8 @@ impl Gate for PolicyGate {
         // An ask answered in advance: asked of nobody.
         let allowance = match &verdict {
             Verdict::Ask { .. } => {
-                let believed = if untrusted && !self.policy.believes_untrusted_hints() {
-                    annotations.without_hints()
-                } else {
-                    annotations
-                };
+                let believe = !untrusted || self.policy.believes_untrusted_hints();
+                let believed = annotations.believed(believe);
                 self.allowances.covering(name, &call.arguments, &believed)
             }
             _ => None,

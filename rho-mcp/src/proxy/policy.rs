@@ -9,6 +9,7 @@ use std::path::Path;
 use rho_process::confine::Confinement;
 use rho_tool_core::{Allowance, Allowances, AnnotationGate, DestructiveTools, GateConfig};
 use serde::Deserialize;
+use toml::de::ValueDeserializer;
 
 /// What a policy file says: the gate every call goes through, the calls
 /// its `ask`s are answered for in advance, and, if it has a
@@ -32,6 +33,17 @@ struct AllowancesTable {
     destructive_tools: DestructiveTools,
     #[serde(default)]
     allow: Vec<Allowance>,
+}
+
+impl AllowancesTable {
+    /// A store holding the table's allowances, numbered in its order.
+    fn into_allowances(self) -> Allowances {
+        let allowances = Allowances::new().destructive_tools(self.destructive_tools);
+        for allowance in self.allow {
+            allowances.add(allowance);
+        }
+        allowances
+    }
 }
 
 /// The policy in the TOML file at `path`.
@@ -71,29 +83,16 @@ pub fn policy_from_toml(text: &str) -> Result<Policy, PolicyError> {
         }
     };
     let mut document = toml::de::DeTable::parse(text).map_err(located)?;
-    let confinement = document
-        .get_mut()
-        .remove("confinement")
-        .map(|table| Confinement::deserialize(toml::de::ValueDeserializer::from(table)))
+    let mut take = |name: &str| document.get_mut().remove(name).map(ValueDeserializer::from);
+    let confinement = take("confinement")
+        .map(Confinement::deserialize)
         .transpose()
         .map_err(located)?;
-    let table = document
-        .get_mut()
-        .remove("allowances")
-        .map(|table| AllowancesTable::deserialize(toml::de::ValueDeserializer::from(table)))
+    let allowances = take("allowances")
+        .map(AllowancesTable::deserialize)
         .transpose()
-        .map_err(located)?;
-    let allowances = Allowances::new();
-    let allowances = match table {
-        Some(table) => {
-            let allowances = allowances.destructive_tools(table.destructive_tools);
-            for allowance in table.allow {
-                allowances.add(allowance);
-            }
-            allowances
-        }
-        None => allowances,
-    };
+        .map_err(located)?
+        .map_or_else(Allowances::new, AllowancesTable::into_allowances);
     let config =
         GateConfig::deserialize(toml::de::Deserializer::from(document)).map_err(located)?;
     Ok(Policy {
