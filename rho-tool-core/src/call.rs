@@ -14,6 +14,21 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments, as JSON (normally an object).
     pub arguments: serde_json::Value,
+    /// Why the model's arguments could not be read, when they could not
+    /// (text that is not JSON, a stream cut off inside them), as a reader
+    /// of a model API's message found it; `arguments` is then `null`.
+    ///
+    /// Such a call is never run: a turn answers it with an error that
+    /// quotes this reason, so the model can send the call again, and its
+    /// tool's source hears of it as a refusal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malformed: Option<String>,
+    /// What made the call, as the model API names it, when it was not the
+    /// model itself: some APIs let a program the model wrote in the API's
+    /// own sandbox call a host's tools, and want the caller named again
+    /// beside the result. Opaque to rho; `None` for a call of the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<serde_json::Value>,
 }
 
 impl ToolCall {
@@ -27,7 +42,28 @@ impl ToolCall {
             id: id.into(),
             name: name.into(),
             arguments,
+            malformed: None,
+            caller: None,
         }
+    }
+
+    /// A call of tool `name` with id `id` whose arguments could not be
+    /// read, for the reason `error` (see [`malformed`](Self::malformed)).
+    pub fn malformed(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        error: impl Into<String>,
+    ) -> Self {
+        Self {
+            malformed: Some(error.into()),
+            ..Self::new(id, name, serde_json::Value::Null)
+        }
+    }
+
+    /// The call, made by `caller` (see [`caller`](Self::caller)).
+    pub fn with_caller(mut self, caller: serde_json::Value) -> Self {
+        self.caller = Some(caller);
+        self
     }
 }
 

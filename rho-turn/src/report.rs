@@ -109,6 +109,19 @@ pub(crate) fn too_deep_result(tool: &str) -> ToolResult {
 }
 
 /// The error result of a call whose id an earlier call of the turn has.
+/// The answer to a call whose arguments the model's message did not give
+/// as JSON, for the reason `error`.
+pub(crate) fn malformed_result(error: &str) -> ToolResult {
+    ToolResult::error(format!(
+        "this call was not run: its arguments are not one JSON value ({error}); send the \
+         call again with its arguments as one JSON object"
+    ))
+    .with_details(Plain::from(serde_json::json!({
+        "refused": "malformed_arguments",
+        "error": error,
+    })))
+}
+
 pub(crate) fn duplicate_result(call_id: &str, earlier: usize) -> ToolResult {
     ToolResult::error(format!(
         "this call was not run: its id `{call_id}` is the id of an earlier call of the same \

@@ -110,6 +110,9 @@ enum Fault {
     DuplicateOf(usize),
     /// The arguments nest deeper than the limit (and were taken apart).
     TooDeep,
+    /// The model's arguments could not be read
+    /// ([`ToolCall::malformed`]); the reason is on the call.
+    Malformed,
 }
 
 struct Started<E: Executor> {
@@ -161,7 +164,9 @@ impl<E: Executor> Turn<E> {
             .into_iter()
             .enumerate()
             .map(|(index, mut call)| {
-                let fault = if depth::nests_deeper_than(&call.arguments, ArgumentError::MAX_DEPTH) {
+                let fault = if call.malformed.is_some() {
+                    Some(Fault::Malformed)
+                } else if depth::nests_deeper_than(&call.arguments, ArgumentError::MAX_DEPTH) {
                     // Taken apart now, before anything (an event, the
                     // validator, a drop) can recurse through them.
                     let arguments = std::mem::replace(&mut call.arguments, depth::placeholder());
@@ -289,6 +294,9 @@ impl<E: Executor> Turn<E> {
             let faulty = fault.map(|fault| match fault {
                 Fault::TooDeep => report::too_deep_result(&call.name),
                 Fault::DuplicateOf(earlier) => report::duplicate_result(&call.id, earlier),
+                Fault::Malformed => {
+                    report::malformed_result(call.malformed.as_deref().unwrap_or_default())
+                }
             });
             let start = self.start_of(index, &call, resolved, faulty);
             runner.start(call, start)

@@ -278,3 +278,53 @@ fn a_faulty_call_of_a_quarantined_tool_still_reaches_its_source() {
         "{health:?}"
     );
 }
+
+/// A call whose arguments the model's message did not give as JSON (as a
+/// model API reader marks it) is answered with an error quoting the reason;
+/// its gate is never asked and its tool never runs, while the calls beside
+/// it run as usual, in the model's order.
+#[test]
+fn a_call_with_malformed_arguments_is_answered_and_never_run() {
+    let runtime = runtime();
+    let tools = Tools::new().add(strict());
+    let gate = Arc::new(CountingGate::default());
+    let turns = tools.turns(executor(&runtime), gate.clone());
+    let good = json!({
+        "name": "n", "count": 1, "ratio": 0.5, "dry_run": false,
+        "tags": ["a"], "options": { "depth": 1 }, "nothing": null,
+    });
+    let entries = runtime.block_on(turns.turn([
+        rho_tool_core::ToolCall::malformed("bad", "strict", "EOF while parsing at line 1 column 9"),
+        call("good", "strict", good),
+        rho_tool_core::ToolCall::malformed("unknown", "nope", "expected value"),
+    ]));
+    assert_eq!(gate.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        entries
+            .iter()
+            .map(|entry| (entry.call_id.as_str(), entry.outcome))
+            .collect::<Vec<_>>(),
+        [
+            ("bad", Outcome::Refused),
+            ("good", Outcome::Succeeded),
+            ("unknown", Outcome::Refused),
+        ]
+    );
+    let text = entries[0].text();
+    assert!(
+        text.contains("not one JSON value (EOF while parsing at line 1 column 9)"),
+        "{text}"
+    );
+    let details = entries[0]
+        .result
+        .details
+        .as_ref()
+        .expect("details")
+        .to_json();
+    assert_eq!(details["refused"], "malformed_arguments");
+    assert!(
+        entries[2].text().contains("expected value"),
+        "{}",
+        entries[2].text()
+    );
+}
