@@ -14,9 +14,11 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments, as JSON (normally an object).
     pub arguments: serde_json::Value,
-    /// Why the model's arguments could not be read, when they could not
-    /// (text that is not JSON, a stream cut off inside them), as a reader
-    /// of a model API's message found it; `arguments` is then `null`.
+    /// Why the call could not be taken as the model sent it, when a reader
+    /// of a model API's message found it so: arguments that are not JSON,
+    /// a stream cut off inside them, a missing or reused id. Written to
+    /// follow "this call was not run: " (`its arguments are not JSON
+    /// (...)`); `arguments` is then `null` or whatever could be read.
     ///
     /// Such a call is never run: a turn answers it with an error that
     /// quotes this reason, so the model can send the call again, and its
@@ -47,8 +49,9 @@ impl ToolCall {
         }
     }
 
-    /// A call of tool `name` with id `id` whose arguments could not be
-    /// read, for the reason `error` (see [`malformed`](Self::malformed)).
+    /// A call of tool `name` with id `id` that could not be taken as the
+    /// model sent it, for the reason `error` (see
+    /// [`malformed`](Self::malformed)).
     pub fn malformed(
         id: impl Into<String>,
         name: impl Into<String>,

@@ -109,17 +109,15 @@ pub(crate) fn too_deep_result(tool: &str) -> ToolResult {
 }
 
 /// The error result of a call whose id an earlier call of the turn has.
-/// The answer to a call whose arguments the model's message did not give
-/// as JSON, for the reason `error`.
-pub(crate) fn malformed_result(error: &str) -> ToolResult {
-    ToolResult::error(format!(
-        "this call was not run: its arguments are not one JSON value ({error}); send the \
-         call again with its arguments as one JSON object"
+/// The answer to a call the model's message did not give whole, for the
+/// `reason` its reader found.
+pub(crate) fn malformed_result(reason: &str) -> ToolResult {
+    ToolResult::error(format!("this call was not run: {reason}")).with_details(Plain::from(
+        serde_json::json!({
+            "refused": "malformed_call",
+            "reason": reason,
+        }),
     ))
-    .with_details(Plain::from(serde_json::json!({
-        "refused": "malformed_arguments",
-        "error": error,
-    })))
 }
 
 pub(crate) fn duplicate_result(call_id: &str, earlier: usize) -> ToolResult {

@@ -294,7 +294,11 @@ fn a_call_with_malformed_arguments_is_answered_and_never_run() {
         "tags": ["a"], "options": { "depth": 1 }, "nothing": null,
     });
     let entries = runtime.block_on(turns.turn([
-        rho_tool_core::ToolCall::malformed("bad", "strict", "EOF while parsing at line 1 column 9"),
+        rho_tool_core::ToolCall::malformed(
+            "bad",
+            "strict",
+            "its arguments are not JSON (EOF while parsing at line 1 column 9)",
+        ),
         call("good", "strict", good),
         rho_tool_core::ToolCall::malformed("unknown", "nope", "expected value"),
     ]));
@@ -312,7 +316,7 @@ fn a_call_with_malformed_arguments_is_answered_and_never_run() {
     );
     let text = entries[0].text();
     assert!(
-        text.contains("not one JSON value (EOF while parsing at line 1 column 9)"),
+        text == "this call was not run: its arguments are not JSON (EOF while parsing at line 1 column 9)",
         "{text}"
     );
     let details = entries[0]
@@ -321,7 +325,7 @@ fn a_call_with_malformed_arguments_is_answered_and_never_run() {
         .as_ref()
         .expect("details")
         .to_json();
-    assert_eq!(details["refused"], "malformed_arguments");
+    assert_eq!(details["refused"], "malformed_call");
     assert!(
         entries[2].text().contains("expected value"),
         "{}",

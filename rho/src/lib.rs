@@ -79,6 +79,7 @@
 //! | `mcp-https` | `mcp`, with imports from `https://` endpoints |
 //! | `mcp-oauth` | `mcp`, with imports from servers behind OAuth 2.1 (`mcp::import::OAuth`) |
 //! | `process` | `process`: a tool that is a child process, killed whole, confined by the kernel (`process::confine`) |
+//! | `model` | `model`: tool lists, calls and results in the shapes of the model APIs (OpenAI Chat Completions first) |
 //! | `full` | all of the above but `mcp-https` (which brings a TLS stack) |
 //! | `conformance` | `conformance`: the executor conformance suite, for executor authors (not in `full`) |
 //!
@@ -314,6 +315,13 @@ pub mod mcp {
 #[cfg(feature = "process")]
 pub mod process {
     pub use rho_process::*;
+}
+
+/// The model's side of a turn: tool lists, calls and results in the
+/// shapes the model APIs take, as JSON for any HTTP client.
+#[cfg(feature = "model")]
+pub mod model {
+    pub use rho_model::*;
 }
 
 /// The workspace README's examples, compiled and run as doc tests so they
