@@ -92,7 +92,10 @@ pub(crate) fn parts(result: &ToolResult) -> Vec<Part<'_>> {
                         .unwrap_or_default()
                 ),
             }),
-            other => Part::Text(format!("[a {} part that this API cannot show]", other.kind())),
+            other => Part::Text(format!(
+                "[a {} part that this API cannot show]",
+                other.kind()
+            )),
         })
         .collect()
 }

@@ -24,7 +24,7 @@ use serde_json::Value;
 
 pub use nulls::Nulls;
 pub(crate) use refs::inline;
-pub(crate) use strict::strict;
+pub use strict::strict;
 
 /// A schema converted for one API, and what changed.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,9 +90,15 @@ pub enum ChangeKind {
     },
     /// An optional property made required and able to be `null` (OpenAI's
     /// strict mode lists every property as required). rho reads the
-    /// model's `null` back as the property left out, unless the property
-    /// took `null` itself.
+    /// model's `null` back as the property left out.
     MadeNullable {
+        /// The property's name.
+        property: String,
+    },
+    /// An optional property that took `null` itself, made required: its
+    /// `null` from the model is read as the property left out, so the tool
+    /// never gets a `null` there.
+    NullReadAsLeftOut {
         /// The property's name.
         property: String,
     },
@@ -129,7 +135,7 @@ impl ChangeKind {
             | ChangeKind::Dropped { .. } => Loss::None,
             ChangeKind::Described { keyword } if keyword == "default" => Loss::None,
             ChangeKind::Described { .. } | ChangeKind::OneOfAsAnyOf => Loss::Unchecked,
-            ChangeKind::Closed => Loss::Narrowed,
+            ChangeKind::Closed | ChangeKind::NullReadAsLeftOut { .. } => Loss::Narrowed,
         }
     }
 }
@@ -145,7 +151,7 @@ pub enum Loss {
     /// error the model reads.
     Unchecked,
     /// The API no longer lets the model send some arguments the tool's
-    /// schema takes (an open object closed).
+    /// schema takes (an open object closed, a `null` read as left out).
     Narrowed,
 }
 

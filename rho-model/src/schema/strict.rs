@@ -59,8 +59,28 @@ const ANNOTATIONS: &[&str] = &[
     "writeOnly",
 ];
 
-/// `schema` in OpenAI's strict subset.
-pub(crate) fn strict(schema: &Value) -> Result<Converted, SchemaError> {
+/// `schema` in OpenAI's strict subset, with every change it took; or why
+/// it cannot be had (the tool is then listed outside strict mode).
+///
+/// ```
+/// use rho::model::schema::{strict, ChangeKind};
+/// use serde_json::json;
+///
+/// let converted = strict(&json!({
+///     "type": "object",
+///     "properties": { "path": { "type": "string" }, "limit": { "type": "integer" } },
+///     "required": ["path"],
+/// })).unwrap();
+/// assert_eq!(converted.schema["properties"]["limit"]["type"], json!(["integer", "null"]));
+/// assert_eq!(converted.schema["additionalProperties"], json!(false));
+/// assert!(converted.changes.iter().any(|c| c.what == ChangeKind::Closed));
+///
+/// // The model's `null` is read back as the property left out.
+/// let mut arguments = json!({ "path": "a.rs", "limit": null });
+/// converted.nulls.restore(&mut arguments);
+/// assert_eq!(arguments, json!({ "path": "a.rs" }));
+/// ```
+pub fn strict(schema: &Value) -> Result<Converted, SchemaError> {
     let mut changes = Vec::new();
     let tree = inline(schema, &mut changes)?;
     let root = super::object_root(&tree)?;
@@ -254,15 +274,25 @@ impl Strict<'_> {
                         "the optional property `{name}` inside `anyOf`: strict mode would need it nullable, and a `null` there could not be read back"
                     )));
                 }
-                if !make_nullable(&mut schema) {
-                    nulls.absent_if_null(name);
-                }
+                let took_null = make_nullable(&mut schema);
+                nulls.absent_if_null(name);
                 self.changes.push(Change::new(
                     at,
                     ChangeKind::MadeNullable {
                         property: name.clone(),
                     },
                 ));
+                if took_null {
+                    // Required now, the property's `null` is the only way
+                    // the model can leave it out; the tool's own `null`
+                    // is no longer sent.
+                    self.changes.push(Change::new(
+                        at,
+                        ChangeKind::NullReadAsLeftOut {
+                            property: name.clone(),
+                        },
+                    ));
+                }
             }
             converted.insert(name.clone(), schema);
         }
@@ -393,8 +423,15 @@ mod tests {
         );
         let mut arguments = json!({ "path": "a", "limit": null, "mode": null, "note": null });
         converted.nulls.restore(&mut arguments);
-        // `note` took null itself: its null stays.
-        assert_eq!(arguments, json!({ "path": "a", "note": null }));
+        assert_eq!(arguments, json!({ "path": "a" }));
+        // `note` took null itself: its null now means "left out", and the
+        // change says so.
+        assert!(converted.changes.contains(&Change::new(
+            "",
+            ChangeKind::NullReadAsLeftOut {
+                property: "note".into()
+            }
+        )));
     }
 
     #[test]

@@ -9,9 +9,12 @@ stdout: a JSON array, same length and order, of {"ok": true} or
 Strict: a key the SDK type does not define is refused at every nesting level,
 as are a missing required key, a value of the wrong type, a literal outside
 its set and a union that no variant accepts. An unknown kind is an error
-entry, not a crash. `python judge.py --kinds` lists the kinds and their
-types; `--selftest` builds every checker eagerly (finds unsupported
-annotations) and runs a few good and bad values.
+entry, not a crash. One process judges any number of values (the checkers
+are built once per type). `python judge.py --kinds` lists the kinds and
+their types; `--selftest` builds every kind's checkers and lists the
+non-JSON annotations met (IO, PathLike: never accepted).
+
+An integer field takes no 1.0, a string field no number, a boolean no 0/1.
 
 OpenAI and Anthropic describe request JSON as TypedDicts (`...Param`).
 pydantic's TypedDict validation ignores extra keys and validates
@@ -249,7 +252,7 @@ class Compiler:
             return self._scalar(bool, "boolean")
         if tp is int:
             def integer(v, p):
-                if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, float) and v.is_integer())):
+                if isinstance(v, bool) or not isinstance(v, int):
                     raise Invalid(p, f"expected an integer, got {_jtype(v)} {_short(v)}")
             return integer
         if tp is float:
@@ -374,7 +377,7 @@ class Compiler:
             scored = []
             for fn, e in errors:
                 scored.append((discriminators(fn, v) + (len(e.path),), e, fn))
-            best_score, best, best_fn = max(scored, key=lambda s: s[0])
+            best_score, best, _ = max(scored, key=lambda s: s[0])
             if best_score[0] or best_score[1]:
                 raise best
             if isinstance(v, dict) and any(hasattr(fn, "literals") for fn in fns):
@@ -467,6 +470,24 @@ def _kinds():
     }
 
 
+def _strict_fixed_point(schema):
+    """Kind `openai.strict_schema`: a function's `parameters` in strict
+    mode, judged by the openai SDK's own strict-making
+    (`openai.lib._pydantic._ensure_strict_json_schema`, what
+    `pydantic_function_tool` sends): a schema already strict is left as it
+    is, so anything the SDK would still change is refused, with the first
+    difference."""
+    import copy
+    from openai.lib._pydantic import _ensure_strict_json_schema
+
+    if not isinstance(schema, dict):
+        return {"ok": False, "error": "a strict schema is an object"}
+    made = _ensure_strict_json_schema(copy.deepcopy(schema), path=(), root=copy.deepcopy(schema))
+    if made == schema:
+        return {"ok": True}
+    return {"ok": False, "error": f"the SDK would make it {json.dumps(made)[:2000]}"}
+
+
 def judge_all(entries, comp=None):
     kinds = _kinds()
     comp = comp or Compiler()
@@ -475,6 +496,9 @@ def judge_all(entries, comp=None):
         try:
             if not isinstance(e, dict) or set(e) != {"kind", "value"}:
                 raise Invalid((), 'entry must be exactly {"kind": K, "value": V}')
+            if e["kind"] == "openai.strict_schema":
+                out.append(_strict_fixed_point(e["value"]))
+                continue
             entry = kinds.get(e["kind"])
             if entry is None:
                 out.append({"ok": False, "error": f"unknown kind {e['kind']!r}; kinds: {sorted(kinds)}"})

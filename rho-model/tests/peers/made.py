@@ -429,16 +429,36 @@ def read_request(raw):
     return {"kind": kind, "calls": out, "text": text or None, "chunk": chunk}
 
 
+def make(raw):
+    """One request's value; raises ValueError (bad input) or Refused."""
+    req = read_request(raw)
+    return KINDS[req["kind"]](req)
+
+
 def main():
+    """One request object in, its value out; or an array of requests in,
+    an array out with `{"refused": "<why>"}` where the SDK refused one."""
     try:
-        req = read_request(json.load(sys.stdin))
-    except ValueError as e:  # includes json.JSONDecodeError
+        raw = json.load(sys.stdin)
+    except ValueError as e:
         print(f"made.py: bad input: {e}", file=sys.stderr)
         sys.exit(2)
     try:
-        value = KINDS[req["kind"]](req)
+        if isinstance(raw, list):
+            out = []
+            for item in raw:
+                try:
+                    out.append(make(item))
+                except Refused as e:
+                    out.append({"refused": str(e)})
+            value = out
+        else:
+            value = make(raw)
+    except ValueError as e:
+        print(f"made.py: bad input: {e}", file=sys.stderr)
+        sys.exit(2)
     except Refused as e:
-        print(f"made.py: {req['kind']}: {e}", file=sys.stderr)
+        print(f"made.py: {e}", file=sys.stderr)
         sys.exit(1)
     json.dump(value, sys.stdout)
     sys.stdout.write("\n")
