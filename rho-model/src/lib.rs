@@ -70,7 +70,7 @@
 //!             { "id": "c2", "type": "function", "function": { "name": "weather", "arguments": "{\"city\":" } },
 //!         ] } }] });
 //!     let reply = chat.read(&response, Some(&tools))?;
-//!     messages.push(reply.message.clone());
+//!     messages.extend(reply.history.iter().cloned());
 //!     let entries = turns.turn(reply.calls.clone()).await;
 //!     messages.extend(chat.results(&reply, &entries));
 //!

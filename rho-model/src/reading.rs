@@ -22,9 +22,11 @@ pub const MAX_ARGUMENTS_BYTES: usize = 64 << 20;
 /// What the model answered: the message to send back, its text, its calls.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
-    /// The model's message as the API wants it back in the next request,
+    /// What to append to the conversation before the results, as the API
+    /// wants it in the next request: the model's message (Chat
+    /// Completions, Anthropic, Gemini) or its output items (Responses),
     /// with the ids rho gave calls that lacked one (or reused one).
-    pub message: Value,
+    pub history: Vec<Value>,
     /// The model's text beside the calls, if any.
     pub text: Option<String>,
     /// The calls, in the model's order: give them to a turn.

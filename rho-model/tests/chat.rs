@@ -134,7 +134,7 @@ fn finish() -> Value {
 
 /// The ids the echoed assistant message lists, in order.
 fn echoed_ids(reply: &Reply) -> Vec<String> {
-    reply.message["tool_calls"]
+    reply.history[0]["tool_calls"]
         .as_array()
         .map(|calls| {
             calls
@@ -199,7 +199,7 @@ fn interleaved_deltas_of_parallel_calls_come_out_in_the_models_order() {
     assert_eq!(got, want);
     // The message sent back holds the arguments as the model sent them.
     assert_eq!(
-        reply.message["tool_calls"][2]["function"]["arguments"],
+        reply.history[0]["tool_calls"][2]["function"]["arguments"],
         arguments[2]
     );
 }
@@ -332,7 +332,7 @@ fn megabytes_of_arguments_are_taken_and_past_the_bound_refused() {
     assert!(refused.contains("longer than"), "{refused}");
     // What is sent back is not the model's megabytes again.
     assert_eq!(
-        reply.message["tool_calls"][1]["function"]["arguments"],
+        reply.history[0]["tool_calls"][1]["function"]["arguments"],
         "{}"
     );
     let messages = answer(&runtime, &registry, &reply);
@@ -488,7 +488,7 @@ fn strict_modes_nulls_are_read_back_as_left_out_through_the_list() {
     assert_eq!(reply.calls[0].arguments, json!({ "text": "x" }));
     // The message sent back keeps what the model sent.
     assert_eq!(
-        reply.message["tool_calls"][0]["function"]["arguments"],
+        reply.history[0]["tool_calls"][0]["function"]["arguments"],
         r#"{"text":"x","times":null}"#
     );
 }

@@ -236,7 +236,7 @@ fn a_response_and_its_streams_made_by_the_sdk_read_to_the_same_calls() {
         }
         let reply = reader.finish();
         assert_eq!(seen(&reply), expected, "stream {index}");
-        assert_eq!(reply.message, whole.message, "stream {index}");
+        assert_eq!(reply.history, whole.history, "stream {index}");
         assert_eq!(reply.text, whole.text);
     }
 }
@@ -262,10 +262,8 @@ fn a_whole_conversation_rho_writes_is_taken_by_the_openai_sdk() {
     assert_eq!(results.len(), reply.calls.len() + 1);
     assert_eq!(results.last().expect("a message")["role"], "user");
 
-    let mut messages = vec![
-        json!({ "role": "user", "content": "Look at src/lib.rs" }),
-        reply.message.clone(),
-    ];
+    let mut messages = vec![json!({ "role": "user", "content": "Look at src/lib.rs" })];
+    messages.extend(reply.history.iter().cloned());
     messages.extend(results);
     let mut values: Vec<(&str, Value)> = messages
         .iter()

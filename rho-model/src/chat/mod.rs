@@ -133,7 +133,11 @@ impl Chat {
             calls.push(call);
         }
         Ok(Reply {
-            message: assistant_message(text.as_deref(), refusal.as_deref(), echoed),
+            history: vec![assistant_message(
+                text.as_deref(),
+                refusal.as_deref(),
+                echoed,
+            )],
             text,
             calls,
             stop: choice

@@ -157,7 +157,11 @@ impl<'l> ChatStream<'l> {
             calls.push(call);
         }
         Reply {
-            message: assistant_message(self.text.as_deref(), self.refusal.as_deref(), echoed),
+            history: vec![assistant_message(
+                self.text.as_deref(),
+                self.refusal.as_deref(),
+                echoed,
+            )],
             text: self.text,
             calls,
             stop: self.stop,
