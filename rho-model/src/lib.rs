@@ -25,6 +25,7 @@
 //! | module | API |
 //! |---|---|
 //! | [`chat`] | OpenAI Chat Completions, and the OpenAI-compatible servers |
+//! | [`anthropic`] | Anthropic Messages |
 //!
 //! # A host's loop
 //!
@@ -87,10 +88,13 @@
 //! [`SessionEntry`]: rho_turn::SessionEntry
 
 mod answer;
+pub mod anthropic;
 pub mod chat;
+mod dialect;
 mod listing;
 mod reading;
 pub mod schema;
 
+pub use dialect::{Dialect, StreamReader};
 pub use listing::{ListError, Listed, Options, Strictness, ToolList};
 pub use reading::{MAX_ARGUMENTS_BYTES, ReadError, Reply};

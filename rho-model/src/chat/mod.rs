@@ -26,7 +26,7 @@ use crate::schema::{self, Converted};
 
 pub use stream::ChatStream;
 
-const API: &str = "Chat Completions";
+pub(crate) const API: &str = "Chat Completions";
 
 /// The Chat Completions dialect.
 ///
