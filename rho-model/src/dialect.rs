@@ -9,6 +9,7 @@ use crate::anthropic::{Anthropic, AnthropicStream};
 use crate::chat::{Chat, ChatStream};
 use crate::listing::{ListError, ToolList};
 use crate::reading::{ReadError, Reply};
+use crate::responses::{Responses, ResponsesStream};
 
 /// One model API's shapes: the request's tools, the model's calls read
 /// from a response (whole or streamed), and the results written back.
@@ -87,4 +88,5 @@ macro_rules! dialect {
 }
 
 dialect!(Chat, ChatStream, crate::chat::API);
+dialect!(Responses, ResponsesStream, crate::responses::API);
 dialect!(Anthropic, AnthropicStream, crate::anthropic::API);

@@ -25,6 +25,7 @@
 //! | module | API |
 //! |---|---|
 //! | [`chat`] | OpenAI Chat Completions, and the OpenAI-compatible servers |
+//! | [`responses`] | OpenAI Responses |
 //! | [`anthropic`] | Anthropic Messages |
 //!
 //! # A host's loop
@@ -93,6 +94,7 @@ pub mod chat;
 mod dialect;
 mod listing;
 mod reading;
+pub mod responses;
 pub mod schema;
 
 pub use dialect::{Dialect, StreamReader};

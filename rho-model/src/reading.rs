@@ -144,3 +144,81 @@ fn parse(text: &str) -> Result<Value, String> {
     }
     serde_json::from_str(text).map_err(|error| format!("its arguments are not JSON ({error})"))
 }
+
+/// A call's argument text as a stream grows it, up to
+/// [`MAX_ARGUMENTS_BYTES`]: past the bound it keeps only how long it got.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ArgumentText {
+    text: String,
+    /// The bytes seen, once past the bound.
+    too_long: Option<usize>,
+}
+
+impl ArgumentText {
+    /// Appends a delta.
+    pub(crate) fn push(&mut self, piece: &str) {
+        if let Some(bytes) = &mut self.too_long {
+            *bytes += piece.len();
+            return;
+        }
+        if self.text.len() + piece.len() > MAX_ARGUMENTS_BYTES {
+            self.too_long = Some(self.text.len() + piece.len());
+            self.text = String::new();
+            return;
+        }
+        self.text.push_str(piece);
+    }
+
+    /// Replaces the text by the whole of it, as a `done` event gives it.
+    pub(crate) fn set(&mut self, whole: &str) {
+        *self = Self::default();
+        self.push(whole);
+    }
+
+    /// The text so far (empty once past the bound).
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the text went past the bound.
+    pub(crate) fn is_too_long(&self) -> bool {
+        self.too_long.is_some()
+    }
+
+    /// The text to send back in the model's message: what it sent, or,
+    /// past the bound, `{}` (the API would take the model's megabytes
+    /// again for nothing).
+    pub(crate) fn sent(&self) -> &str {
+        if self.too_long.is_some() {
+            "{}"
+        } else {
+            &self.text
+        }
+    }
+
+    /// The arguments to read: past the bound, too long; in a stream that
+    /// was `cut` (the call never finished), cut unless the text is whole
+    /// JSON already; else the text.
+    pub(crate) fn arguments(&self, cut: bool) -> Arguments<'_> {
+        match self.too_long {
+            Some(bytes) => Arguments::TooLong(bytes),
+            None if cut && serde_json::from_str::<serde::de::IgnoredAny>(&self.text).is_err() => {
+                Arguments::Cut
+            }
+            None => Arguments::Text(&self.text),
+        }
+    }
+}
+
+/// An item's fields but those that are `null` (a response's way of saying
+/// "none", which a request must leave out).
+pub(crate) fn without_nulls(item: &Value) -> serde_json::Map<String, Value> {
+    match item {
+        Value::Object(map) => map
+            .iter()
+            .filter(|(_, value)| !value.is_null())
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+        _ => serde_json::Map::new(),
+    }
+}

@@ -17,6 +17,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use rho::model::anthropic::Anthropic;
 use rho::model::chat::Chat;
+use rho::model::responses::Responses;
 use rho::model::{Dialect, Reply};
 use rho::tokio::{TokioExecutor, TurnRunner};
 use rho::{
@@ -87,6 +88,35 @@ fn chat() -> Peer {
                 })
                 .collect()
         },
+    }
+}
+
+fn responses() -> Peer {
+    Peer {
+        dialect: Box::new(Responses::new()),
+        made: "openai.responses",
+        tool: "openai.responses.tool",
+        message: "openai.responses.input_item",
+        request: "openai.responses.request.nonstreaming",
+        body: |input, tools| json!({ "model": "gpt-5", "input": input, "tools": tools, "store": false }),
+        user: |text| json!({ "role": "user", "content": text }),
+        response: |calls| {
+            let items: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(index, (id, name, arguments))| {
+                    let mut item = json!({ "type": "function_call", "id": format!("fc_{index}"),
+                        "name": name, "arguments": arguments.to_string(), "status": "completed" });
+                    if let Some(id) = id {
+                        item["call_id"] = id.clone().into();
+                    }
+                    item
+                })
+                .collect();
+            json!({ "object": "response", "status": "completed", "output": items })
+        },
+        echoed: |history| ids(&Value::Array(history.to_vec()), "call_id"),
+        answered: |results| ids(&Value::Array(results.to_vec()), "call_id"),
     }
 }
 
@@ -488,4 +518,4 @@ macro_rules! dialects {
     )*};
 }
 
-dialects!(chat, anthropic);
+dialects!(chat, responses, anthropic);

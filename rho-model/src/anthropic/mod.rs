@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 
 use crate::answer::{self, Part};
 use crate::listing::{ListError, Listed, Options, ToolList};
-use crate::reading::{Arguments, Intake, ReadError, Reply};
+use crate::reading::{Arguments, Intake, ReadError, Reply, without_nulls};
 use crate::schema;
 
 pub use stream::AnthropicStream;
@@ -241,19 +241,6 @@ pub(crate) fn reply<'a>(
         text,
         calls,
         stop: stop.map(str::to_owned),
-    }
-}
-
-/// A block's fields but those that are `null` (the response's way of
-/// saying "none", which a request must leave out).
-fn without_nulls(block: &Value) -> Map<String, Value> {
-    match block {
-        Value::Object(map) => map
-            .iter()
-            .filter(|(_, value)| !value.is_null())
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect(),
-        _ => Map::new(),
     }
 }
 

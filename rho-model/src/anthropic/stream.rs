@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{Block, reply, shape};
 use crate::listing::ToolList;
-use crate::reading::{Arguments, MAX_ARGUMENTS_BYTES, ReadError, Reply};
+use crate::reading::{ArgumentText, Arguments, ReadError, Reply};
 
 /// Reads the events of a streamed response (`"stream": true`; each SSE
 /// `data:` line's JSON): blocks opened by `content_block_start`, grown by
@@ -49,12 +49,10 @@ struct Open {
     /// (all but a tool's input, kept as text apart).
     block: Map<String, Value>,
     /// A tool block's input as streamed so far.
-    json: String,
+    json: ArgumentText,
     /// Whether any input was streamed (a tool without parameters streams
     /// none, and its input is the start's `{}`).
     streamed: bool,
-    /// The input went past the bound; the bytes seen so far.
-    too_long: Option<usize>,
     /// `content_block_stop` was seen.
     closed: bool,
 }
@@ -92,9 +90,8 @@ impl<'l> AnthropicStream<'l> {
                     index,
                     Open {
                         block: block.clone(),
-                        json: String::new(),
+                        json: ArgumentText::default(),
                         streamed: false,
-                        too_long: None,
                         closed: false,
                     },
                 );
@@ -141,11 +138,11 @@ impl<'l> AnthropicStream<'l> {
                 if !is_call(&open.block) {
                     return (Value::Object(block), None);
                 }
-                let input = match (open.too_long, open.streamed) {
-                    (Some(_), _) => None,
-                    (None, true) => serde_json::from_str::<Value>(&open.json).ok(),
-                    (None, false) if open.closed => block.get("input").cloned(),
-                    (None, false) => None,
+                let input = match (open.json.is_too_long(), open.streamed) {
+                    (true, _) => None,
+                    (false, true) => serde_json::from_str::<Value>(open.json.as_str()).ok(),
+                    (false, false) if open.closed => block.get("input").cloned(),
+                    (false, false) => None,
                 };
                 match input {
                     Some(input) => block.insert("input".into(), input),
@@ -158,12 +155,10 @@ impl<'l> AnthropicStream<'l> {
             None => Block::Other(block),
             Some(open) => Block::Call {
                 raw: block,
-                input: match (open.too_long, block.get("input")) {
-                    (Some(bytes), _) => Arguments::TooLong(bytes),
-                    (None, Some(input)) => Arguments::Value(input.clone()),
+                input: match block.get("input") {
+                    Some(input) => Arguments::Value(input.clone()),
                     // Closed, yet not JSON: what the model sent is wrong.
-                    (None, None) if open.closed => Arguments::Text(&open.json),
-                    (None, None) => Arguments::Cut,
+                    None => open.json.arguments(!open.closed),
                 },
             },
         });
@@ -182,7 +177,7 @@ impl Open {
             Some("input_json_delta") => {
                 if let Some(piece) = piece("partial_json") {
                     self.streamed = true;
-                    self.append(piece);
+                    self.json.push(piece);
                 }
             }
             Some("text_delta") => append_to(&mut self.block, "text", piece("text")),
@@ -204,19 +199,6 @@ impl Open {
             }
             _ => {}
         }
-    }
-
-    fn append(&mut self, piece: &str) {
-        if let Some(bytes) = &mut self.too_long {
-            *bytes += piece.len();
-            return;
-        }
-        if self.json.len() + piece.len() > MAX_ARGUMENTS_BYTES {
-            self.too_long = Some(self.json.len() + piece.len());
-            self.json = String::new();
-            return;
-        }
-        self.json.push_str(piece);
     }
 }
 

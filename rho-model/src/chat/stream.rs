@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{assistant_message, echo_call, shape};
 use crate::listing::ToolList;
-use crate::reading::{Arguments, Intake, MAX_ARGUMENTS_BYTES, ReadError, Reply};
+use crate::reading::{ArgumentText, Intake, ReadError, Reply};
 
 /// Reads the chunks of a streamed response (`"stream": true`): text
 /// deltas, and tool-call deltas keyed by `index`, the deltas of parallel
@@ -43,9 +43,7 @@ pub struct ChatStream<'l> {
 struct Partial {
     id: Option<String>,
     name: String,
-    arguments: String,
-    /// The arguments went past the bound; the bytes seen so far.
-    too_long: Option<usize>,
+    arguments: ArgumentText,
 }
 
 impl<'l> ChatStream<'l> {
@@ -122,7 +120,7 @@ impl<'l> ChatStream<'l> {
                 .and_then(|f| f.get("arguments"))
                 .and_then(Value::as_str)
             {
-                partial.append(piece);
+                partial.arguments.push(piece);
             }
         }
         Ok(())
@@ -138,22 +136,12 @@ impl<'l> ChatStream<'l> {
         let mut calls = Vec::with_capacity(self.calls.len());
         let mut echoed = Vec::with_capacity(self.calls.len());
         for partial in self.calls.into_values() {
-            let arguments = match partial.too_long {
-                Some(bytes) => Arguments::TooLong(bytes),
-                None if cut && serde_json::from_str::<Value>(&partial.arguments).is_err() => {
-                    Arguments::Cut
-                }
-                None => Arguments::Text(&partial.arguments),
-            };
-            let call = intake.take(partial.id.as_deref(), &partial.name, arguments);
-            // Arguments past the bound are not sent back: the API would
-            // take the model's megabytes again for nothing.
-            let sent = if partial.too_long.is_some() {
-                "{}"
-            } else {
-                &partial.arguments
-            };
-            echoed.push(echo_call(&call, sent));
+            let call = intake.take(
+                partial.id.as_deref(),
+                &partial.name,
+                partial.arguments.arguments(cut),
+            );
+            echoed.push(echo_call(&call, partial.arguments.sent()));
             calls.push(call);
         }
         Reply {
@@ -166,20 +154,5 @@ impl<'l> ChatStream<'l> {
             calls,
             stop: self.stop,
         }
-    }
-}
-
-impl Partial {
-    fn append(&mut self, piece: &str) {
-        if let Some(bytes) = &mut self.too_long {
-            *bytes += piece.len();
-            return;
-        }
-        if self.arguments.len() + piece.len() > MAX_ARGUMENTS_BYTES {
-            self.too_long = Some(self.arguments.len() + piece.len());
-            self.arguments = String::new();
-            return;
-        }
-        self.arguments.push_str(piece);
     }
 }
