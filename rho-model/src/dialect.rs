@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::anthropic::{Anthropic, AnthropicStream};
 use crate::chat::{Chat, ChatStream};
+use crate::gemini::{Gemini, GeminiStream};
 use crate::listing::{ListError, ToolList};
 use crate::reading::{ReadError, Reply};
 use crate::responses::{Responses, ResponsesStream};
@@ -90,3 +91,4 @@ macro_rules! dialect {
 dialect!(Chat, ChatStream, crate::chat::API);
 dialect!(Responses, ResponsesStream, crate::responses::API);
 dialect!(Anthropic, AnthropicStream, crate::anthropic::API);
+dialect!(Gemini, GeminiStream, crate::gemini::API);

@@ -27,6 +27,7 @@
 //! | [`chat`] | OpenAI Chat Completions, and the OpenAI-compatible servers |
 //! | [`responses`] | OpenAI Responses |
 //! | [`anthropic`] | Anthropic Messages |
+//! | [`gemini`] | Google Gemini (`generateContent`) |
 //!
 //! # A host's loop
 //!
@@ -92,6 +93,7 @@ mod answer;
 pub mod anthropic;
 pub mod chat;
 mod dialect;
+pub mod gemini;
 mod listing;
 mod reading;
 pub mod responses;

@@ -15,12 +15,23 @@ use crate::schema::{Change, Converted, Loss, Nulls, SchemaError};
 /// into the tool's own.
 #[derive(Debug, Clone, Default)]
 pub struct ToolList {
+    /// The key one tool object holds all the tools under, for APIs that
+    /// want them so (Gemini's `functionDeclarations`).
+    pub(crate) wrapper: Option<&'static str>,
     pub(crate) value: Vec<Value>,
     pub(crate) listed: Vec<Listed>,
     pub(crate) by_name: HashMap<String, usize>,
 }
 
 impl ToolList {
+    /// A list whose tools go under `key` of one tool object.
+    pub(crate) fn wrapped(key: &'static str) -> Self {
+        Self {
+            wrapper: Some(key),
+            ..Self::default()
+        }
+    }
+
     pub(crate) fn push(&mut self, value: Value, listed: Listed) {
         self.by_name.insert(listed.name.clone(), self.listed.len());
         self.value.push(value);
@@ -29,7 +40,11 @@ impl ToolList {
 
     /// The `tools` value of a request.
     pub fn to_json(&self) -> Value {
-        Value::Array(self.value.clone())
+        let tools = Value::Array(self.value.clone());
+        match self.wrapper {
+            Some(key) => serde_json::json!([{ key: tools }]),
+            None => tools,
+        }
     }
 
     /// The tools as listed, in order, with what changed in each.

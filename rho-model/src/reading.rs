@@ -55,6 +55,8 @@ pub(crate) struct Intake<'l> {
     list: Option<&'l ToolList>,
     seen: HashSet<String>,
     fresh: usize,
+    /// The API's calls need no id (Gemini): one missing is no fault.
+    ids_optional: bool,
 }
 
 impl<'l> Intake<'l> {
@@ -63,7 +65,15 @@ impl<'l> Intake<'l> {
             list,
             seen: HashSet::new(),
             fresh: 0,
+            ids_optional: false,
         }
+    }
+
+    /// An intake for an API whose calls need no id: a call without one
+    /// gets one of rho's, and is no fault.
+    pub(crate) fn ids_optional(mut self) -> Self {
+        self.ids_optional = true;
+        self
     }
 
     /// The call of `name` with `id` (if the model gave one) and argument
@@ -83,6 +93,7 @@ impl<'l> Intake<'l> {
                     "its id `{id}` is the id of an earlier call of the same message; each call needs an id of its own"
                 )),
             ),
+            _ if self.ids_optional => (self.fresh_id(), None),
             _ => (
                 self.fresh_id(),
                 Some("it came without an id, which every call needs".to_owned()),

@@ -71,3 +71,74 @@ proptest! {
         prop_assert_eq!(&list.to_json()[0]["function"]["strict"], &Value::Bool(listed.strict));
     }
 }
+
+/// Gemini's subset read as JSON Schema: types lower-cased, `nullable` as
+/// "or null" (in the type, the enum, or a branch).
+fn subset_as_json_schema(schema: &Value) -> Value {
+    let Some(map) = schema.as_object() else {
+        return schema.clone();
+    };
+    let mut out = serde_json::Map::new();
+    for (key, value) in map {
+        let value = match key.as_str() {
+            "type" => Value::String(value.as_str().unwrap_or_default().to_ascii_lowercase()),
+            "properties" => Value::Object(
+                value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, schema)| (name.clone(), subset_as_json_schema(schema)))
+                    .collect(),
+            ),
+            "items" => subset_as_json_schema(value),
+            "anyOf" => Value::Array(
+                value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(subset_as_json_schema)
+                    .collect(),
+            ),
+            "nullable" | "format" => continue,
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    if map.get("nullable") == Some(&Value::Bool(true)) {
+        if let Some(Value::String(kind)) = out.get("type").cloned() {
+            out.insert("type".into(), serde_json::json!([kind, "null"]));
+        }
+        if let Some(Value::Array(values)) = out.get_mut("enum") {
+            values.push(Value::Null);
+        }
+        if let Some(Value::Array(branches)) = out.get_mut("anyOf") {
+            branches.push(serde_json::json!({ "type": "null" }));
+        }
+    }
+    Value::Object(out)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Gemini's subset conversion either refuses the schema with where and
+    /// why, or gives a schema that, read as JSON Schema, accepts every
+    /// value the original accepts, with no `$ref` left.
+    #[test]
+    fn gemini_conversion_keeps_every_accepted_value_or_says_why_not((original, arguments) in root()) {
+        match rho::model::schema::gemini(&original) {
+            Err(SchemaError::Unsupported { reason, .. }) => prop_assert!(!reason.is_empty()),
+            Err(other) => prop_assert!(false, "{original}: unexpected {other:?}"),
+            Ok(converted) => {
+                let text = converted.schema.to_string();
+                prop_assert!(!text.contains("$ref") && !text.contains("$defs"), "{text}");
+                let read = subset_as_json_schema(&converted.schema);
+                prop_assert!(
+                    accepts(&read, &arguments),
+                    "{} (as {read}) refuses {arguments} under {original}", converted.schema
+                );
+                prop_assert!(converted.nulls.is_empty());
+            }
+        }
+    }
+}

@@ -15,6 +15,7 @@
 //!
 //! [`Tool::parameters`]: rho_tool_core::Tool::parameters
 
+mod gemini;
 mod nulls;
 mod refs;
 mod strict;
@@ -22,6 +23,7 @@ mod strict;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use gemini::gemini;
 pub use nulls::Nulls;
 pub(crate) use refs::inline;
 pub use strict::strict;
