@@ -31,9 +31,12 @@
 //!
 //! `cargo run -p rho-demo` prints readable lines; `-- --json` prints one JSON
 //! object a line; `-- --runtime smol` runs the same tools and gate on smol
-//! instead of tokio.
+//! instead of tokio. `-- model --api anthropic` (or `chat`, `responses`,
+//! `gemini`) talks to a real model instead: the whole loop of a host, with
+//! a key from the environment (see `model.rs`).
 
 mod docs;
+mod model;
 mod print;
 mod session;
 mod tools;
@@ -41,7 +44,7 @@ mod tools;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use rho::smol::SmolPool;
 use rho::tokio::TokioExecutor;
 use rho::turn::{EventBus, TurnAbort};
@@ -117,6 +120,18 @@ struct Cli {
     /// the session starts this program so, as the server it imports.
     #[arg(long = docs::SERVE_FLAG, hide = true)]
     serve_docs: bool,
+    /// Instead of the scripted session: something else to run.
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// What else the demo runs.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Talk to a real model: request, calls, turn, results, next request,
+    /// in any of the four dialects rho speaks, against a URL and key from
+    /// the environment (RHO_MODEL_KEY, or the provider's own variable).
+    Model(model::ModelArgs),
 }
 
 /// The runtimes the session runs on.
@@ -146,9 +161,13 @@ fn main() {
         json,
         runtime,
         serve_docs,
+        command,
     } = Cli::parse();
     if serve_docs {
         docs::serve();
+    }
+    if let Some(Command::Model(args)) = command {
+        std::process::exit(model::run(args));
     }
     // The panics of `flaky_lint` are reported in its end lines, with where
     // they were raised; the quiet hook keeps them from being printed over
@@ -257,11 +276,20 @@ mod tests {
             &["--json=yes"],
             &["--verbose"],
             &["smol"],
+            &["model", "--api", "bard"],
+            &["model", "--max-requests", "many"],
         ] {
             let error = parse(line).expect_err("a bad line is an error");
             assert_ne!(error.kind(), ErrorKind::DisplayHelp, "{line:?}");
             assert_eq!(error.exit_code(), 2, "{line:?}");
         }
+    }
+
+    #[test]
+    fn the_model_loop_takes_its_api_from_a_flag() {
+        let cli =
+            parse(&["model", "--api", "anthropic", "--url", "http://127.0.0.1:9"]).expect("parses");
+        assert!(matches!(cli.command, Some(Command::Model(_))));
     }
 
     #[test]

@@ -327,7 +327,9 @@ pub mod model {
 /// The workspace README's examples, compiled and run as doc tests so they
 /// stay true; they use only `rho::` paths, so they run here. Only doc
 /// tests read the file (it is not part of the published crate, and
-/// `cfg(doctest)` keeps every other build from looking for it).
-#[cfg(doctest)]
+/// `cfg(doctest)` keeps every other build from looking for it). The host
+/// loop there speaks a model API, so they need the `model` feature (on in
+/// the workspace's tests and in `--all-features`).
+#[cfg(all(doctest, feature = "model"))]
 #[doc = include_str!("../../README.md")]
 struct WorkspaceReadmeExamples;

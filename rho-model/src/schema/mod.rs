@@ -162,7 +162,7 @@ pub enum Loss {
 #[non_exhaustive]
 pub enum SchemaError {
     /// A `$ref` leads back to itself; the API takes no recursive schema.
-    #[error("at `{at}`: `{reference}` refers to a schema that contains it (a recursive schema)")]
+    #[error("{}: `{reference}` refers to a schema that contains it (a recursive schema)", place(.at))]
     Recursive {
         /// Where the reference was met.
         at: String,
@@ -171,7 +171,7 @@ pub enum SchemaError {
     },
     /// A `$ref` that is not to a definition of the same schema
     /// (`#/$defs/...`, `#/definitions/...`, `#`), or to one it lacks.
-    #[error("at `{at}`: `{reference}` names no definition of this schema")]
+    #[error("{}: `{reference}` names no definition of this schema", place(.at))]
     Unresolved {
         /// Where the reference was met.
         at: String,
@@ -192,13 +192,22 @@ pub enum SchemaError {
         found: String,
     },
     /// Something the target cannot express (strict mode's limits).
-    #[error("at `{at}`: {reason}")]
+    #[error("{}: {reason}", place(.at))]
     Unsupported {
         /// Where.
         at: String,
         /// What, and why.
         reason: String,
     },
+}
+
+/// Where in a schema, for people: its root, or a JSON pointer.
+fn place(at: &str) -> String {
+    if at.is_empty() {
+        "at the schema's root".to_owned()
+    } else {
+        format!("at `{at}`")
+    }
 }
 
 /// A JSON pointer token for `key` (`~` and `/` escaped).
