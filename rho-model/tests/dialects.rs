@@ -548,6 +548,49 @@ fn results_answer_every_call_once_in_order(peer: Peer) {
         .expect("the property holds");
 }
 
+/// 10,000 calls in one message, one of them with megabytes of arguments
+/// and every thousandth of a tool that does not exist: each call is run
+/// or refused, and answered once, in order.
+fn ten_thousand_calls_and_megabytes_of_arguments_are_each_answered(peer: Peer) {
+    let registry = registry();
+    let big = "x".repeat(4 << 20);
+    let calls: Vec<Sent> = (0..10_000)
+        .map(|n| {
+            let name = if n % 1_000 == 7 {
+                "no_such_tool"
+            } else {
+                "read_file"
+            };
+            let path = if n == 5 { big.clone() } else { n.to_string() };
+            (
+                Some(format!("c{n}")),
+                name.to_owned(),
+                json!({ "path": path }),
+            )
+        })
+        .collect();
+    let reply = peer
+        .dialect
+        .read(&(peer.response)(&calls), None)
+        .expect("a reply");
+    assert_eq!(reply.calls.len(), 10_000);
+    assert_eq!(
+        reply.calls[5].arguments["path"].as_str().map(str::len),
+        Some(4 << 20)
+    );
+    let entries = run_turn(&registry, &reply);
+    assert_eq!(entries.len(), 10_000);
+    let results = peer.dialect.results(&reply, &entries);
+    let answered = (peer.answered)(&results);
+    assert_eq!(answered.len(), 10_000);
+    assert_eq!(answered, (peer.echoed)(&reply.history));
+    let refused = entries
+        .iter()
+        .filter(|entry| entry.outcome == Outcome::Refused)
+        .count();
+    assert_eq!(refused, 10);
+}
+
 /// The tests, one module per dialect.
 macro_rules! dialects {
     ($($dialect:ident),* $(,)?) => {$(
@@ -567,6 +610,10 @@ macro_rules! dialects {
             #[test]
             fn every_tool_list_is_taken_by_the_sdk() {
                 super::every_tool_list_is_taken_by_the_sdk(super::$dialect());
+            }
+            #[test]
+            fn ten_thousand_calls_and_megabytes_of_arguments_are_each_answered() {
+                super::ten_thousand_calls_and_megabytes_of_arguments_are_each_answered(super::$dialect());
             }
             #[test]
             fn results_answer_every_call_once_in_order() {
