@@ -29,6 +29,9 @@
 //! | [`anthropic`] | Anthropic Messages |
 //! | [`gemini`] | Google Gemini (`generateContent`) |
 //!
+//! The APIs' own client tools (Anthropic's text editor and bash) are rho
+//! tools in [`client`] (on Linux, where the kernel confines them).
+//!
 //! # A host's loop
 //!
 //! The model's response here is a stand-in; a host sends
@@ -92,6 +95,8 @@
 mod answer;
 pub mod anthropic;
 pub mod chat;
+#[cfg(target_os = "linux")]
+pub mod client;
 mod dialect;
 pub mod gemini;
 mod listing;

@@ -134,6 +134,13 @@ pub enum ListError {
         /// What it would change.
         changes: Vec<Change>,
     },
+    /// A client tool was asked for, and the tools listed have none of its
+    /// name to run its calls.
+    #[error("the client tool `{tool}` was asked for, and no tool of that name is listed")]
+    Missing {
+        /// The name.
+        tool: String,
+    },
     /// Two tools of one name: the model could not tell them apart.
     #[error("two tools are named `{tool}`")]
     Duplicate {

@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 use crate::answer::{self, Part};
 use crate::listing::{ListError, Listed, Options, ToolList};
 use crate::reading::{Arguments, Intake, ReadError, Reply, without_nulls};
-use crate::schema;
+use crate::schema::{self, Converted};
 
 pub use stream::AnthropicStream;
 
@@ -58,6 +58,53 @@ const IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/we
 #[derive(Debug, Clone, Default)]
 pub struct Anthropic {
     options: Options,
+    client_tools: Vec<ClientTool>,
+}
+
+/// One of Anthropic's client tools: declared by a type Anthropic defines
+/// (the model knows it from training), executed by the host. rho runs
+/// both on its own tools ([`client`](crate::client), on Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientTool {
+    /// `bash_20250124`, the registry's tool named `bash`.
+    Bash,
+    /// `text_editor_20250728`, the registry's tool named
+    /// `str_replace_based_edit_tool`, its views cut at `max_characters`
+    /// when given (the editor's own bound should say the same).
+    TextEditor {
+        /// The most characters a view shows.
+        max_characters: Option<usize>,
+    },
+}
+
+/// The name of Anthropic's bash tool.
+pub(crate) const BASH: &str = "bash";
+/// The name of Anthropic's current text editor tool.
+pub(crate) const TEXT_EDITOR: &str = "str_replace_based_edit_tool";
+
+impl ClientTool {
+    /// The name the registry's tool must have.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientTool::Bash => BASH,
+            ClientTool::TextEditor { .. } => TEXT_EDITOR,
+        }
+    }
+
+    /// The declaration, in Anthropic's own type.
+    fn declaration(self) -> Value {
+        match self {
+            ClientTool::Bash => json!({ "type": "bash_20250124", "name": BASH }),
+            ClientTool::TextEditor { max_characters } => {
+                let mut tool = json!({ "type": "text_editor_20250728", "name": TEXT_EDITOR });
+                if let Some(max) = max_characters {
+                    tool["max_characters"] = max.into();
+                }
+                tool
+            }
+        }
+    }
 }
 
 impl Anthropic {
@@ -69,7 +116,30 @@ impl Anthropic {
 
     /// The dialect with `options`.
     pub fn with_options(options: Options) -> Self {
-        Self { options }
+        Self {
+            options,
+            client_tools: Vec::new(),
+        }
+    }
+
+    /// Declares the registry's tool of `tool`'s name as that client tool,
+    /// in Anthropic's own type, instead of as a tool of its schema. Its
+    /// calls and results are read and written like any other tool's.
+    ///
+    /// ```
+    /// use rho::model::anthropic::{Anthropic, ClientTool};
+    ///
+    /// let dialect = Anthropic::new()
+    ///     .with_client_tool(ClientTool::Bash)
+    ///     .with_client_tool(ClientTool::TextEditor { max_characters: Some(10_000) });
+    /// # let _ = dialect;
+    /// ```
+    #[must_use]
+    pub fn with_client_tool(mut self, tool: ClientTool) -> Self {
+        self.client_tools
+            .retain(|known| known.name() != tool.name());
+        self.client_tools.push(tool);
+        self
     }
 
     /// The request's `tools`, from the tools a registry lists.
@@ -83,6 +153,15 @@ impl Anthropic {
                 return Err(ListError::Duplicate {
                     tool: info.name.clone(),
                 });
+            }
+            if let Some(client) = self
+                .client_tools
+                .iter()
+                .find(|client| client.name() == info.name)
+            {
+                let listed = Listed::new(&info.name, false, Converted::unchanged(Value::Null));
+                list.push(client.declaration(), listed);
+                continue;
             }
             let converted =
                 schema::object_root(&info.parameters).map_err(|error| ListError::Schema {
@@ -98,6 +177,15 @@ impl Anthropic {
             let listed = Listed::new(&info.name, false, converted);
             self.options.check(info, &listed)?;
             list.push(Value::Object(tool), listed);
+        }
+        if let Some(missing) = self
+            .client_tools
+            .iter()
+            .find(|client| !list.contains(client.name()))
+        {
+            return Err(ListError::Missing {
+                tool: missing.name().to_owned(),
+            });
         }
         Ok(list)
     }
