@@ -167,5 +167,5 @@ mod supervise;
 mod tool;
 
 pub use child::{ChildExit, ChildGroup, Exited, GroupKiller};
-pub use shell::ShellTool;
+pub use shell::{CommandEnd, Executed, ShellTool};
 pub use tool::ProcessTool;

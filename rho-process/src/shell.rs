@@ -265,74 +265,184 @@ impl Tool for ShellTool {
 
 /// The command's output as the model reads it.
 fn answer(tool: &str, ran: Ran, caps: Caps, confined: &Confined) -> ToolOutput {
-    let output = |ran: &Ran| {
-        let mut text = String::from_utf8_lossy(&ran.stdout.bytes).into_owned();
-        if !ran.stderr.bytes.is_empty() {
+    Executed::read(ran, caps, confined).to_output(tool)
+}
+
+impl ShellTool {
+    /// Runs `command` (as `bash -c` runs it) under the tool's confinement,
+    /// outside any call: its stdout and stderr apart, and how it ended.
+    /// For a host, or a tool of its own, that needs the pieces (an API
+    /// whose shell tool wants each stream and exit code), not the text a
+    /// model reads. Dropping the future kills the command's whole group.
+    pub async fn execute(&self, command: &str) -> Executed {
+        let (prepared, confined) = match self.command(command, &self.confinement) {
+            Ok(prepared) => prepared,
+            Err(text) => return Executed::failed(format!("was not run: {text}")),
+        };
+        let running = match supervise::start(prepared, Vec::new(), self.caps) {
+            Ok(running) => running,
+            Err(error) => {
+                return Executed::failed(format!(
+                    "failed: the command's supervising thread could not be started: {error}"
+                ));
+            }
+        };
+        match running.await {
+            Some(Finished::Ran(ran)) => Executed::read(ran, self.caps, &confined),
+            Some(Finished::NotStarted(error)) => Executed::failed(format!(
+                "failed: {} could not be started: {error}",
+                self.shell.display()
+            )),
+            None => Executed::failed("failed: the command's supervisor was lost".to_owned()),
+        }
+    }
+}
+
+/// A command's end as [`ShellTool::execute`] gives it: its output apart,
+/// how it ended, and what its confinement explains of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Executed {
+    /// Its stdout (as UTF-8, lossily), up to the cap.
+    pub stdout: String,
+    /// Its stderr, the same.
+    pub stderr: String,
+    /// How it ended.
+    pub end: CommandEnd,
+    /// What the confinement denied it, as words for the model, when its
+    /// failure reads like a denial (empty otherwise).
+    pub denial: String,
+    /// The streams it wrote past the cap on, with the cap.
+    pub capped: Vec<(&'static str, usize)>,
+    /// What of the confinement the kernel could not enforce, if anything.
+    pub not_enforced: Option<String>,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommandEnd {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal ended it: a limit its confinement set (`limit` says
+    /// which), or anything else (a crash).
+    Killed {
+        /// The signal, as text (`SIGSEGV (11)`).
+        signal: String,
+        /// The limit behind it, if one was.
+        limit: Option<String>,
+    },
+    /// It wrote more than the cap, and rho stopped it there.
+    Capped,
+    /// It did not run, or its end could not be read: why, written to
+    /// follow the tool's name ("was not run: ...", "failed: ...").
+    Failed(String),
+}
+
+impl Executed {
+    fn failed(text: String) -> Self {
+        Self {
+            stdout: String::new(),
+            stderr: String::new(),
+            end: CommandEnd::Failed(text),
+            denial: String::new(),
+            capped: Vec::new(),
+            not_enforced: None,
+        }
+    }
+
+    /// What the supervisor saw of a run, read.
+    fn read(ran: Ran, caps: Caps, confined: &Confined) -> Self {
+        let status = match &ran.status {
+            Ok(status) => *status,
+            Err(error) => {
+                return Self::failed(format!(
+                    "failed: the command's exit status could not be read: {error}"
+                ));
+            }
+        };
+        if let Some(text) = confined.launcher_failure(status.code(), &ran.stderr.bytes) {
+            return Self::failed(text);
+        }
+        let capped: Vec<(&'static str, usize)> = [
+            ("stdout", &ran.stdout, caps.stdout),
+            ("stderr", &ran.stderr, caps.stderr),
+        ]
+        .into_iter()
+        .filter(|(_, captured, _)| captured.overflowed)
+        .map(|(stream, _, cap)| (stream, cap))
+        .collect();
+        let end = match (status.signal(), status.code()) {
+            // rho's own kill at the cap: the command's failure, not a crash.
+            _ if !capped.is_empty() => CommandEnd::Capped,
+            (Some(signal), _) => CommandEnd::Killed {
+                signal: signal_text(signal),
+                limit: confined.limit_for_signal(signal, &ran.stderr.bytes),
+            },
+            (None, Some(code)) => CommandEnd::Exited(code),
+            (None, None) => CommandEnd::Failed(
+                "failed: the command ended with neither an exit code nor a signal".to_owned(),
+            ),
+        };
+        Self {
+            denial: confined.denial(&ran.stderr.bytes),
+            stdout: String::from_utf8_lossy(&ran.stdout.bytes).into_owned(),
+            stderr: String::from_utf8_lossy(&ran.stderr.bytes).into_owned(),
+            end,
+            capped,
+            not_enforced: confined.not_enforced_note(),
+        }
+    }
+
+    /// Its stdout, then its stderr under a `[stderr]` line, then a line
+    /// for each stream it wrote past the cap on.
+    fn text(&self) -> String {
+        let mut text = self.stdout.clone();
+        if !self.stderr.is_empty() {
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }
             text.push_str("[stderr]\n");
-            text.push_str(&String::from_utf8_lossy(&ran.stderr.bytes));
+            text.push_str(&self.stderr);
         }
-        text
-    };
-    let status = match &ran.status {
-        Ok(status) => *status,
-        Err(error) => {
-            return ToolOutput::error(format!(
-                "tool `{tool}` failed: the command's exit status could not be read: {error}"
-            ));
-        }
-    };
-    if let Some(text) = confined.launcher_failure(status.code(), &ran.stderr.bytes) {
-        return ToolOutput::error(format!("tool `{tool}` {text}"));
-    }
-    let mut text = output(&ran);
-    for (stream, captured, cap) in [
-        ("stdout", &ran.stdout, caps.stdout),
-        ("stderr", &ran.stderr, caps.stderr),
-    ] {
-        if captured.overflowed {
+        for (stream, cap) in &self.capped {
             let _ = write!(
                 text,
                 "\n[the command wrote more than {cap} bytes to {stream}: it was stopped there]"
             );
         }
+        text
     }
-    let overflowed = ran.stdout.overflowed || ran.stderr.overflowed;
-    let result = match (status.signal(), status.code()) {
-        // rho's own kill at the cap: the command's failure, not a crash.
-        _ if overflowed => ToolOutput::error(text),
-        (Some(signal), _) => {
-            let limit = confined.limit_for_signal(signal, &ran.stderr.bytes);
-            let why = limit
-                .as_ref()
-                .map(|limit| format!(": {limit}"))
-                .unwrap_or_default();
-            let body = format!(
-                "[killed by signal {}{why}]\n{text}\n{}",
-                signal_text(signal),
-                confined.denial(&ran.stderr.bytes)
-            );
-            // A limit the confinement set is the command's failure; any
-            // other signal is a crash, as for every process tool.
-            if limit.is_some() {
-                ToolOutput::error(body)
-            } else {
-                ToolOutput::crashed(body)
+
+    /// The run as the model reads it from tool `tool` (what
+    /// [`ShellTool`]'s calls answer).
+    pub fn to_output(&self, tool: &str) -> ToolOutput {
+        let text = self.text();
+        let result = match &self.end {
+            CommandEnd::Failed(why) => return ToolOutput::error(format!("tool `{tool}` {why}")),
+            CommandEnd::Capped => ToolOutput::error(text),
+            CommandEnd::Killed { signal, limit } => {
+                let why = limit
+                    .as_ref()
+                    .map(|limit| format!(": {limit}"))
+                    .unwrap_or_default();
+                let body = format!("[killed by signal {signal}{why}]\n{text}\n{}", self.denial);
+                // A limit the confinement set is the command's failure; any
+                // other signal is a crash, as for every process tool.
+                if limit.is_some() {
+                    ToolOutput::error(body)
+                } else {
+                    ToolOutput::crashed(body)
+                }
             }
+            CommandEnd::Exited(0) => ToolOutput::text(text),
+            CommandEnd::Exited(code) => {
+                ToolOutput::error(format!("[exit code {code}]\n{text}\n{}", self.denial))
+            }
+        };
+        match &self.not_enforced {
+            Some(note) => result.with_note(note),
+            None => result,
         }
-        (None, Some(0)) => ToolOutput::text(text),
-        (None, code) => {
-            let code = code.map_or_else(|| "?".to_owned(), |c| c.to_string());
-            ToolOutput::error(format!(
-                "[exit code {code}]\n{text}\n{}",
-                confined.denial(&ran.stderr.bytes)
-            ))
-        }
-    };
-    match confined.not_enforced_note() {
-        Some(note) => result.with_note(note),
-        None => result,
     }
 }
