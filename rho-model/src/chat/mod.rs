@@ -68,16 +68,21 @@ impl Chat {
         &self,
         tools: impl IntoIterator<Item = &'a ToolInfo>,
     ) -> Result<ToolList, ListError> {
-        function_tools(&self.options, tools, |info, converted, strict| {
-            let mut function = Map::new();
-            function.insert("name".into(), info.name.clone().into());
-            if !info.description.is_empty() {
-                function.insert("description".into(), info.description.clone().into());
-            }
-            function.insert("parameters".into(), converted.schema.clone());
-            function.insert("strict".into(), strict.into());
-            json!({ "type": "function", "function": function })
-        })
+        function_tools(
+            &self.options,
+            tools,
+            |_| None,
+            |info, converted, strict| {
+                let mut function = Map::new();
+                function.insert("name".into(), info.name.clone().into());
+                if !info.description.is_empty() {
+                    function.insert("description".into(), info.description.clone().into());
+                }
+                function.insert("parameters".into(), converted.schema.clone());
+                function.insert("strict".into(), strict.into());
+                json!({ "type": "function", "function": function })
+            },
+        )
     }
 
     /// The model's answer in a whole (not streamed) response: its first
@@ -237,10 +242,12 @@ fn shape(reason: &str) -> ReadError {
 }
 
 /// Function tools, as both OpenAI dialects list them: each schema strict
-/// where the options ask and it can be, written by `write`.
+/// where the options ask and it can be, written by `write`; a tool
+/// `declared` gives a declaration of its own (a client tool) is listed so.
 pub(crate) fn function_tools<'a>(
     options: &Options,
     tools: impl IntoIterator<Item = &'a ToolInfo>,
+    declared: impl Fn(&ToolInfo) -> Option<Value>,
     write: impl Fn(&ToolInfo, &Converted, bool) -> Value,
 ) -> Result<ToolList, ListError> {
     let mut list = ToolList::default();
@@ -249,6 +256,11 @@ pub(crate) fn function_tools<'a>(
             return Err(ListError::Duplicate {
                 tool: info.name.clone(),
             });
+        }
+        if let Some(declaration) = declared(info) {
+            let listed = Listed::new(&info.name, false, Converted::unchanged(Value::Null));
+            list.push(declaration, listed);
+            continue;
         }
         let error = |error| ListError::Schema {
             tool: info.name.clone(),

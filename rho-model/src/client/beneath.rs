@@ -175,6 +175,44 @@ impl Beneath {
         Ok(())
     }
 
+    /// The folders of `relative` made where missing (as `mkdir -p` its
+    /// parent would), each beneath the workspace.
+    pub(crate) fn make_folders(&self, relative: &Path) -> Result<(), Refused> {
+        let Some(parent) = relative.parent() else {
+            return Ok(());
+        };
+        let mut made = PathBuf::new();
+        for name in parent.components() {
+            let above = made.clone();
+            made.push(name);
+            match self.open_at(&made, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty()) {
+                Ok(_) => continue,
+                Err(Errno::NOENT) => {}
+                Err(errno) => return Err(refusal(&made, errno)),
+            }
+            let folder = self
+                .open_at(&above, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())
+                .map_err(|errno| refusal(&above, errno))?;
+            match rustix::fs::mkdirat(&folder, name.as_os_str(), Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(errno) => return Err(refusal(&made, errno)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The file at `relative` removed.
+    pub(crate) fn remove(&self, relative: &Path) -> Result<(), Refused> {
+        let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) else {
+            return Err(format!("`{}` names no file", relative.display()));
+        };
+        let folder = self
+            .open_at(parent, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())
+            .map_err(|errno| refusal(parent, errno))?;
+        rustix::fs::unlinkat(&folder, name, rustix::fs::AtFlags::empty())
+            .map_err(|errno| refusal(relative, errno))
+    }
+
     /// The names in the folder at `relative`, and in its folders, to
     /// `depth` levels; hidden ones (a leading `.`) left out; sorted.
     pub(crate) fn list(

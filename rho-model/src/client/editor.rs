@@ -312,6 +312,7 @@ impl TextEditor {
             Kind::Folder => return Err(format!("`{}` is a folder", relative.display())),
             Kind::Other => return Err(format!("`{}` is not a regular file", relative.display())),
         }
+        self.workspace.make_folders(relative)?;
         self.workspace.write(relative, text.as_bytes())?;
         self.remember(relative, text);
         Ok(format!(

@@ -6,6 +6,10 @@
 //!   to a workspace by the kernel.
 //! - [`Bash`]: Anthropic's bash tool (`bash_20250124`, named [`BASH`]), on
 //!   rho's confined [`ShellTool`](rho_process::ShellTool).
+//! - [`ApplyPatch`]: OpenAI's `apply_patch` (named [`APPLY_PATCH`]): files
+//!   created, updated by V4A diffs, deleted, beneath a workspace.
+//! - [`OpenAiShell`]: OpenAI's `shell` (named [`SHELL`]): a call's
+//!   commands in turn, each in a fresh confined shell.
 //!
 //! Each is a normal rho tool (registered in a registry, gated, timed,
 //! counted). A dialect declares it in the API's own type when asked
@@ -15,6 +19,10 @@
 mod bash;
 mod beneath;
 mod editor;
+mod patch;
+mod shell;
 
 pub use bash::{BASH, Bash};
 pub use editor::{TEXT_EDITOR, TextEditor};
+pub use patch::{APPLY_PATCH, ApplyPatch};
+pub use shell::{OpenAiShell, SHELL};

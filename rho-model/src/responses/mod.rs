@@ -49,6 +49,65 @@ pub(crate) const API: &str = "OpenAI Responses";
 #[derive(Debug, Clone, Default)]
 pub struct Responses {
     options: Options,
+    client_tools: Vec<ClientTool>,
+}
+
+/// One of the Responses API's client tools: declared by a type OpenAI
+/// defines, executed by the host. rho runs both on its own tools
+/// ([`client`](crate::client), on Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientTool {
+    /// `{"type": "shell"}`, the registry's tool named `shell`: the model's
+    /// `shell_call` items, answered by `shell_call_output` items.
+    Shell,
+    /// `{"type": "apply_patch"}`, the registry's tool named
+    /// `apply_patch`: `apply_patch_call` items, answered by
+    /// `apply_patch_call_output` items.
+    ApplyPatch,
+}
+
+/// The name of the Responses API's shell tool.
+pub(crate) const SHELL: &str = "shell";
+/// The name of its apply_patch tool.
+pub(crate) const APPLY_PATCH: &str = "apply_patch";
+
+impl ClientTool {
+    /// The name the registry's tool must have.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientTool::Shell => SHELL,
+            ClientTool::ApplyPatch => APPLY_PATCH,
+        }
+    }
+
+    /// The declaration, in OpenAI's own type.
+    fn declaration(self) -> Value {
+        match self {
+            ClientTool::Shell => json!({ "type": "shell" }),
+            ClientTool::ApplyPatch => json!({ "type": "apply_patch" }),
+        }
+    }
+}
+
+/// The output item types that are calls, the tool each calls, and where
+/// its arguments are.
+const CALL_ITEMS: [(&str, Option<&str>, &str); 3] = [
+    ("function_call", None, "arguments"),
+    ("shell_call", Some(SHELL), "action"),
+    ("apply_patch_call", Some(APPLY_PATCH), "operation"),
+];
+
+/// The tool an output item calls, and the field of its arguments, if it
+/// is a call.
+fn call_of(item: &Value) -> Option<(&str, &'static str)> {
+    let kind = item_type(item)?;
+    let (_, tool, field) = CALL_ITEMS.iter().find(|(call, _, _)| *call == kind)?;
+    let tool = match tool {
+        Some(tool) => tool,
+        None => item.get("name").and_then(Value::as_str).unwrap_or_default(),
+    };
+    Some((tool, field))
 }
 
 impl Responses {
@@ -59,7 +118,29 @@ impl Responses {
 
     /// The dialect with `options`.
     pub fn with_options(options: Options) -> Self {
-        Self { options }
+        Self {
+            options,
+            client_tools: Vec::new(),
+        }
+    }
+
+    /// Declares the registry's tool of `tool`'s name as that client tool,
+    /// in OpenAI's own type, instead of as a function; its calls come as
+    /// the tool's own items and are answered in its own output items.
+    ///
+    /// ```
+    /// use rho::model::responses::{ClientTool, Responses};
+    ///
+    /// let dialect = Responses::new()
+    ///     .with_client_tool(ClientTool::Shell)
+    ///     .with_client_tool(ClientTool::ApplyPatch);
+    /// # let _ = dialect;
+    /// ```
+    #[must_use]
+    pub fn with_client_tool(mut self, tool: ClientTool) -> Self {
+        self.client_tools.retain(|known| *known != tool);
+        self.client_tools.push(tool);
+        self
     }
 
     /// The request's `tools`, from the tools a registry lists.
@@ -67,7 +148,13 @@ impl Responses {
         &self,
         tools: impl IntoIterator<Item = &'a ToolInfo>,
     ) -> Result<ToolList, ListError> {
-        function_tools(&self.options, tools, |info, converted, strict| {
+        let declared = |info: &ToolInfo| {
+            self.client_tools
+                .iter()
+                .find(|client| client.name() == info.name)
+                .map(|client| client.declaration())
+        };
+        let list = function_tools(&self.options, tools, declared, |info, converted, strict| {
             let mut tool = Map::new();
             tool.insert("type".into(), "function".into());
             tool.insert("name".into(), info.name.clone().into());
@@ -77,7 +164,17 @@ impl Responses {
             tool.insert("parameters".into(), converted.schema.clone());
             tool.insert("strict".into(), strict.into());
             Value::Object(tool)
-        })
+        })?;
+        if let Some(missing) = self
+            .client_tools
+            .iter()
+            .find(|client| !list.contains(client.name()))
+        {
+            return Err(ListError::Missing {
+                tool: missing.name().to_owned(),
+            });
+        }
+        Ok(list)
     }
 
     /// The model's answer in a whole (not streamed) response: its
@@ -87,12 +184,12 @@ impl Responses {
             .get("output")
             .and_then(Value::as_array)
             .ok_or_else(|| shape("no `output` list"))?;
-        let items = output.iter().map(|item| match item_type(item) {
-            Some("function_call") => Item::Call {
+        let items = output.iter().map(|item| match call_of(item) {
+            Some((_, field)) => Item::Call {
                 raw: item,
-                arguments: arguments_of(item),
+                arguments: arguments_of(item, field),
             },
-            _ => Item::Other(item),
+            None => Item::Other(item),
         });
         Ok(reply(items, stop_of(response), tools))
     }
@@ -106,9 +203,21 @@ impl Responses {
     /// that ran them: one `function_call_output` per call, in the calls'
     /// order.
     pub fn results(&self, reply: &Reply, entries: &[SessionEntry]) -> Vec<Value> {
+        // The item type of each call, by call id: a client tool's call is
+        // answered in its own output item.
+        let kinds: std::collections::HashMap<&str, &str> = reply
+            .history
+            .iter()
+            .filter_map(|item| Some((item.get("call_id")?.as_str()?, item_type(item)?)))
+            .collect();
         answer::answers(&reply.calls, entries)
             .iter()
             .map(|answer| {
+                match kinds.get(answer.id.as_str()).copied() {
+                    Some("shell_call") => return shell_output(answer),
+                    Some("apply_patch_call") => return patch_output(answer),
+                    _ => {}
+                }
                 let parts = answer::parts(answer.result());
                 let images = parts.iter().any(|part| matches!(part, Part::Image(_)));
                 let output = if images {
@@ -139,6 +248,50 @@ impl Responses {
     }
 }
 
+/// The `shell_call_output` answering a shell call: the output list the
+/// shell tool wrote as JSON, or, for any other answer (a refusal, a crash,
+/// a text the output cap cut), that text as one command's stderr.
+fn shell_output(answer: &answer::Answer<'_>) -> Value {
+    let result = answer.result();
+    let text = result.text();
+    let output = match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Array(output)) if !output.is_empty() => Value::Array(output),
+        _ => json!([{ "stdout": "", "stderr": text,
+            "outcome": { "type": "exit", "exit_code": if result.is_error { 1 } else { 0 } } }]),
+    };
+    let mut item = Map::new();
+    item.insert("type".into(), "shell_call_output".into());
+    item.insert("call_id".into(), answer.id.clone().into());
+    item.insert("output".into(), output);
+    if let Some(caller) = &answer.caller {
+        item.insert("caller".into(), caller.clone());
+    }
+    Value::Object(item)
+}
+
+/// The `apply_patch_call_output` answering a patch: completed or failed,
+/// with the tool's text.
+fn patch_output(answer: &answer::Answer<'_>) -> Value {
+    let result = answer.result();
+    let mut item = Map::new();
+    item.insert("type".into(), "apply_patch_call_output".into());
+    item.insert("call_id".into(), answer.id.clone().into());
+    item.insert(
+        "status".into(),
+        if result.is_error {
+            "failed"
+        } else {
+            "completed"
+        }
+        .into(),
+    );
+    item.insert("output".into(), result.text().into());
+    if let Some(caller) = &answer.caller {
+        item.insert("caller".into(), caller.clone());
+    }
+    Value::Object(item)
+}
+
 /// An output item, as read.
 pub(crate) enum Item<'a> {
     /// A `function_call` and its arguments.
@@ -154,9 +307,10 @@ fn item_type(item: &Value) -> Option<&str> {
     item.get("type").and_then(Value::as_str)
 }
 
-/// A whole `function_call` item's arguments.
-fn arguments_of(item: &Value) -> Arguments<'_> {
-    match item.get("arguments") {
+/// A whole call item's arguments, from its field `field` (a function's
+/// JSON text, a shell call's action, a patch's operation).
+fn arguments_of<'a>(item: &'a Value, field: &str) -> Arguments<'a> {
+    match item.get(field) {
         Some(Value::String(text)) => Arguments::Text(text),
         None | Some(Value::Null) => Arguments::Text(""),
         Some(other) => Arguments::Value(other.clone()),
@@ -185,7 +339,7 @@ pub(crate) fn reply<'a>(
     for item in items {
         match item {
             Item::Call { raw, arguments } => {
-                let name = raw.get("name").and_then(Value::as_str).unwrap_or_default();
+                let name = call_of(raw).map_or("", |(name, _)| name);
                 let mut call =
                     intake.take(raw.get("call_id").and_then(Value::as_str), name, arguments);
                 if let Some(caller) = raw.get("caller").filter(|caller| !caller.is_null()) {
@@ -193,7 +347,8 @@ pub(crate) fn reply<'a>(
                 }
                 let mut echoed = without_nulls(raw);
                 echoed.insert("call_id".into(), call.id.clone().into());
-                if !matches!(echoed.get("arguments"), Some(Value::String(_))) {
+                let function = item_type(raw) == Some("function_call");
+                if function && !matches!(echoed.get("arguments"), Some(Value::String(_))) {
                     let sent = raw.get("arguments").filter(|value| !value.is_null());
                     echoed.insert(
                         "arguments".into(),

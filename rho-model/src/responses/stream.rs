@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{Item, arguments_of, item_type, reply, shape, stop_of};
+use super::{Item, arguments_of, call_of, item_type, reply, shape, stop_of};
 use crate::listing::ToolList;
 use crate::reading::{ArgumentText, Arguments, ReadError, Reply};
 
@@ -172,19 +172,30 @@ impl<'l> ResponsesStream<'l> {
             .items
             .values()
             .map(|open| {
-                let mut item = open.item.clone();
-                if item.get("type").and_then(Value::as_str) != Some("function_call") {
-                    return (Value::Object(item), None);
+                let mut item = Value::Object(open.item.clone());
+                match call_of(&item) {
+                    None => (item, None),
+                    Some((_, "arguments")) => {
+                        item["arguments"] = open.arguments.sent().into();
+                        (item, Some(open))
+                    }
+                    // A client tool's call: its action or operation comes
+                    // whole in the item.
+                    Some(_) => (item, Some(open)),
                 }
-                item.insert("arguments".into(), open.arguments.sent().into());
-                (Value::Object(item), Some(open))
             })
             .collect();
         let items = built.iter().map(|(item, open)| match open {
             None => Item::Other(item),
             Some(open) => Item::Call {
                 raw: item,
-                arguments: open.arguments.arguments(!open.done),
+                arguments: match call_of(item) {
+                    Some((_, "arguments")) => open.arguments.arguments(!open.done),
+                    Some((_, field)) if open.done => arguments_of(item, field),
+                    // Cut before the item was done: its action may be
+                    // part of one.
+                    _ => Arguments::Cut,
+                },
             },
         });
         reply(items, self.stop.as_deref(), self.tools)
@@ -201,7 +212,7 @@ impl Open {
         };
         let value = Value::Object(item.clone());
         if item_type(&value) == Some("function_call") {
-            match arguments_of(&value) {
+            match arguments_of(&value, "arguments") {
                 Arguments::Text(text) => open.arguments.push(text),
                 Arguments::Value(other) => open.arguments.push(&other.to_string()),
                 Arguments::TooLong(_) | Arguments::Cut => {}

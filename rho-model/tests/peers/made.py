@@ -241,6 +241,26 @@ def openai_responses_response(req):
     return sdk(Response, _response("completed", ([msg] if msg else []) + calls, True))
 
 
+def openai_responses_client_calls(req):
+    """A Response whose output is calls of the client tools: a call named
+    `shell` is a `shell_call` whose action is its arguments, one named
+    `apply_patch` an `apply_patch_call` whose operation is its arguments."""
+    from openai.types.responses import Response
+
+    items = []
+    for i, c in enumerate(req["calls"]):
+        body = parsed_args(c, "Responses (client tool calls)")
+        if c["name"] == "shell":
+            items.append({"id": f"sh_rho_{i + 1}", "type": "shell_call", "status": "completed",
+                          "call_id": c["id"], "action": body})
+        elif c["name"] == "apply_patch":
+            items.append({"id": f"ap_rho_{i + 1}", "type": "apply_patch_call", "status": "completed",
+                          "call_id": c["id"], "operation": body})
+        else:
+            raise Refused(f"call {c['name']!r}: this kind makes only shell and apply_patch calls")
+    return sdk(Response, _response("completed", items, True))
+
+
 def openai_responses_stream(req):
     from openai.types.responses import ResponseStreamEvent
 
@@ -385,6 +405,7 @@ KINDS = {
     "openai.chat.stream": openai_chat_stream,
     "openai.responses.response": openai_responses_response,
     "openai.responses.stream": openai_responses_stream,
+    "openai.responses.client_calls": openai_responses_client_calls,
     "anthropic.response": anthropic_response,
     "anthropic.stream": anthropic_stream,
     "gemini.response": gemini_response,
