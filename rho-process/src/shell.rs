@@ -327,6 +327,8 @@ pub enum CommandEnd {
     /// A signal ended it: a limit its confinement set (`limit` says
     /// which), or anything else (a crash).
     Killed {
+        /// The signal's number.
+        number: i32,
         /// The signal, as text (`SIGSEGV (11)`).
         signal: String,
         /// The limit behind it, if one was.
@@ -376,6 +378,7 @@ impl Executed {
             // rho's own kill at the cap: the command's failure, not a crash.
             _ if !capped.is_empty() => CommandEnd::Capped,
             (Some(signal), _) => CommandEnd::Killed {
+                number: signal,
                 signal: signal_text(signal),
                 limit: confined.limit_for_signal(signal, &ran.stderr.bytes),
             },
@@ -421,7 +424,7 @@ impl Executed {
         let result = match &self.end {
             CommandEnd::Failed(why) => return ToolOutput::error(format!("tool `{tool}` {why}")),
             CommandEnd::Capped => ToolOutput::error(text),
-            CommandEnd::Killed { signal, limit } => {
+            CommandEnd::Killed { signal, limit, .. } => {
                 let why = limit
                     .as_ref()
                     .map(|limit| format!(": {limit}"))

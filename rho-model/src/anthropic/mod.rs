@@ -16,6 +16,46 @@
 //! server tool blocks) is sent back as it came, as the API requires.
 //!
 //! [`ToolCall::caller`]: rho_tool_core::ToolCall::caller
+//!
+//! # A host
+//!
+//! The whole loop: the tools listed, the model asked, its calls run as one
+//! turn, their results sent back, until it answers without calls. `send`
+//! stands in for the host's HTTP client.
+//!
+//! ```
+//! use rho::model::anthropic::Anthropic;
+//! use rho::tokio::TurnRunner;
+//! use rho::ToolRegistry;
+//! use serde_json::{Value, json};
+//!
+//! async fn send(request: Value) -> Value {
+//!     let _ = request;
+//!     json!({ "content": [], "stop_reason": "end_turn" })
+//! }
+//!
+//! async fn host(turns: TurnRunner, registry: ToolRegistry) -> Result<(), Box<dyn std::error::Error>> {
+//!     let anthropic = Anthropic::new();
+//!     let tools = anthropic.tools(&registry.tools())?;
+//!     let mut conversation = vec![json!({ "role": "user", "content": "Tidy the repository." })];
+//!     loop {
+//!         let response = send(json!({ "model": "claude-sonnet-4-5", "max_tokens": 4096, "messages": conversation, "tools": tools.to_json() })).await;
+//!         let reply = anthropic.read(&response, Some(&tools))?;
+//!         conversation.extend(reply.history.iter().cloned());
+//!         if reply.calls.is_empty() {
+//!             return Ok(());
+//!         }
+//!         let entries = turns.turn(reply.calls.clone()).await;
+//!         conversation.extend(anthropic.results(&reply, &entries));
+//!     }
+//! }
+//! # #[tokio::main]
+//! # async fn main() {
+//! #     let registry = ToolRegistry::new();
+//! #     let turns = TurnRunner::new(rho::tokio::TokioExecutor::current().unwrap(), registry.clone());
+//! #     host(turns, registry).await.unwrap();
+//! # }
+//! ```
 
 mod stream;
 

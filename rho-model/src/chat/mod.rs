@@ -11,6 +11,46 @@
 //!   message right after the tool messages, each named by its call; the
 //!   tool message says they follow. Chat Completions has no error flag: an
 //!   error's text says what failed.
+//!
+//! # A host
+//!
+//! The whole loop: the tools listed, the model asked, its calls run as one
+//! turn, their results sent back, until it answers without calls. `send`
+//! stands in for the host's HTTP client.
+//!
+//! ```
+//! use rho::model::chat::Chat;
+//! use rho::tokio::TurnRunner;
+//! use rho::ToolRegistry;
+//! use serde_json::{Value, json};
+//!
+//! async fn send(request: Value) -> Value {
+//!     let _ = request;
+//!     json!({ "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": "Done." } }] })
+//! }
+//!
+//! async fn host(turns: TurnRunner, registry: ToolRegistry) -> Result<(), Box<dyn std::error::Error>> {
+//!     let chat = Chat::new();
+//!     let tools = chat.tools(&registry.tools())?;
+//!     let mut conversation = vec![json!({ "role": "user", "content": "Tidy the repository." })];
+//!     loop {
+//!         let response = send(json!({ "model": "gpt-5", "messages": conversation, "tools": tools.to_json() })).await;
+//!         let reply = chat.read(&response, Some(&tools))?;
+//!         conversation.extend(reply.history.iter().cloned());
+//!         if reply.calls.is_empty() {
+//!             return Ok(());
+//!         }
+//!         let entries = turns.turn(reply.calls.clone()).await;
+//!         conversation.extend(chat.results(&reply, &entries));
+//!     }
+//! }
+//! # #[tokio::main]
+//! # async fn main() {
+//! #     let registry = ToolRegistry::new();
+//! #     let turns = TurnRunner::new(rho::tokio::TokioExecutor::current().unwrap(), registry.clone());
+//! #     host(turns, registry).await.unwrap();
+//! # }
+//! ```
 
 mod stream;
 

@@ -16,6 +16,46 @@
 //!   `inlineData` parts.
 //!
 //! [`Strictness`]: crate::Strictness
+//!
+//! # A host
+//!
+//! The whole loop: the tools listed, the model asked, its calls run as one
+//! turn, their results sent back, until it answers without calls. `send`
+//! stands in for the host's HTTP client.
+//!
+//! ```
+//! use rho::model::gemini::Gemini;
+//! use rho::tokio::TurnRunner;
+//! use rho::ToolRegistry;
+//! use serde_json::{Value, json};
+//!
+//! async fn send(request: Value) -> Value {
+//!     let _ = request;
+//!     json!({ "candidates": [{ "content": { "role": "model", "parts": [{ "text": "Done." }] }, "finishReason": "STOP" }] })
+//! }
+//!
+//! async fn host(turns: TurnRunner, registry: ToolRegistry) -> Result<(), Box<dyn std::error::Error>> {
+//!     let gemini = Gemini::new();
+//!     let tools = gemini.tools(&registry.tools())?;
+//!     let mut conversation = vec![json!({ "role": "user", "parts": [{ "text": "Tidy the repository." }] })];
+//!     loop {
+//!         let response = send(json!({ "contents": conversation, "tools": tools.to_json() })).await;
+//!         let reply = gemini.read(&response, Some(&tools))?;
+//!         conversation.extend(reply.history.iter().cloned());
+//!         if reply.calls.is_empty() {
+//!             return Ok(());
+//!         }
+//!         let entries = turns.turn(reply.calls.clone()).await;
+//!         conversation.extend(gemini.results(&reply, &entries));
+//!     }
+//! }
+//! # #[tokio::main]
+//! # async fn main() {
+//! #     let registry = ToolRegistry::new();
+//! #     let turns = TurnRunner::new(rho::tokio::TokioExecutor::current().unwrap(), registry.clone());
+//! #     host(turns, registry).await.unwrap();
+//! # }
+//! ```
 
 mod stream;
 

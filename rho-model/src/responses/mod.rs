@@ -15,6 +15,46 @@
 //! The response's other output items (messages, reasoning, the API's own
 //! tool calls) are sent back as they came, as a stateless conversation
 //! (`store: false`) requires.
+//!
+//! # A host
+//!
+//! The whole loop: the tools listed, the model asked, its calls run as one
+//! turn, their results sent back, until it answers without calls. `send`
+//! stands in for the host's HTTP client.
+//!
+//! ```
+//! use rho::model::responses::Responses;
+//! use rho::tokio::TurnRunner;
+//! use rho::ToolRegistry;
+//! use serde_json::{Value, json};
+//!
+//! async fn send(request: Value) -> Value {
+//!     let _ = request;
+//!     json!({ "output": [], "status": "completed" })
+//! }
+//!
+//! async fn host(turns: TurnRunner, registry: ToolRegistry) -> Result<(), Box<dyn std::error::Error>> {
+//!     let responses = Responses::new();
+//!     let tools = responses.tools(&registry.tools())?;
+//!     let mut conversation = vec![json!({ "role": "user", "content": "Tidy the repository." })];
+//!     loop {
+//!         let response = send(json!({ "model": "gpt-5", "input": conversation, "tools": tools.to_json(), "store": false })).await;
+//!         let reply = responses.read(&response, Some(&tools))?;
+//!         conversation.extend(reply.history.iter().cloned());
+//!         if reply.calls.is_empty() {
+//!             return Ok(());
+//!         }
+//!         let entries = turns.turn(reply.calls.clone()).await;
+//!         conversation.extend(responses.results(&reply, &entries));
+//!     }
+//! }
+//! # #[tokio::main]
+//! # async fn main() {
+//! #     let registry = ToolRegistry::new();
+//! #     let turns = TurnRunner::new(rho::tokio::TokioExecutor::current().unwrap(), registry.clone());
+//! #     host(turns, registry).await.unwrap();
+//! # }
+//! ```
 
 mod stream;
 
