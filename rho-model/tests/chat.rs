@@ -492,3 +492,49 @@ fn strict_modes_nulls_are_read_back_as_left_out_through_the_list() {
         r#"{"text":"x","times":null}"#
     );
 }
+
+/// A host that allows no loss gets the list refused, naming the tool and
+/// what its conversion would change; one that allows the loss gets it,
+/// with the changes reported.
+#[test]
+fn a_host_can_refuse_a_lossy_conversion() {
+    use rho::model::schema::{ChangeKind, Loss};
+    use rho::model::{ListError, Options};
+
+    let registry = registry();
+    let error = Chat::with_options(Options::new().max_loss(Loss::None))
+        .tools(&registry.tools())
+        .expect_err("closing echo's open object narrows it");
+    match error {
+        ListError::Lossy {
+            tool,
+            loss,
+            changes,
+        } => {
+            assert_eq!((tool.as_str(), loss), ("echo", Loss::Narrowed));
+            assert!(
+                changes
+                    .iter()
+                    .any(|change| change.what == ChangeKind::Closed),
+                "{changes:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let list = Chat::new()
+        .tools(&registry.tools())
+        .expect("any loss allowed");
+    assert_eq!(list.loss(), Loss::Narrowed);
+    let echo = list
+        .listed()
+        .iter()
+        .find(|listed| listed.name == "echo")
+        .expect("echo");
+    assert!(
+        echo.strict
+            && echo
+                .changes
+                .iter()
+                .any(|change| matches!(change.what, ChangeKind::MadeNullable { .. }))
+    );
+}
