@@ -302,6 +302,7 @@ class Compiler:
                     raise Invalid(p + tuple(err["loc"]), f"{err['msg']} ({err['type']})")
             if caught:
                 raise Invalid(p, f"{model.__name__}: {caught[0].message}")
+            _wire_keys_only(model, v, p)
         return check
 
     def _typeddict(self, td):
@@ -421,6 +422,51 @@ def _gemini_request():
         total=False,
     )
     return GeminiRequest
+
+
+def _wire_keys_only(model, v, p):
+    """Every key of `v`, at every depth, the wire name (alias) of a field
+    of `model`: google-genai's Part validates itself before its fields, and
+    so takes a field's Python name too (`function_response`), which the
+    REST API does not."""
+    if not isinstance(v, dict):
+        return
+    alias_of = model.model_config.get("alias_generator") or (lambda name: name)
+    fields = {(f.alias or alias_of(name)): f for name, f in model.model_fields.items()}
+    for k, x in v.items():
+        f = fields.get(k)
+        if f is None:
+            raise Invalid(p + (k,), f"{model.__name__} has no field {k!r} on the wire "
+                                    f"(its keys: {sorted(fields)})")
+        _wire_keys_in(f.annotation, x, p + (k,))
+
+
+def _wire_keys_in(tp, x, p):
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _wire_keys_in(typing.get_args(tp)[0], x, p)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(tp):
+            if isinstance(arg, type) and issubclass(arg, pydantic.BaseModel) and isinstance(x, dict):
+                return _wire_keys_only(arg, x, p)
+            if typing.get_origin(arg) is list and isinstance(x, list):
+                return _wire_keys_in(arg, x, p)
+        return
+    if origin is list and isinstance(x, list):
+        (item,) = typing.get_args(tp) or (None,)
+        for i, y in enumerate(x):
+            _wire_keys_in(item, y, p + (i,))
+        return
+    if origin is dict and isinstance(x, dict):
+        # A map's keys are the caller's (a schema's property names); its
+        # values may be models.
+        args = typing.get_args(tp)
+        if len(args) == 2:
+            for k, y in x.items():
+                _wire_keys_in(args[1], y, p + (k,))
+        return
+    if isinstance(tp, type) and issubclass(tp, pydantic.BaseModel):
+        _wire_keys_only(tp, x, p)
 
 
 def _kinds():
