@@ -29,8 +29,21 @@
 //! | [`anthropic`] | Anthropic Messages |
 //! | [`gemini`] | Google Gemini (`generateContent`) |
 //!
-//! The APIs' own client tools (Anthropic's text editor and bash) are rho
-//! tools in [`client`] (on Linux, where the kernel confines them).
+//! Each dialect type has the same four methods (`tools`, `read`, `stream`,
+//! `results`); [`Dialect`] is the same surface behind `dyn`, for a host
+//! that picks its API at run time.
+//!
+//! The APIs' own client tools (Anthropic's bash and text editor, OpenAI's
+//! shell and apply_patch) are rho tools in [`client`] (on Linux, where the
+//! kernel confines them), declared in each API's own types by
+//! `with_client_tool`.
+//!
+//! # Why a data layer
+//!
+//! The shapes are the contract with the APIs, so they are checked against
+//! the APIs' official SDKs in this crate's tests (the SDKs' own request
+//! types judge every value written; every response read is built by their
+//! response models), not against examples written here.
 //!
 //! # A host's loop
 //!
