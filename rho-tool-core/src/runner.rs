@@ -256,7 +256,7 @@ impl<E: Executor> Runner<E> {
             Ok((names, timeout)) => {
                 let notice = Arc::new(Notice::new(task, parts, names, beside));
                 tell_started(&notice, &call);
-                let body = run_call(call, tool, notice.clone());
+                let body = run_call(Box::new(call), tool, notice.clone());
                 (notice, timeout, self.executor.spawn(body))
             }
             Err(caught) => {
@@ -303,10 +303,13 @@ fn tell_started(notice: &Notice, call: &ToolCall) {
 /// state only what it captures (the call, the tool and one pointer to the
 /// call's [`Notice`]) plus the one foreign future in flight. Every byte
 /// here is a byte of every call in flight: with the executor's own task
-/// header, this state fits a 256-byte tokio task.
+/// header, this state fits a 256-byte tokio task. The call is boxed: it
+/// is alive across every await (the gate reads it, the end names it), and
+/// inline its fields (a model API's `malformed` and `caller` among them)
+/// would push every call's task into the next size class.
 #[allow(clippy::manual_async_fn)] // on purpose: see above
 fn run_call(
-    mut call: ToolCall,
+    mut call: Box<ToolCall>,
     tool: Arc<dyn Tool>,
     notice: Arc<Notice>,
 ) -> impl Future<Output = TaskOut> + Send + 'static {
@@ -656,7 +659,7 @@ mod tests {
             Names::new(&call.id, &call.name),
             Beside::default(),
         );
-        let body = run_call(call, Arc::new(Idle), Arc::new(notice));
+        let body = run_call(Box::new(call), Arc::new(Idle), Arc::new(notice));
         let size = std::mem::size_of_val(&body);
         assert!(size <= 152, "the task state grew to {size} bytes");
     }
