@@ -114,6 +114,7 @@ mod hostile {
         limits_cannot_be_raised,
         no_namespace_can_be_nested,
         secret_looking_variables_do_not_pass_unless_named,
+        a_descriptor_the_host_left_open_does_not_reach_the_command,
         the_shell_tool_runs_the_models_command_in_its_workspace,
         the_shell_tools_output_is_capped_and_its_tree_gone_at_the_deadline,
         the_rest_read_only_shows_the_hosts_tree_and_writes_nowhere_else,
@@ -836,6 +837,53 @@ perl -MIO::Socket::INET -e '
             "absent|plain|named by the tool",
             "{end:?}"
         );
+    }
+
+    /// A descriptor the host holds without close-on-exec (a jobserver's
+    /// pipe, a socket a service manager handed down) does not reach the
+    /// confined command: it holds stdin, stdout and stderr and nothing
+    /// else, and what it tries to write to the host's pipe never arrives.
+    pub(super) async fn a_descriptor_the_host_left_open_does_not_reach_the_command<E: Executor>(
+        runner: Runner<E>,
+    ) {
+        use rustix::io::{Errno, FdFlags};
+        let workspace = Scratch::new("ws");
+        let (read, write) =
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).expect("a pipe");
+        // High, so that no descriptor the command opens itself takes its
+        // number; then without close-on-exec, as a careless host leaves one.
+        let open = rustix::io::fcntl_dupfd_cloexec(&write, 400).expect("a second descriptor");
+        rustix::io::fcntl_setfd(&open, FdFlags::empty()).expect("close-on-exec cleared");
+        drop(write);
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&open);
+        let script = format!(
+            r#"cat >/dev/null
+if [ -e /proc/self/fd/{fd} ]; then echo leaked >&{fd}; held="{fd} held"; else held="{fd} not held"; fi
+printf '{{"text": "%s; ls holds: %s"}}' "$held" "$(ls /proc/self/fd | sort -n | tr '\n' ' ')""#
+        );
+        let end = run(
+            &runner,
+            confined("inherit", &script, &workspace, Confinement::new()),
+        )
+        .await;
+        drop(open);
+        assert_eq!(
+            end.result.text(),
+            format!("{fd} not held; ls holds: 0 1 2 3 "),
+            "{end:?}"
+        );
+        // Other tests of this binary may start processes while the
+        // descriptor is open, and they inherit it: read without waiting.
+        rustix::fs::fcntl_setfl(&read, rustix::fs::OFlags::NONBLOCK).expect("non-blocking");
+        let mut buffer = [0u8; 64];
+        match rustix::io::read(&read, &mut buffer) {
+            Ok(0) | Err(Errno::AGAIN) => {}
+            Ok(n) => panic!(
+                "the command wrote to the host's pipe: {:?}",
+                String::from_utf8_lossy(&buffer[..n])
+            ),
+            Err(error) => panic!("reading the pipe: {error}"),
+        }
     }
 }
 

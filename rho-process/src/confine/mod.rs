@@ -21,6 +21,7 @@
 //! | no `ptrace`, no reading other processes' memory, no new namespaces or mounts, no keyrings, no terminal injection | seccomp, and a user namespace that may hold no other |
 //! | memory, CPU time, processes, open files, file size | rlimits with the hard limit at the soft one (for a host running as root, processes by the PID namespace's own `pid_max`) |
 //! | no host signals, no `/proc/<host pid>` | the PID namespace (and Landlock's signal scope) |
+//! | no descriptor of the host's but stdin, stdout and stderr (a jobserver's pipe, a socket handed down without close-on-exec) | the launcher closes every other one first thing (`close_range`) |
 //! | no secrets in the environment | the environment starts empty; variables whose names look like secrets ([`looks_secret`]) never pass unless named |
 //!
 //! What this kernel can enforce is asked of the launcher once

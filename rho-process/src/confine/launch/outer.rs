@@ -52,6 +52,13 @@ fn enter(flags: UnshareFlags, uid: u32, gid: u32) -> Result<(), String> {
 
 /// Outer's run: see the [module docs](super).
 pub(super) fn run(plan: &str, command: Vec<OsString>) -> ! {
+    // First, before the launcher opens anything: nothing of the host's
+    // but stdin, stdout and stderr reaches the command.
+    if let Err(error) = sys::close_inherited() {
+        fail(&format!(
+            "could not close the descriptors the host left open: {error}"
+        ));
+    }
     let mut plan = match parse_plan(plan) {
         Ok(plan) => plan,
         Err(text) => fail(&text),

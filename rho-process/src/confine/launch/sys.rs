@@ -1,5 +1,5 @@
-//! The launcher's only `unsafe`: two system calls that Rust's safe crates
-//! offer only as `unsafe` functions.
+//! The launcher's only `unsafe`: three system calls that Rust's safe
+//! crates offer only as `unsafe` functions, or not at all.
 //!
 //! - `unshare`: rustix's safe `unshare` is deprecated for `unshare_unsafe`,
 //!   which is unsafe only because `CLONE_FILES` would unshare the file
@@ -11,6 +11,9 @@
 //!   whole confinement may add. A fork is sound only in a process with one
 //!   thread (the child's copy of another thread's lock would never be
 //!   released), which [`fork`] checks before it forks.
+//! - `close_range`: rustix does not offer it. It closes descriptors the
+//!   launcher never opened, so nothing of this process may hold one: it
+//!   runs first thing, before the launcher opens anything.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -26,6 +29,45 @@ pub(super) fn unshare(flags: UnshareFlags) -> io::Result<()> {
     // SAFETY: without CLONE_FILES, `unshare` changes nothing another
     // thread relies on (and the launcher has no other thread).
     unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(io::Error::from)
+}
+
+/// Closes every file descriptor from 3 up: what the host left open
+/// without close-on-exec (a jobserver's pipe, a socket a service manager
+/// handed down) must not reach the command, nor keep a pipe of the host's
+/// open while the command runs.
+///
+/// Call it before this process opens anything of its own.
+pub(super) fn close_inherited() -> io::Result<()> {
+    const FIRST: u32 = 3;
+    // SAFETY: `close_range` takes plain integers. The descriptors it
+    // closes are ones this process never opened (it runs before the
+    // launcher opens any), so no `OwnedFd` or `File` of this process owns
+    // one; Rust's runtime holds none past `main`'s start.
+    if unsafe { libc::syscall(libc::SYS_close_range, FIRST, u32::MAX, 0u32) } == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(error);
+    }
+    // A kernel older than 5.9: the listed ones, one by one. The listing's
+    // own descriptor is among them and already closed when they are.
+    let mut listed = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd")? {
+        if let Some(fd) = entry?
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        {
+            listed.push(fd);
+        }
+    }
+    for fd in listed.into_iter().filter(|fd| *fd >= 3) {
+        // SAFETY: as above; `fd` is no descriptor this process opened
+        // (closing the listing's, already closed, fails harmlessly).
+        unsafe { libc::close(fd) };
+    }
+    Ok(())
 }
 
 /// Which side of a fork this process is.
