@@ -35,10 +35,21 @@ pub(crate) const STDERR_TAIL: usize = 2000;
 /// The answer of a child that ran, and of a confined one: the launcher's
 /// own refusals, the limit that stopped it, the rule it likely met, and
 /// what was not enforced (best effort).
-pub(crate) fn ran(tool: &str, ran: Ran, caps: Caps, confined: Option<&Confined>) -> ToolOutput {
+pub(crate) fn ran(tool: &str, mut ran: Ran, caps: Caps, confined: Option<&Confined>) -> ToolOutput {
     let Some(confined) = confined else {
         return ran_unconfined(tool, ran, caps, None);
     };
+    let (refused, stderr) = crate::confine::take_refused(&ran.stderr.bytes);
+    ran.stderr.bytes = stderr;
+    let output = ran_confined(tool, ran, caps, confined);
+    match crate::confine::refused_note(&refused) {
+        Some(note) => output.with_note(note),
+        None => output,
+    }
+}
+
+/// [`ran`] once the proxy's refusals are out of stderr.
+fn ran_confined(tool: &str, ran: Ran, caps: Caps, confined: &Confined) -> ToolOutput {
     if let Ok(status) = &ran.status {
         if let Some(text) = confined.launcher_failure(status.code(), &ran.stderr.bytes) {
             return ToolOutput::error(format!("tool `{tool}` {text}"));

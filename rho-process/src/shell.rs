@@ -316,6 +316,10 @@ pub struct Executed {
     pub capped: Vec<(&'static str, usize)>,
     /// What of the confinement the kernel could not enforce, if anything.
     pub not_enforced: Option<String>,
+    /// The connections the confinement's proxy refused during the run
+    /// ([`Network::Hosts`](crate::confine::Network::Hosts)), each as
+    /// `host:port: why`, in order, once each; taken out of `stderr`.
+    pub refused: Vec<String>,
 }
 
 /// How a command ended.
@@ -350,11 +354,14 @@ impl Executed {
             denial: String::new(),
             capped: Vec::new(),
             not_enforced: None,
+            refused: Vec::new(),
         }
     }
 
     /// What the supervisor saw of a run, read.
-    fn read(ran: Ran, caps: Caps, confined: &Confined) -> Self {
+    fn read(mut ran: Ran, caps: Caps, confined: &Confined) -> Self {
+        let (refused, stderr) = crate::confine::take_refused(&ran.stderr.bytes);
+        ran.stderr.bytes = stderr;
         let status = match &ran.status {
             Ok(status) => *status,
             Err(error) => {
@@ -394,6 +401,7 @@ impl Executed {
             end,
             capped,
             not_enforced: confined.not_enforced_note(),
+            refused,
         }
     }
 
@@ -442,6 +450,10 @@ impl Executed {
             CommandEnd::Exited(code) => {
                 ToolOutput::error(format!("[exit code {code}]\n{text}\n{}", self.denial))
             }
+        };
+        let result = match crate::confine::refused_note(&self.refused) {
+            Some(note) => result.with_note(note),
+            None => result,
         };
         match &self.not_enforced {
             Some(note) => result.with_note(note),

@@ -13,7 +13,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -893,47 +893,7 @@ printf '{{"text": "%s; ls holds: %s"}}' "$held" "$(ls /proc/self/fd | sort -n | 
 /// the catalogue above already was.)
 #[test]
 fn the_catalogue_passes_as_an_unprivileged_user() {
-    if std::env::var_os("RHO_TEST_LAUNCHER").is_some() {
-        return; // This is the unprivileged run itself.
-    }
-    if !rustix::process::getuid().is_root() {
-        eprintln!("running as an ordinary user: the catalogue ran unprivileged");
-        return;
-    }
-    let dir = Scratch::new("unprivileged");
-    let copy = |from: &Path| -> PathBuf {
-        let to = dir.path().join(from.file_name().expect("a file name"));
-        std::fs::copy(from, &to).expect("a copy of the binary");
-        to
-    };
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("permissions");
-    let tests = copy(&std::env::current_exe().expect("this test binary"));
-    let launcher = copy(Path::new(env!("CARGO_BIN_EXE_rho-confine")));
-    let output = std::os::unix::process::CommandExt::gid(
-        std::os::unix::process::CommandExt::uid(&mut std::process::Command::new(&tests), 65534),
-        65534,
-    )
-    .args(["hostile::", "--test-threads=2"])
-    .env_clear()
-    .env("PATH", "/usr/bin:/bin")
-    .env("RHO_TEST_LAUNCHER", &launcher)
-    .env("TMPDIR", "/tmp")
-    .env("RHO_TEST_SESSION_TOKEN", "leaked")
-    .current_dir("/tmp")
-    .output()
-    .expect("the test binary runs as nobody");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the catalogue failed as nobody ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(stdout.contains("passed; 0 failed"), "{stdout}");
+    support::rerun_as_nobody("hostile::", env!("CARGO_BIN_EXE_rho-confine"));
 }
 
 mod asking_for_more {

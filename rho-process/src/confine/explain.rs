@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use rustix::process::Signal;
 
-use super::launch_codes::{NOT_STARTED, PREFIX, SETUP_FAILED};
+use super::launch_codes::{NOT_STARTED, PREFIX, REFUSED, SETUP_FAILED};
 use super::{Confinement, Mechanism};
 
 /// A confined run's context, for its result's texts.
@@ -26,7 +26,10 @@ impl Confined {
             return None;
         }
         let text = String::from_utf8_lossy(stderr);
-        let line = text.lines().rev().find(|line| !line.trim().is_empty())?;
+        let line = text
+            .lines()
+            .rev()
+            .find(|line| !line.trim().is_empty() && !line.starts_with(REFUSED))?;
         let what = line.strip_prefix(PREFIX)?;
         Some(if code == SETUP_FAILED {
             format!("was not run: its confinement could not be set up: {what}")
@@ -153,6 +156,44 @@ impl Confined {
     }
 }
 
+/// The most refused connections a note names; the rest are counted.
+const MAX_REFUSED_NAMED: usize = 20;
+
+/// The lines the confinement's proxy wrote on `stderr` for the
+/// connections it refused (each `host:port: why`, once, in order), and
+/// `stderr` without them.
+pub(crate) fn take_refused(stderr: &[u8]) -> (Vec<String>, Vec<u8>) {
+    let mut refused: Vec<String> = Vec::new();
+    let mut rest = Vec::with_capacity(stderr.len());
+    for line in stderr.split_inclusive(|byte| *byte == b'\n') {
+        let text = String::from_utf8_lossy(line);
+        match text.trim_end().strip_prefix(REFUSED) {
+            Some(what) => {
+                if !refused.iter().any(|seen| seen == what) {
+                    refused.push(what.to_owned());
+                }
+            }
+            None => rest.extend_from_slice(line),
+        }
+    }
+    (refused, rest)
+}
+
+/// The note of a call's refused connections, if there were any.
+pub(crate) fn refused_note(refused: &[String]) -> Option<String> {
+    if refused.is_empty() {
+        return None;
+    }
+    let mut note = "connections the confinement refused during the call:".to_owned();
+    for what in refused.iter().take(MAX_REFUSED_NAMED) {
+        let _ = write!(note, "\n- {what}");
+    }
+    if refused.len() > MAX_REFUSED_NAMED {
+        let _ = write!(note, "\n- and {} more", refused.len() - MAX_REFUSED_NAMED);
+    }
+    Some(note)
+}
+
 /// "256 MiB", "1 GiB", "1000 bytes".
 fn bytes(n: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
@@ -223,6 +264,24 @@ mod tests {
             .as_deref(),
             Some("the memory limit (2 GiB) was likely reached")
         );
+    }
+
+    #[test]
+    fn the_proxys_refusals_leave_stderr_for_a_note_once_each() {
+        let stderr = b"fetching\nrho-confine: refused host evil.test:443: not allowed\ncurl: (56) 403\nrho-confine: refused host evil.test:443: not allowed\n";
+        let (refused, rest) = take_refused(stderr);
+        assert_eq!(refused, ["evil.test:443: not allowed"]);
+        assert_eq!(rest, b"fetching\ncurl: (56) 403\n");
+        assert_eq!(
+            refused_note(&refused).as_deref(),
+            Some(
+                "connections the confinement refused during the call:\n- evil.test:443: not allowed"
+            )
+        );
+        assert_eq!(refused_note(&[]), None);
+        // A command that exits 127 after a refusal: the refusal is not the
+        // launcher's own failure.
+        assert_eq!(confined().launcher_failure(Some(127), stderr), None);
     }
 
     #[test]

@@ -48,6 +48,10 @@ impl Grant {
         if let Some(network) = self.network {
             parts.push(format!("the network ({})", network.as_str()));
         }
+        if !self.hosts.is_empty() {
+            let hosts: Vec<String> = self.hosts.iter().map(ToString::to_string).collect();
+            parts.push(format!("the hosts {}", hosts.join(", ")));
+        }
         if parts.is_empty() {
             "nothing".to_owned()
         } else {
@@ -224,7 +228,7 @@ pub(crate) fn confinement_for(
 /// What a tool that takes grants adds to a denied call's result.
 pub(crate) fn how_to_ask() -> String {
     format!(
-        "If the command needs more than its confinement allows, call again with a `{GRANT_ARGUMENT}` naming exactly what: {{\"write\": [paths], \"read\": [paths], \"network\": \"full\"}}; a person is asked first."
+        "If the command needs more than its confinement allows, call again with a `{GRANT_ARGUMENT}` naming exactly what: {{\"write\": [paths], \"read\": [paths], \"hosts\": [host names], \"network\": \"full\"}}; a person is asked first."
     )
 }
 
@@ -236,7 +240,12 @@ pub(crate) fn schema() -> serde_json::Value {
         "properties": {
             "read": { "type": "array", "items": { "type": "string" } },
             "write": { "type": "array", "items": { "type": "string" } },
-            "network": { "enum": ["none", "loopback", "full"] }
+            "hosts": {
+                "type": "array",
+                "items": { "type": "string" },
+                "description": "Host names to reach, such as `pypi.org` or `*.npmjs.org:443`."
+            },
+            "network": { "enum": ["none", "loopback", "hosts", "full"] }
         },
         "additionalProperties": false,
     })

@@ -50,6 +50,7 @@
 
 mod explain;
 pub(crate) mod grant;
+mod hosts;
 mod launcher;
 mod policy;
 
@@ -66,6 +67,9 @@ mod launch_codes {
     pub(crate) const NOT_STARTED: i32 = 127;
     /// What the launcher's own lines on stderr begin with.
     pub(crate) const PREFIX: &str = "rho-confine: ";
+    /// What the proxy's line for each refused connection begins with
+    /// (`Network::Hosts`); the call's result gathers them.
+    pub(crate) const REFUSED: &str = "rho-confine: refused host ";
 }
 
 use std::ffi::{OsStr, OsString};
@@ -74,8 +78,9 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use explain::Confined;
+pub(crate) use explain::{Confined, refused_note, take_refused};
 pub use grant::{GRANT_ARGUMENT, GrantGate, Grants};
+pub use hosts::{AllowedHost, AllowedHostError, is_public};
 pub use launcher::{LAUNCHER_ARG, LAUNCHER_PROGRAM, Launcher, serve_if_launcher, serve_launcher};
 pub use policy::{Confinement, Enforcement, Limits, Network, Rest};
 
@@ -157,6 +162,10 @@ pub struct Grant {
     pub write: Vec<PathBuf>,
     /// The network, if more is asked.
     pub network: Option<Network>,
+    /// Hosts to reach by name ([`Network::Hosts`]), beside those the
+    /// confinement allows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<AllowedHost>,
 }
 
 /// Whether an environment variable's name looks like it holds a secret:

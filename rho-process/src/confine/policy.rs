@@ -1,9 +1,13 @@
 //! [`Confinement`]: what a confined process may do, as data.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use super::hosts::AllowedHost;
 
 /// What a confined process may reach of the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -19,6 +23,22 @@ pub enum Network {
     /// every server listening on it) is another namespace's and is not
     /// reachable.
     Loopback,
+    /// A loopback of its own, and the hosts the confinement allows by
+    /// name ([`Confinement::with_allowed_host`]) and nothing else.
+    ///
+    /// The process's network namespace still has no route out. A proxy
+    /// outside it (HTTP with `CONNECT`, and SOCKS5 with names resolved by
+    /// the proxy) listens on the namespace's own loopback and is offered
+    /// in the variables tools honour (`HTTPS_PROXY`, `HTTP_PROXY`,
+    /// `ALL_PROXY`, `NO_PROXY`, in both cases). It checks the name asked
+    /// for against the allowed hosts, resolves it itself, and refuses a
+    /// loopback, private or link-local address unless the confinement
+    /// names it ([`Confinement::with_host_address`]). There is no DNS in
+    /// the namespace, and a connection to an address fails. Each refusal
+    /// is told to the client (a `403` naming the host, a SOCKS5 "not
+    /// allowed") and named in the call's result. The proxy ends with the
+    /// call, and every connection through it.
+    Hosts,
     /// The host's network, unrestricted.
     Full,
 }
@@ -29,6 +49,7 @@ impl Network {
         match self {
             Network::None => "none",
             Network::Loopback => "loopback",
+            Network::Hosts => "hosts",
             Network::Full => "full",
         }
     }
@@ -175,6 +196,12 @@ pub struct Confinement {
     rest: Rest,
     /// The network.
     network: Network,
+    /// The hosts reachable by name under [`Network::Hosts`].
+    hosts: Vec<AllowedHost>,
+    /// Names the proxy resolves to these addresses instead of asking the
+    /// name service; such an address is reachable even when it is not
+    /// public.
+    addresses: BTreeMap<String, IpAddr>,
     /// Size of the scratch `/tmp`, in bytes (memory-backed, gone with the
     /// call).
     scratch_size: u64,
@@ -233,6 +260,8 @@ impl Confinement {
             system: true,
             rest: Rest::Hidden,
             network: Network::None,
+            hosts: Vec::new(),
+            addresses: BTreeMap::new(),
             scratch_size: Self::DEFAULT_SCRATCH_SIZE,
             env_pass: Vec::new(),
             limits: Limits::default(),
@@ -283,6 +312,41 @@ impl Confinement {
     #[must_use]
     pub fn with_network(mut self, network: Network) -> Self {
         self.network = network;
+        self
+    }
+
+    /// Allows connections to `host` (see [`AllowedHost`]) through the
+    /// confinement's proxy, and makes the network [`Network::Hosts`] if
+    /// it was less ([`Network::Full`] stays full).
+    ///
+    /// ```
+    /// use rho::process::confine::{Confinement, Network};
+    ///
+    /// let confinement = Confinement::new()
+    ///     .with_allowed_host("crates.io".parse().unwrap())
+    ///     .with_allowed_host("*.crates.io:443".parse().unwrap());
+    /// assert_eq!(confinement.network(), Network::Hosts);
+    /// assert_eq!(confinement.allowed_hosts().len(), 2);
+    /// ```
+    #[must_use]
+    pub fn with_allowed_host(mut self, host: AllowedHost) -> Self {
+        if !self.hosts.contains(&host) {
+            self.hosts.push(host);
+        }
+        self.network = self.network.max_with(Network::Hosts);
+        self
+    }
+
+    /// Has the proxy resolve `name` to `address` instead of asking the
+    /// name service (as `curl --resolve` does), and lets it reach that
+    /// address even if it is loopback or private: naming it is allowing
+    /// it. The name must still be allowed ([`with_allowed_host`](Self::with_allowed_host)).
+    /// For a registry mirror on the local network, or a test's server.
+    #[must_use]
+    pub fn with_host_address(mut self, name: impl Into<String>, address: IpAddr) -> Self {
+        let name = name.into();
+        let name = super::hosts::normal_name(&name).unwrap_or(name);
+        self.addresses.insert(name, address);
         self
     }
 
@@ -354,6 +418,17 @@ impl Confinement {
         self.network
     }
 
+    /// The hosts reachable by name under [`Network::Hosts`].
+    pub fn allowed_hosts(&self) -> &[AllowedHost] {
+        &self.hosts
+    }
+
+    /// The names the proxy resolves to a given address
+    /// ([`with_host_address`](Self::with_host_address)).
+    pub fn host_addresses(&self) -> &BTreeMap<String, IpAddr> {
+        &self.addresses
+    }
+
     /// The size of the scratch `/tmp`, in bytes.
     pub fn scratch_size(&self) -> u64 {
         self.scratch_size
@@ -385,6 +460,9 @@ impl Confinement {
         if let Some(network) = grant.network {
             wider.network = wider.network.max_with(network);
         }
+        for host in &grant.hosts {
+            wider = wider.with_allowed_host(host.clone());
+        }
         wider
     }
 
@@ -404,6 +482,16 @@ impl Confinement {
             Rest::Hidden => "nothing else exists",
             Rest::ReadOnly => "everything else read-only",
         };
+        let network = if self.network == Network::Hosts {
+            let hosts: Vec<String> = self.hosts.iter().map(ToString::to_string).collect();
+            if hosts.is_empty() {
+                "hosts (none allowed)".to_owned()
+            } else {
+                format!("hosts {}", hosts.join(", "))
+            }
+        } else {
+            self.network.as_str().to_owned()
+        };
         format!(
             "confined: writable {}; readable {}; {rest}; network {}",
             writable.join(", "),
@@ -412,7 +500,7 @@ impl Confinement {
             } else {
                 readable.join(", ")
             },
-            self.network.as_str(),
+            network,
         )
     }
 }
@@ -423,7 +511,8 @@ impl Network {
         let rank = |n: Network| match n {
             Network::None => 0,
             Network::Loopback => 1,
-            Network::Full => 2,
+            Network::Hosts => 2,
+            Network::Full => 3,
         };
         if rank(other) > rank(self) {
             other

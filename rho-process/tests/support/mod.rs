@@ -81,6 +81,56 @@ macro_rules! on_both_executors {
     )*};
 }
 
+/// When the tests run as root, runs this test binary's tests whose names
+/// hold `filter` again as `nobody` (65534), from copies of the binary and
+/// of `launcher` in a directory that user can read, and fails unless they
+/// all pass. The rerun finds its launcher in `RHO_TEST_LAUNCHER`, which
+/// also tells it not to rerun itself. Run as an ordinary user, the tests
+/// already ran unprivileged: nothing to do.
+pub(crate) fn rerun_as_nobody(filter: &str, launcher: &str) {
+    if std::env::var_os("RHO_TEST_LAUNCHER").is_some() {
+        return; // This is the unprivileged run itself.
+    }
+    if !rustix::process::getuid().is_root() {
+        eprintln!("running as an ordinary user: the tests ran unprivileged");
+        return;
+    }
+    let dir = Scratch::new("unprivileged");
+    let copy = |from: &Path| -> PathBuf {
+        let to = dir.path().join(from.file_name().expect("a file name"));
+        std::fs::copy(from, &to).expect("a copy of the binary");
+        to
+    };
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("permissions");
+    let tests = copy(&std::env::current_exe().expect("this test binary"));
+    let launcher = copy(Path::new(launcher));
+    let output = std::os::unix::process::CommandExt::gid(
+        std::os::unix::process::CommandExt::uid(&mut std::process::Command::new(&tests), 65534),
+        65534,
+    )
+    .args([filter, "--test-threads=2"])
+    .env_clear()
+    .env("PATH", "/usr/bin:/bin")
+    .env("RHO_TEST_LAUNCHER", &launcher)
+    .env("TMPDIR", "/tmp")
+    .env("RHO_TEST_SESSION_TOKEN", "leaked")
+    .current_dir("/tmp")
+    .output()
+    .expect("the test binary runs as nobody");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the tests failed as nobody ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("passed; 0 failed"), "{stdout}");
+}
+
 /// A scratch directory, removed when dropped.
 #[derive(Debug)]
 pub(crate) struct Scratch(PathBuf);

@@ -9,6 +9,7 @@ use std::process::Command;
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Signal, WaitOptions};
 
+use super::proxy::{self, ProxyEnd};
 use super::{Plan, Report, filter, limits, net, root};
 use crate::confine::policy::Network;
 use crate::confine::{Mechanism, Support};
@@ -19,7 +20,7 @@ pub(super) const PROBE_COMMAND: &str = "--rho-confine-probe-init";
 /// Init's run, in the child of outer's fork: see the [module docs](super).
 /// `report` is the write end of outer's report pipe (close-on-exec: only
 /// init reports).
-pub(super) fn run(report: File, plan: &Plan, command: &[OsString]) -> ! {
+pub(super) fn run(report: File, plan: &Plan, command: &[OsString], proxy: Option<ProxyEnd>) -> ! {
     let send = |message: Report| -> ! {
         let text = serde_json::to_string(&message).unwrap_or_default();
         let _ = (&report).write_all(text.as_bytes());
@@ -44,13 +45,19 @@ pub(super) fn run(report: File, plan: &Plan, command: &[OsString]) -> ! {
     if command.first().is_some_and(|c| c == PROBE_COMMAND) {
         send(Report::Probe(probe(plan)));
     }
-    if let Err(text) = setup(plan) {
-        send(Report::SetupFailed(text));
-    }
+    let proxy_port = match setup(plan, proxy) {
+        Ok(port) => port,
+        Err(text) => send(Report::SetupFailed(text)),
+    };
     let Some((program, args)) = command.split_first() else {
         send(Report::NotStarted("no command was given".into()));
     };
-    let child = match Command::new(program).args(args).spawn() {
+    let mut command = Command::new(program);
+    command.args(args);
+    if let Some(port) = proxy_port {
+        command.envs(proxy::environment(port));
+    }
+    let child = match command.spawn() {
         Ok(child) => child,
         Err(error) => send(Report::NotStarted(format!(
             "could not start `{}` inside the confinement: {error}",
@@ -91,17 +98,21 @@ fn outer_is_gone(report: &File) -> bool {
     }
 }
 
-/// Everything before the command: new root, network, limits,
-/// capabilities, Landlock, seccomp, working directory. Any failure is the
-/// call's refusal: nothing here is skipped silently.
-fn setup(plan: &Plan) -> Result<(), String> {
+/// Everything before the command: new root, network (and the proxy's
+/// listener: its port is returned), limits, capabilities, Landlock,
+/// seccomp, working directory. Any failure is the call's refusal: nothing
+/// here is skipped silently.
+fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Option<u16>, String> {
     let namespaces = plan.uses(Mechanism::Namespaces);
     // The paths, resolved once in the host's view: the new root is built
     // of them, and Landlock's rules name the same paths inside it.
     let entries = root::entries(&plan.confinement)?;
     if namespaces {
         root::build(plan, &entries)?;
-        if plan.confinement.network() == Network::Loopback {
+        if matches!(
+            plan.confinement.network(),
+            Network::Loopback | Network::Hosts
+        ) {
             net::loopback_up()?;
         }
         // No namespace inside this one (an escape route, and a way around
@@ -110,6 +121,7 @@ fn setup(plan: &Plan) -> Result<(), String> {
             .map_err(|error| format!("could not forbid nested namespaces: {error}"))?;
         let _ = rustix::system::sethostname(b"rho");
     }
+    let proxy_port = proxy.map(proxy::offer).transpose()?;
     limits::apply(plan)?;
     if namespaces {
         drop_capabilities()?;
@@ -136,7 +148,7 @@ fn setup(plan: &Plan) -> Result<(), String> {
         std::env::set_current_dir("/")
             .map_err(|error| format!("could not enter the new root: {error}"))?;
     }
-    Ok(())
+    Ok(proxy_port)
 }
 
 /// Drops every capability init holds in its user namespace, for good: the

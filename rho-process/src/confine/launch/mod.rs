@@ -34,6 +34,7 @@ mod init;
 mod limits;
 mod net;
 mod outer;
+mod proxy;
 pub(crate) mod root;
 mod sys;
 

@@ -10,6 +10,7 @@ use rustix::pipe::PipeFlags;
 use rustix::process::{Resource, Rlimit, Signal, WaitOptions};
 use rustix::thread::UnshareFlags;
 
+use super::proxy::{self, ProxyEnd};
 use super::{NOT_STARTED, PREFIX, Plan, Report, SETUP_FAILED, init, parse_plan, sys};
 use crate::confine::policy::Network;
 use crate::confine::{Mechanism, Support};
@@ -74,20 +75,29 @@ pub(super) fn run(plan: &str, command: Vec<OsString>) -> ! {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
     plan.ids = Some((uid, gid));
+    // Before the unshare: the proxy stays in the host's network.
+    let proxy = match proxy::start(&plan) {
+        Ok(proxy) => proxy,
+        Err(text) => fail(&text),
+    };
     if plan.uses(Mechanism::Namespaces) {
         if let Err(text) = enter(namespaces(&plan), uid, gid) {
             fail(&text);
         }
     }
-    match start_init(&plan, &command) {
+    match start_init(&plan, &command, proxy) {
         Ok(report) => replay(report),
         Err(text) => fail(&text),
     }
 }
 
-/// Forks init with `plan` and `command`, waits for it, and returns its
-/// report.
-fn start_init(plan: &Plan, command: &[OsString]) -> Result<Report, String> {
+/// Forks init with `plan`, `command` and the end of the socket pair to
+/// the proxy (if the plan has one), waits for it, and returns its report.
+fn start_init(
+    plan: &Plan,
+    command: &[OsString],
+    proxy: Option<ProxyEnd>,
+) -> Result<Report, String> {
     // The report pipe, both ends close-on-exec: init writes, outer reads.
     let (read, write) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC)
         .map_err(|error| format!("could not make a pipe: {error}"))?;
@@ -96,9 +106,12 @@ fn start_init(plan: &Plan, command: &[OsString]) -> Result<Report, String> {
     {
         sys::Forked::Child => {
             drop(read);
-            init::run(File::from(write), plan, command)
+            init::run(File::from(write), plan, command, proxy)
         }
-        sys::Forked::Parent(init) => init,
+        sys::Forked::Parent(init) => {
+            drop(proxy);
+            init
+        }
     };
     drop(write);
     let mut report = String::new();
@@ -176,7 +189,7 @@ fn probe_here() -> Support {
         cwd: None,
         ids: Some((uid, gid)),
     };
-    match start_init(&plan, &[OsString::from(init::PROBE_COMMAND)]) {
+    match start_init(&plan, &[OsString::from(init::PROBE_COMMAND)], None) {
         Ok(Report::Probe(support)) => support,
         Ok(other) => Support::none(format!("the probe's init answered {other:?}")),
         Err(text) => Support::none(text),

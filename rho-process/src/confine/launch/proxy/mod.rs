@@ -1,0 +1,215 @@
+//! The proxy of [`Network::Hosts`]: the one way out of a confinement
+//! whose network namespace has no route, for the hosts it allows.
+//!
+//! Outer forks the proxy before it unshares anything ([`start`]), so the
+//! proxy stays in the host's network namespace. Init, inside the new one
+//! and with its loopback up, binds a listener on `127.0.0.1` and hands its
+//! descriptor to the proxy over a socket pair ([`offer`]): the command
+//! reaches it at an address of its own namespace, and the proxy opens
+//! each allowed connection in the host's. No socket path is shared and no
+//! forwarder runs inside. The proxy dies with outer (`PR_SET_PDEATHSIG`),
+//! so a call's end closes every connection it carried.
+//!
+//! One port speaks both protocols tools use: a first byte of 5 is SOCKS5
+//! ([`socks`]), anything else HTTP ([`http`]). Each destination is
+//! decided by [`rules`]; each refusal is told to the client and written
+//! on stderr as a `rho-confine: refused host ...` line, which the call's
+//! result gathers into a note.
+//!
+//! [`Network::Hosts`]: crate::confine::Network::Hosts
+
+mod http;
+mod rules;
+mod socks;
+mod tunnel;
+
+use std::io::{IoSlice, IoSliceMut, Write};
+use std::mem::MaybeUninit;
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
+use rustix::process::Signal;
+
+use super::{Plan, sys};
+use crate::confine::Mechanism;
+use crate::confine::launch_codes::REFUSED;
+use crate::confine::policy::Network;
+use rules::{Refusal, Rules};
+
+/// The most connections the proxy carries at once; past it a client is
+/// turned away (each takes two threads).
+const MAX_CONNECTIONS: usize = 256;
+
+/// How long a client may take to send what it asks for.
+const ASKING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Outer's end of the socket pair to the proxy, for init to offer the
+/// listener on.
+#[derive(Debug)]
+pub(super) struct ProxyEnd(OwnedFd);
+
+/// Forks the proxy if `plan` asks for [`Network::Hosts`]; call it before
+/// unsharing, in outer (one thread). The proxy never returns.
+pub(super) fn start(plan: &Plan) -> Result<Option<ProxyEnd>, String> {
+    if plan.confinement.network() != Network::Hosts || !plan.uses(Mechanism::Namespaces) {
+        return Ok(None);
+    }
+    let (ours, theirs) = rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|error| format!("could not make the proxy's socket pair: {error}"))?;
+    let outer = rustix::process::getpid();
+    match sys::fork().map_err(|error| format!("could not start the proxy: {error}"))? {
+        sys::Forked::Child => {
+            drop(ours);
+            // Outer's death (the call's end) is the proxy's, and so every
+            // connection's. Outer may be gone already: then so is the call.
+            if rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).is_err()
+                || rustix::process::getppid() != Some(outer)
+            {
+                std::process::exit(0);
+            }
+            run(&theirs, Rules::of(&plan.confinement))
+        }
+        sys::Forked::Parent(_) => Ok(Some(ProxyEnd(ours))),
+    }
+}
+
+/// In init, with the loopback up: binds the listener the command reaches
+/// the proxy at and hands it to the proxy. Returns its port.
+pub(super) fn offer(end: ProxyEnd) -> Result<u16, String> {
+    let failed =
+        |error: &dyn std::fmt::Display| format!("could not start the proxy's listener: {error}");
+    let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| failed(&e))?;
+    let port = listener.local_addr().map_err(|e| failed(&e))?.port();
+    let fds = [listener.as_fd()];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(failed(&"the descriptor does not fit its message"));
+    }
+    rustix::net::sendmsg(
+        &end.0,
+        &[IoSlice::new(b"L")],
+        &mut control,
+        SendFlags::empty(),
+    )
+    .map_err(|e| failed(&e))?;
+    Ok(port)
+}
+
+/// The environment that offers the proxy at `port` to the command: the
+/// variables curl, Python, pip, npm, cargo, git and Go read.
+pub(super) fn environment(port: u16) -> Vec<(String, String)> {
+    let http = format!("http://127.0.0.1:{port}");
+    let socks = format!("socks5h://127.0.0.1:{port}");
+    let local = "localhost,127.0.0.1,::1".to_owned();
+    let mut vars = Vec::new();
+    for (name, value) in [
+        ("HTTP_PROXY", &http),
+        ("HTTPS_PROXY", &http),
+        ("ALL_PROXY", &socks),
+        ("NO_PROXY", &local),
+    ] {
+        vars.push((name.to_owned(), value.clone()));
+        vars.push((name.to_ascii_lowercase(), value.clone()));
+    }
+    // npm reads its own names first (and these before the others).
+    vars.push(("npm_config_proxy".to_owned(), http.clone()));
+    vars.push(("npm_config_https_proxy".to_owned(), http));
+    vars
+}
+
+/// What every connection of one proxy shares.
+pub(super) struct Served {
+    rules: Rules,
+}
+
+impl Served {
+    /// Writes the refusal of `host:port` on stderr for the call's result,
+    /// and returns the text the client is told.
+    fn report(&self, host: &str, port: u16, refusal: &Refusal) -> String {
+        let mut text = format!("{host}:{port}: {refusal}");
+        if let Some(remedy) = refusal.remedy(host) {
+            text.push_str("; ");
+            text.push_str(&remedy);
+        }
+        let _ = writeln!(std::io::stderr(), "{REFUSED}{text}");
+        format!("rho: the connection to {text}")
+    }
+}
+
+/// The proxy's run: takes the listener, then serves each connection on
+/// threads of its own. Never returns.
+fn run(end: &OwnedFd, rules: Rules) -> ! {
+    let Some(listener) = receive_listener(end) else {
+        std::process::exit(0)
+    };
+    let served = Arc::new(Served { rules });
+    let open = Arc::new(AtomicUsize::new(0));
+    for client in listener.incoming() {
+        let Ok(mut client) = client else { continue };
+        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::SeqCst);
+            http::answer(
+                &mut client,
+                503,
+                "rho: the proxy carries no more connections at once",
+            );
+            continue;
+        }
+        let (served, done) = (served.clone(), open.clone());
+        let spawned = std::thread::Builder::new()
+            .name("rho-proxy".into())
+            .spawn(move || {
+                serve(client, &served);
+                done.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    std::process::exit(0)
+}
+
+/// Reads the listener init sends.
+fn receive_listener(end: &OwnedFd) -> Option<TcpListener> {
+    let mut byte = [0u8; 1];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    rustix::net::recvmsg(
+        end,
+        &mut [IoSliceMut::new(&mut byte)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )
+    .ok()?;
+    let fd: OwnedFd = control.drain().find_map(|message| match message {
+        RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+        _ => None,
+    })?;
+    Some(TcpListener::from(fd))
+}
+
+/// Serves one client: SOCKS5 or HTTP, by its first byte.
+fn serve(client: TcpStream, served: &Served) {
+    let _ = client.set_read_timeout(Some(ASKING_TIMEOUT));
+    let mut first = [0u8; 1];
+    let Ok(1) = client.peek(&mut first) else {
+        return;
+    };
+    if first[0] == 5 {
+        socks::serve(client, served);
+    } else {
+        http::serve(client, Vec::new(), served);
+    }
+}
