@@ -200,7 +200,7 @@ curl -sS -m 20 -x "$ALL_PROXY" http://registry.test:{port}/socks; echo"#
         assert!(text.contains("403"), "the tunnel's refusal: {text}");
         assert!(
             text.contains(&format!(
-                "connections the confinement refused during the call:\n- evil.test:{port}: it is not one of the confinement's allowed hosts; allow it with the host `evil.test`"
+                "connections the confinement refused during the call:\n- evil.test:{port}: it is not one of the confinement's allowed hosts; to allow it, add `evil.test` to the allowed hosts"
             )),
             "the note names the host once: {text}"
         );

@@ -413,9 +413,14 @@ impl Confinement {
         self.rest
     }
 
-    /// The network.
+    /// The network: at least [`Network::Hosts`] when hosts are allowed
+    /// (as a file that lists `hosts` and no `network` means).
     pub fn network(&self) -> Network {
-        self.network
+        if self.hosts.is_empty() {
+            self.network
+        } else {
+            self.network.max_with(Network::Hosts)
+        }
     }
 
     /// The hosts reachable by name under [`Network::Hosts`].
@@ -482,7 +487,7 @@ impl Confinement {
             Rest::Hidden => "nothing else exists",
             Rest::ReadOnly => "everything else read-only",
         };
-        let network = if self.network == Network::Hosts {
+        let network = if self.network() == Network::Hosts {
             let hosts: Vec<String> = self.hosts.iter().map(ToString::to_string).collect();
             if hosts.is_empty() {
                 "hosts (none allowed)".to_owned()
@@ -490,7 +495,7 @@ impl Confinement {
                 format!("hosts {}", hosts.join(", "))
             }
         } else {
-            self.network.as_str().to_owned()
+            self.network().as_str().to_owned()
         };
         format!(
             "confined: writable {}; readable {}; {rest}; network {}",

@@ -63,7 +63,7 @@ impl Refusal {
     pub(super) fn remedy(&self, host: &str) -> Option<String> {
         match self {
             Refusal::NotAllowed => Some(format!(
-                "allow it with the host `{host}` in the confinement's allowed hosts or in a call's grant"
+                "to allow it, add `{host}` to the allowed hosts (the confinement's, a call's grant, or rho-sandbox --allow-host)"
             )),
             Refusal::NotPublic(address) => Some(format!(
                 "name its address for it (`with_host_address(\"{host}\", {address})`) to allow it"
