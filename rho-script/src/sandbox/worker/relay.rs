@@ -42,6 +42,13 @@ const FIRST_MAX_LINE: usize = 1 << 20;
 /// must not be taken for a stranger then. The call's own timeout still
 /// ends a call sooner.
 const GREETING_WAIT: Duration = Duration::from_secs(15);
+/// How often the wait for a greeting looks whether the worker exited, and
+/// how long after its exit a greeting or the end of its stdout may still
+/// come: its stdout can stay open past its exit when another process
+/// holds the pipe (a child it left, or a process that inherited it), so
+/// its end alone does not tell.
+const EXIT_LOOK: Duration = Duration::from_millis(100);
+const AFTER_EXIT: Duration = Duration::from_millis(300);
 
 /// The job a worker's reader delivers to.
 struct Delivery {
@@ -391,8 +398,8 @@ enum Ended {
 
 /// Waits for a new worker's greeting before its first job is sent: `None`
 /// once it came, or how the job ended without it (the call stopped or past
-/// its deadline first, the worker broke, or it is not a worker: no
-/// greeting within [`GREETING_WAIT`] of its start).
+/// its deadline first, the worker broke, or it is not a worker: it exited,
+/// or gave no greeting within [`GREETING_WAIT`] of its start).
 fn greeting_awaited(
     worker: &Worker,
     stop: &AtomicBool,
@@ -404,8 +411,12 @@ fn greeting_awaited(
         .checked_add(GREETING_WAIT)
         .unwrap_or(worker.started);
     let until = deadline.min(greeting_by);
+    let mut exited: Option<Instant> = None;
     loop {
-        match slot.wait(None, stop, until) {
+        let look = Instant::now()
+            .checked_add(EXIT_LOOK)
+            .map_or(until, |look| look.min(until));
+        match slot.wait(None, stop, look) {
             Woken::Relayed(relayed) => {
                 for relayed in relayed {
                     match relayed {
@@ -420,6 +431,18 @@ fn greeting_awaited(
             }
             // No job was sent: nothing was asked.
             Woken::Answers(_) | Woken::Due => {}
+            // A look at the worker, not the end of the wait.
+            Woken::Stopped if !stop.load(Ordering::Acquire) && Instant::now() < until => {
+                let Some(exit) = worker.child.status() else {
+                    continue;
+                };
+                let since = *exited.get_or_insert_with(Instant::now);
+                if since.elapsed() >= AFTER_EXIT {
+                    return Some(Ended::NotAWorker(format!(
+                        "it {exit} before it said it is a rho-script worker"
+                    )));
+                }
+            }
             Woken::Stopped => {
                 return Some(if stop.load(Ordering::Acquire) {
                     Ended::Halted(Halt::Dropped)
