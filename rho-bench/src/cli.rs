@@ -98,6 +98,9 @@ pub(crate) enum Figure {
     McpScale,
     /// 17: what keeping the model's order costs a turn.
     Order,
+    /// 18: a request to a host allowed by name, through the confinement's
+    /// proxy, against the same request unconfined and through bubblewrap.
+    Hosts,
 }
 
 /// The hidden subcommands: one piece of the harness in a process of its

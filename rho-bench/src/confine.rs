@@ -34,7 +34,7 @@ use crate::report::{Report, Target};
 use crate::stats::Samples;
 
 /// Where Debian's bubblewrap is.
-const BWRAP: &str = "/usr/bin/bwrap";
+pub(crate) const BWRAP: &str = "/usr/bin/bwrap";
 /// Where util-linux's `unshare` is (Debian's essential `util-linux`).
 const UNSHARE: &str = "/usr/bin/unshare";
 
@@ -55,8 +55,14 @@ enum Way {
 /// namespaces and mounts: new user, PID, mount, network, IPC and UTS
 /// namespaces, the system directories read-only, a fresh `/proc`, a
 /// minimal `/dev`, a scratch `/tmp`, no nested user namespaces, killed
-/// with its parent.
+/// with its parent; around `/bin/true`.
 fn bwrap_command() -> Command {
+    bwrap(&["/bin/true"], false)
+}
+
+/// bubblewrap as in [`bwrap_command`] around `argv`; with `share_net`,
+/// in the host's network namespace (`--share-net`).
+pub(crate) fn bwrap(argv: &[&str], share_net: bool) -> Command {
     let mut command = Command::new(BWRAP);
     command.args([
         "--unshare-all",
@@ -65,6 +71,9 @@ fn bwrap_command() -> Command {
         "--new-session",
         "--disable-userns",
     ]);
+    if share_net {
+        command.arg("--share-net");
+    }
     for dir in [
         "/usr",
         "/bin",
@@ -84,15 +93,8 @@ fn bwrap_command() -> Command {
             Err(_) => {}
         }
     }
-    command.args([
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
-        "/bin/true",
-    ]);
+    command.args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
+    command.args(argv);
     command
 }
 

@@ -18,7 +18,7 @@
 //! (7 and 8), `script_stop` (9), `script_memory` (10), `code` (11 and
 //! 12); for MCP `mcp_server` (13), `mcp_proxy` (14) and `mcp_scale`
 //! (16); `confine` (15); `order` (17), what keeping the model's order
-//! costs a turn).
+//! costs a turn; `hosts` (18), a request through the confinement's proxy).
 //!
 //! # How it measures
 //!
@@ -171,6 +171,12 @@
 //!     Without nginx (and when `rho-mcp/tests/peers/install-nginx.sh`
 //!     cannot install it) the figure is not measured, says so on stderr,
 //!     and its row misses.
+//! 17. **A turn's order** ([`order`]): 100 side-by-side calls ordered
+//!     against unordered, and what the queued path adds per call.
+//! 18. **A host by name** ([`hosts`]): one `curl` of a loopback server,
+//!     unconfined, through bubblewrap with the host's network, and
+//!     confined by rho with the name allowed (through the proxy outside
+//!     the box); the p50 each adds, for context.
 //!
 //! # Profiling a figure
 //!
@@ -206,6 +212,7 @@ mod cli;
 mod confine;
 mod driver;
 mod floor;
+mod hosts;
 mod kill;
 mod mcp;
 mod mcp_proxy;
@@ -428,6 +435,12 @@ fn main() {
     if only.contains(&Figure::Confine) {
         eprintln!("[tokio] confinement: a trivial command, plain, rho, bubblewrap");
         confine::run(&config, &mut report);
+    }
+    if only.contains(&Figure::Hosts) {
+        eprintln!(
+            "[tokio] network by host name: curl plain, through bubblewrap, through rho's proxy"
+        );
+        hosts::run(&config, &mut report);
     }
     if only.contains(&Figure::McpScale) {
         eprintln!("[tokio] MCP scale-out: three servers behind nginx, one killed");

@@ -108,8 +108,11 @@
 //! [confinement]
 //! workspace = "/home/me/project"          # writable, and its working directory
 //! read = ["/home/me/.npm", "/opt/node"]   # beside the system directories
-//! network = "none"                        # none | loopback | full
+//! network = "none"                        # none | loopback | hosts | full
 //! enforcement = "required"                # required | best_effort
+//! # Or only these hosts, by name, through a proxy outside the box
+//! # (network "hosts" follows from listing them):
+//! # hosts = ["api.github.com", "*.githubusercontent.com:443"]
 //!
 //! [confinement.limits]
 //! memory = 2147483648                     # bytes per process

@@ -341,6 +341,30 @@ mod tests {
     }
 
     #[test]
+    fn the_confinement_table_allows_hosts_by_name() {
+        let policy = policy_from_toml(
+            "[confinement]\nhosts = [\"api.github.com\", \"*.githubusercontent.com:443\"]\n[confinement.addresses]\n\"mirror.internal\" = \"10.0.0.5\"\n",
+        )
+        .expect("valid");
+        let confinement = policy.confinement.expect("a confinement");
+        assert_eq!(confinement.network().as_str(), "hosts");
+        let hosts: Vec<String> = confinement
+            .allowed_hosts()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(hosts, ["api.github.com", "*.githubusercontent.com:443"]);
+        assert_eq!(
+            confinement.host_addresses().get("mirror.internal"),
+            Some(&std::net::IpAddr::from([10, 0, 0, 5]))
+        );
+        let error = policy_from_toml("[confinement]\nhosts = [\"*\"]\n")
+            .expect_err("not a host")
+            .to_string();
+        assert!(error.contains("`*` is not an allowed host"), "{error}");
+    }
+
+    #[test]
     fn an_empty_file_asks_about_everything() {
         let policy = policy_from_toml("").expect("valid").gate;
         assert!(policy.rules().is_empty());

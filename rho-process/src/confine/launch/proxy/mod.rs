@@ -11,7 +11,8 @@
 //! so a call's end closes every connection it carried.
 //!
 //! One port speaks both protocols tools use: a first byte of 5 is SOCKS5
-//! ([`socks`]), anything else HTTP ([`http`]). Each destination is
+//! ([`socks`], written here), anything else HTTP ([`http`], heads parsed
+//! by `httparse`). Each destination is
 //! decided by [`rules`]; each refusal is told to the client and written
 //! on stderr as a `rho-confine: refused host ...` line, which the call's
 //! result gathers into a note.
