@@ -11,7 +11,9 @@
 //! hosts it is allowed by name through a proxy outside the box, or no
 //! network at all; it gets the caller's environment without the variables
 //! whose names look like secrets; it inherits no descriptor but stdin,
-//! stdout and stderr; and everything it starts ends when it does. Each
+//! stdout and stderr; what it may write in total can be bounded
+//! (`--max-written`, `--max-files`); and everything it starts ends when
+//! it does. Each
 //! connection the proxy refuses is printed on stderr as it happens
 //! (`rho-confine: refused host ...`). `rho-sandbox` exits with the
 //! command's status (killed by a signal, it kills itself with the same
@@ -108,6 +110,17 @@ struct Args {
     /// The largest file a process may write, in bytes (`100M`).
     #[arg(long, value_name = "BYTES", value_parser = bytes)]
     file_size: Option<u64>,
+
+    /// Bytes the command may write in total to its writable paths
+    /// (`100M`): its changes are kept in a tmpfs of that size and written
+    /// back when it ends by itself.
+    #[arg(long, value_name = "BYTES", value_parser = bytes)]
+    max_written: Option<u64>,
+
+    /// Files the command may create or change in its writable paths and
+    /// its scratch /tmp.
+    #[arg(long, value_name = "N")]
+    max_files: Option<u64>,
 
     /// Run with what this kernel can enforce, saying what it cannot,
     /// instead of refusing.
@@ -221,6 +234,8 @@ fn confinement(args: &Args) -> Result<Confinement, String> {
     limits.cpu = args.cpu.map(Duration::from_secs).or(limits.cpu);
     limits.processes = args.processes.or(limits.processes);
     limits.file_size = args.file_size.or(limits.file_size);
+    limits.written = args.max_written.or(limits.written);
+    limits.files = args.max_files.or(limits.files);
     confinement = confinement.with_limits(limits);
     if args.best_effort {
         confinement = confinement.best_effort();

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use rustix::process::Signal;
 
-use super::launch_codes::{NOT_STARTED, PREFIX, REFUSED, SETUP_FAILED};
+use super::launch_codes::{NOT_STARTED, PREFIX, REFUSED, SETUP_FAILED, WRITES};
 use super::{Confinement, Mechanism};
 
 /// A confined run's context, for its result's texts.
@@ -26,10 +26,9 @@ impl Confined {
             return None;
         }
         let text = String::from_utf8_lossy(stderr);
-        let line = text
-            .lines()
-            .rev()
-            .find(|line| !line.trim().is_empty() && !line.starts_with(REFUSED))?;
+        let line = text.lines().rev().find(|line| {
+            !line.trim().is_empty() && !line.starts_with(REFUSED) && !line.starts_with(WRITES)
+        })?;
         let what = line.strip_prefix(PREFIX)?;
         Some(if code == SETUP_FAILED {
             format!("was not run: its confinement could not be set up: {what}")
@@ -79,7 +78,20 @@ impl Confined {
         let text = String::from_utf8_lossy(stderr).to_ascii_lowercase();
         let network = self.confinement.network().as_str();
         let limits = self.confinement.limits();
-        let hints: [(&[&str], String); 6] = [
+        let written = [
+            limits.written.map(|n| format!("{} written", bytes(n))),
+            limits.files.map(|files| format!("{files} files")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<String>>()
+        .join(", ");
+        let full = if written.is_empty() {
+            "a file system inside the confinement is full (the scratch /tmp holds at most what its size allows)".to_owned()
+        } else {
+            format!("the bound on what the call may write ({written}) was likely reached")
+        };
+        let hints: [(&[&str], String); 7] = [
             (
                 &[
                     "permission denied",
@@ -123,6 +135,7 @@ impl Confined {
                     limits.processes.unwrap_or_default()
                 ),
             ),
+            (&["no space left on device", "disk quota exceeded"], full),
             (
                 &["cannot allocate memory", "out of memory"],
                 format!(

@@ -22,6 +22,8 @@
 //! | memory, CPU time, processes, open files, file size | rlimits with the hard limit at the soft one (for a host running as root, processes by the PID namespace's own `pid_max`) |
 //! | no host signals, no `/proc/<host pid>` | the PID namespace (and Landlock's signal scope) |
 //! | no descriptor of the host's but stdin, stdout and stderr (a jobserver's pipe, a socket handed down without close-on-exec) | the launcher closes every other one first thing (`close_range`) |
+//! | a bound on what a call writes in total, in bytes and files ([`Limits::written`], [`Limits::files`]) | each writable path an overlay whose changes go to a size- and inode-limited tmpfs, written back when the command ends by itself |
+//! | the command cannot reach init's descriptors (the report pipe, the host's directories of bounded writes) through `/proc/1/fd` | init is not dumpable |
 //! | no secrets in the environment | the environment starts empty; variables whose names look like secrets ([`looks_secret`]) never pass unless named |
 //!
 //! What this kernel can enforce is asked of the launcher once
@@ -70,6 +72,9 @@ mod launch_codes {
     /// What the proxy's line for each refused connection begins with
     /// (`Network::Hosts`); the call's result gathers them.
     pub(crate) const REFUSED: &str = "rho-confine: refused host ";
+    /// What init's lines about a call's bounded writes begin with (the
+    /// bound was met, or some writes could not be kept).
+    pub(crate) const WRITES: &str = "rho-confine: writes: ";
 }
 
 use std::ffi::{OsStr, OsString};

@@ -104,6 +104,23 @@ pub struct Limits {
     pub open_files: Option<u64>,
     /// The largest file a process may write, in bytes. Default: 1 GiB.
     pub file_size: Option<u64>,
+    /// Bytes a call may write in total to its writable paths (the
+    /// workspace and the `write` paths), a file it changes counting whole.
+    /// Default: none.
+    ///
+    /// Set (or [`files`](Limits::files) set), each writable path is an
+    /// overlay whose changes the kernel keeps in a tmpfs of this size: a
+    /// write past it fails with "No space left on device". The changes
+    /// are written back to the host's paths when the command ends by
+    /// itself (each file replaced by a rename); a call killed at its
+    /// deadline leaves them as they were. The tmpfs is memory: the bound
+    /// is also what the call's writes may hold of it.
+    pub written: Option<u64>,
+    /// Files, directories and links a call may create or change in its
+    /// writable paths (a changed file's folders count too), and in its
+    /// scratch `/tmp`. Default: none. Enforced as
+    /// [`written`](Limits::written) is, by the tmpfs's count of inodes.
+    pub files: Option<u64>,
 }
 
 impl Limits {
@@ -114,6 +131,8 @@ impl Limits {
         processes: None,
         open_files: None,
         file_size: None,
+        written: None,
+        files: None,
     };
 }
 
@@ -125,6 +144,8 @@ impl Default for Limits {
             processes: Some(512),
             open_files: Some(1024),
             file_size: Some(1 << 30),
+            written: None,
+            files: None,
         }
     }
 }

@@ -25,8 +25,14 @@ use crate::confine::policy::Rest;
 const NEWEST: ABI = ABI::V6;
 
 /// Restricts this process (and what it starts) to the plan's paths,
-/// `entries`.
-pub(super) fn landlock(plan: &Plan, entries: &[Entry]) -> Result<(), String> {
+/// `entries`, and the directories open at `directories` (those of bounded
+/// writes: mounted nowhere the command sees, reached by init and by the
+/// overlays at work for the command).
+pub(super) fn landlock(
+    plan: &Plan,
+    entries: &[Entry],
+    directories: &[&std::os::fd::OwnedFd],
+) -> Result<(), String> {
     let failed = |error: &dyn std::fmt::Display| {
         format!("could not restrict file access (Landlock): {error}")
     };
@@ -76,6 +82,11 @@ pub(super) fn landlock(plan: &Plan, entries: &[Entry]) -> Result<(), String> {
                 .add_rule(PathBeneath::new(fd, access))
                 .map_err(|e| failed(&e))?;
         }
+    }
+    for directory in directories {
+        created = created
+            .add_rule(PathBeneath::new(*directory, AccessFs::from_all(NEWEST)))
+            .map_err(|e| failed(&e))?;
     }
     let status = created.restrict_self().map_err(|e| failed(&e))?;
     if status.ruleset == RulesetStatus::NotEnforced {

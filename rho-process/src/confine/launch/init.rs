@@ -4,13 +4,15 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::process::Command;
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Signal, WaitOptions};
 
 use super::proxy::{self, ProxyEnd};
-use super::{Plan, Report, filter, limits, net, root};
+use super::writes::{self, Bounded};
+use super::{Plan, Report, WRITES, filter, limits, net, root};
 use crate::confine::policy::Network;
 use crate::confine::{Mechanism, Support};
 
@@ -45,8 +47,11 @@ pub(super) fn run(report: File, plan: &Plan, command: &[OsString], proxy: Option
     if command.first().is_some_and(|c| c == PROBE_COMMAND) {
         send(Report::Probe(probe(plan)));
     }
-    let proxy_port = match setup(plan, proxy) {
-        Ok(port) => port,
+    let Set {
+        proxy_port,
+        bounded,
+    } = match setup(plan, proxy) {
+        Ok(set) => set,
         Err(text) => send(Report::SetupFailed(text)),
     };
     let Some((program, args)) = command.split_first() else {
@@ -68,6 +73,9 @@ pub(super) fn run(report: File, plan: &Plan, command: &[OsString], proxy: Option
     loop {
         match rustix::process::wait(WaitOptions::empty()) {
             Ok(Some((reaped, status))) if reaped == pid => {
+                if !bounded.is_empty() {
+                    keep_writes(plan, &bounded);
+                }
                 if let Some(code) = status.exit_status() {
                     send(Report::Exited(code));
                 }
@@ -98,17 +106,67 @@ fn outer_is_gone(report: &File) -> bool {
     }
 }
 
+/// What [`setup`] leaves for the rest of init's run.
+struct Set {
+    /// The port of the proxy's listener, for the command's environment.
+    proxy_port: Option<u16>,
+    /// The writable paths whose writes are bounded, to write back.
+    bounded: Vec<Bounded>,
+}
+
+/// The command ended: stops what it left running (nothing may write while
+/// its changes are written back), then writes them back, and tells on
+/// stderr what the command should know: that it met its bound, or what
+/// could not be kept.
+fn keep_writes(plan: &Plan, bounded: &[Bounded]) {
+    // As PID 1: every other process of the namespace.
+    let _ = super::sys::kill_all_others();
+    while let Ok(Some(_)) | Err(rustix::io::Errno::INTR) =
+        rustix::process::wait(WaitOptions::empty())
+    {}
+    let done = writes::write_back(bounded);
+    let mut stderr = std::io::stderr();
+    if done.full {
+        let limits = plan.confinement.limits();
+        let mut bounds = Vec::new();
+        if let Some(bytes) = limits.written {
+            bounds.push(format!("{bytes} bytes"));
+        }
+        if let Some(files) = limits.files {
+            bounds.push(format!("{files} files"));
+        }
+        let _ = writeln!(
+            stderr,
+            "{WRITES}the command reached the bound on what a call may write ({}): writes past it failed (\"No space left on device\"); what it wrote before them was kept",
+            bounds.join(", ")
+        );
+    }
+    if !done.failed.is_empty() {
+        let _ = writeln!(
+            stderr,
+            "{WRITES}some of the command's writes could not be kept: {}",
+            done.failed.join("; ")
+        );
+    }
+}
+
 /// Everything before the command: new root, network (and the proxy's
 /// listener: its port is returned), limits, capabilities, Landlock,
 /// seccomp, working directory. Any failure is the call's refusal: nothing
 /// here is skipped silently.
-fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Option<u16>, String> {
+fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Set, String> {
     let namespaces = plan.uses(Mechanism::Namespaces);
     // The paths, resolved once in the host's view: the new root is built
     // of them, and Landlock's rules name the same paths inside it.
     let entries = root::entries(&plan.confinement)?;
+    let mut bounded = Vec::new();
     if namespaces {
-        root::build(plan, &entries)?;
+        bounded = root::build(plan, &entries)?;
+        // Not dumpable: the command (which has no capability) cannot open
+        // init's descriptors through `/proc/1/fd`: the report pipe, and
+        // the host's directories of bounded writes.
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+            .map_err(|error| format!("could not make init undumpable: {error}"))?;
         if matches!(
             plan.confinement.network(),
             Network::Loopback | Network::Hosts
@@ -127,7 +185,8 @@ fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Option<u16>, String> {
         drop_capabilities()?;
     }
     if plan.uses(Mechanism::Landlock) {
-        filter::landlock(plan, &entries)?;
+        let directories: Vec<&OwnedFd> = bounded.iter().flat_map(Bounded::directories).collect();
+        filter::landlock(plan, &entries, &directories)?;
     }
     if plan.uses(Mechanism::Seccomp) {
         filter::seccomp()?;
@@ -148,7 +207,10 @@ fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Option<u16>, String> {
         std::env::set_current_dir("/")
             .map_err(|error| format!("could not enter the new root: {error}"))?;
     }
-    Ok(proxy_port)
+    Ok(Set {
+        proxy_port,
+        bounded,
+    })
 }
 
 /// Drops every capability init holds in its user namespace, for good: the
@@ -191,7 +253,7 @@ fn probe(plan: &Plan) -> Support {
     let mut support = Support::none(String::new());
     support.namespaces =
         match root::entries(&plan.confinement).and_then(|entries| root::build(plan, &entries)) {
-            Ok(()) => match net::loopback_up() {
+            Ok(_) => match net::loopback_up() {
                 Ok(()) => Ok(()),
                 Err(text) => Err(text),
             },

@@ -37,6 +37,7 @@ mod outer;
 mod proxy;
 pub(crate) mod root;
 mod sys;
+mod writes;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -84,7 +85,7 @@ enum Report {
     Probe(super::Support),
 }
 
-pub(crate) use super::launch_codes::{NOT_STARTED, PREFIX, SETUP_FAILED};
+pub(crate) use super::launch_codes::{NOT_STARTED, PREFIX, SETUP_FAILED, WRITES};
 
 /// Which stage this process is, from its command line.
 pub(crate) enum Stage {

@@ -18,6 +18,7 @@ use rustix::fs::StatVfsMountFlags;
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 
 use super::Plan;
+use super::writes::{self, Bounded};
 use crate::confine::policy::{Confinement, Rest};
 
 /// How a path is mounted in the new root.
@@ -138,9 +139,12 @@ fn err(what: impl std::fmt::Display, error: impl std::fmt::Display) -> String {
 
 /// Builds the new root of `entries` (computed in the host's view, before
 /// anything is mounted) and enters it. Init runs this, as root of its
-/// user namespace, in its own mount namespace.
-pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<(), String> {
+/// user namespace, in its own mount namespace. Returns the writable paths
+/// whose writes are bounded (none unless the limits bound them).
+pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, String> {
     let confinement = &plan.confinement;
+    let limits = confinement.limits();
+    let bound = writes::bounded(&limits);
 
     rustix::mount::mount_change(
         "/",
@@ -163,6 +167,21 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<(), String> {
     }
     rustix::process::pivot_root(".", "oldroot").map_err(|e| err("pivot_root", e))?;
     std::env::set_current_dir("/").map_err(|e| err("chdir /", e))?;
+    if bound {
+        let writable = entries
+            .iter()
+            .filter(|entry| {
+                matches!(
+                    entry,
+                    Entry::Bind {
+                        access: Access::Write,
+                        ..
+                    }
+                )
+            })
+            .count();
+        writes::mount_store(&limits, writable)?;
+    }
 
     // The new root itself: an empty tmpfs, read-only once assembled.
     rustix::mount::mount(
@@ -178,8 +197,18 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<(), String> {
     }
     // Before the named paths: one of them may lie under `/tmp` or `/run`.
     proc_dev_tmp(confinement)?;
+    let mut bounded = Vec::new();
     for entry in entries {
         match entry {
+            Entry::Bind {
+                path,
+                access: Access::Write,
+            } if bound => bounded.push(writes::overlay(
+                bounded.len(),
+                &under("/oldroot", path),
+                &under("/newroot", path),
+                path,
+            )?),
             Entry::Bind { path, access } => {
                 bind(&under("/oldroot", path), &under("/newroot", path), *access)?
             }
@@ -213,7 +242,7 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<(), String> {
         )
         .map_err(|e| err("making the new root read-only", e))?;
     }
-    Ok(())
+    Ok(bounded)
 }
 
 /// A fresh `/proc` of the new PID namespace, a `/dev` of the harmless
@@ -256,8 +285,12 @@ fn proc_dev_tmp(confinement: &Confinement) -> Result<(), String> {
             .map_err(|e| err(link, e))?;
     }
     fs::create_dir("/newroot/dev/shm").map_err(|e| err("/dev/shm", e))?;
-    let scratch = std::ffi::CString::new(format!("mode=1777,size={}", confinement.scratch_size()))
-        .map_err(|e| err("scratch options", e))?;
+    let mut options = format!("mode=1777,size={}", confinement.scratch_size());
+    if let Some(files) = confinement.limits().files {
+        // The root directory is one of its inodes.
+        options.push_str(&format!(",nr_inodes={}", files.saturating_add(1)));
+    }
+    let scratch = std::ffi::CString::new(options).map_err(|e| err("scratch options", e))?;
     let scratches: &[&str] = match confinement.rest() {
         Rest::Hidden => {
             fs::create_dir_all("/newroot/run").map_err(|e| err("/run", e))?;

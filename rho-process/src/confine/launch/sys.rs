@@ -1,4 +1,4 @@
-//! The launcher's only `unsafe`: three system calls that Rust's safe
+//! The launcher's only `unsafe`: four system calls that Rust's safe
 //! crates offer only as `unsafe` functions, or not at all.
 //!
 //! - `unshare`: rustix's safe `unshare` is deprecated for `unshare_unsafe`,
@@ -11,6 +11,9 @@
 //!   whole confinement may add. A fork is sound only in a process with one
 //!   thread (the child's copy of another thread's lock would never be
 //!   released), which [`fork`] checks before it forks.
+//! - `kill(-1, SIGKILL)`: rustix's `Pid` cannot be -1. Init, PID 1 of
+//!   its namespace, stops everything the command left before it writes
+//!   the command's changes back.
 //! - `close_range`: rustix does not offer it. It closes descriptors the
 //!   launcher never opened, so nothing of this process may hold one: it
 //!   runs first thing, before the launcher opens anything.
@@ -68,6 +71,17 @@ pub(super) fn close_inherited() -> io::Result<()> {
         unsafe { libc::close(fd) };
     }
     Ok(())
+}
+
+/// `SIGKILL` to every process this one may signal but itself: for init,
+/// PID 1 of its namespace, every other process in it.
+pub(super) fn kill_all_others() -> io::Result<()> {
+    // SAFETY: `kill` takes plain integers and touches no memory.
+    if unsafe { libc::kill(-1, libc::SIGKILL) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Which side of a fork this process is.
