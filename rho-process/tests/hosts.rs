@@ -149,6 +149,7 @@ mod by_name {
         a_tunnel_to_one_host_naming_another_is_cut,
         udp_and_ipv6_literals_are_refused,
         a_kept_connection_ends_with_the_call,
+        a_host_granted_through_the_gate_is_reached_in_that_call_only,
     );
 
     /// curl, as a coding agent's commands use it: plain HTTP through the
@@ -450,6 +451,75 @@ while [ ! -e tunnel-open ]; do sleep 0.05; done; echo opened"#
             seen.iter().all(|head| !head.contains("after-the-end")),
             "a request came after the call's end: {seen:?}"
         );
+    }
+    /// A call that needs a host the confinement does not allow asks for it
+    /// in a grant: the approver is asked exactly that host, and the call
+    /// reaches it; the next call without the grant is refused again.
+    pub(super) async fn a_host_granted_through_the_gate_is_reached_in_that_call_only<
+        E: Executor,
+    >(
+        runner: Runner<E>,
+    ) {
+        use rho_process::confine::Grants;
+        use rho_tool_core::{AllowAll, ApprovalRequest, Verdict};
+
+        needs("/usr/bin/curl", "curl");
+        let origin = Origin::start();
+        let port = origin.port;
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let recorded = asked.clone();
+        let approve: Arc<dyn rho_tool_core::Approver> =
+            Arc::new(move |request: ApprovalRequest| {
+                recorded
+                    .lock()
+                    .expect("the log")
+                    .push(request.reason.clone());
+                async { Verdict::Allow }
+            });
+        let grants = Grants::new(approve.clone());
+        let runner = runner
+            .with_gate(Arc::new(grants.gate(AllowAll)))
+            .with_approver(approve);
+        let workspace = Scratch::new("granted");
+        let shell = Arc::new(
+            ShellTool::new(workspace.path())
+                .with_confinement(by_name())
+                .with_launcher(launcher())
+                .with_grants(&grants),
+        );
+        let command = format!("curl -fsS -m 20 http://evil.test:{port}/granted");
+        let call = |id: &str, arguments: serde_json::Value| ToolCall::new(id, "shell", arguments);
+
+        let granted = runner
+            .start(
+                call(
+                    "1",
+                    serde_json::json!({ "command": command, "grant": { "hosts": ["evil.test"] } }),
+                ),
+                shell.clone(),
+            )
+            .await;
+        assert_eq!(granted.outcome, Outcome::Succeeded, "{granted:?}");
+        assert_eq!(
+            granted.result.text(),
+            format!("served evil.test:{port} /granted")
+        );
+        assert_eq!(
+            *asked.lock().expect("the log"),
+            ["`shell` asks for more than its confinement allows: the hosts evil.test"]
+        );
+
+        let again = runner
+            .start(call("2", serde_json::json!({ "command": command })), shell)
+            .await;
+        assert_eq!(again.outcome, Outcome::Failed, "{again:?}");
+        assert!(
+            again.result.text().contains(&format!(
+                "- evil.test:{port}: it is not one of the confinement's allowed hosts"
+            )),
+            "{again:?}"
+        );
+        assert_eq!(origin.connections(), 1);
     }
 }
 
