@@ -79,10 +79,34 @@ pub(super) fn start(plan: &Plan) -> Result<Option<ProxyEnd>, String> {
             {
                 std::process::exit(0);
             }
+            // The proxy reads what the name service needs and writes
+            // nothing: a flaw in reading what the box sends it cannot
+            // change a file. Where Landlock is missing, the proxy runs
+            // without it (its network is the host's either way).
+            let _ = read_only();
             run(&theirs, Rules::of(&plan.confinement))
         }
         sys::Forked::Parent(_) => Ok(Some(ProxyEnd(ours))),
     }
+}
+
+/// Restricts this process to reading files (Landlock), for good.
+fn read_only() -> Result<(), landlock::RulesetError> {
+    use landlock::{
+        ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+        RulesetCreatedAttr,
+    };
+    let newest = ABI::V6;
+    let Ok(root) = PathFd::new("/") else {
+        return Ok(());
+    };
+    Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(newest))?
+        .create()?
+        .add_rule(PathBeneath::new(root, AccessFs::from_read(newest)))?
+        .restrict_self()?;
+    Ok(())
 }
 
 /// In init, with the loopback up: binds the listener the command reaches
