@@ -150,6 +150,7 @@ mod by_name {
         udp_and_ipv6_literals_are_refused,
         a_kept_connection_ends_with_the_call,
         a_host_granted_through_the_gate_is_reached_in_that_call_only,
+        garbage_sent_to_the_proxy_leaves_it_serving,
     );
 
     /// curl, as a coding agent's commands use it: plain HTTP through the
@@ -520,6 +521,60 @@ while [ ! -e tunnel-open ]; do sleep 0.05; done; echo opened"#
             "{again:?}"
         );
         assert_eq!(origin.connections(), 1);
+    }
+    /// What the box sends the proxy that is no request (an endless head,
+    /// odd SOCKS messages, a TLS record that is no ClientHello, bytes cut
+    /// short, hundreds of connections dropped at once) is answered or
+    /// dropped, and the next honest request is served.
+    pub(super) async fn garbage_sent_to_the_proxy_leaves_it_serving<E: Executor>(
+        runner: Runner<E>,
+    ) {
+        needs("/usr/bin/python3", "python3");
+        let origin = Origin::start();
+        let port = origin.port;
+        let command = format!(
+            r#"python3 - <<'EOF'
+import os, socket
+proxy = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
+def send(data, read=True):
+    s = socket.create_connection(("127.0.0.1", proxy), timeout=20)
+    try:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        return s.recv(64) if read else b""
+    except OSError:
+        return b""
+    finally:
+        s.close()
+answers = [
+    send(b"A" * 200000),
+    send(b"CONNECT\r\n\r\n"),
+    send(b"GET http://[::1 HTTP/1.1\r\n\r\n"),
+    send(b"GET /relative HTTP/1.1\r\nHost: registry.test\r\n\r\n"),
+    send(b"\x05"),
+    send(b"\x05\x01\x00\x05\x09\x00"),
+    send(b"\x05\x01\x00\x05\x01\x00\x03\xff" + b"x" * 255 + b"\x00\x50"),
+    send(b"\x05\x01\x00\x05\x01\x00\x03\x02\xff\xfe\x00\x50"),
+    send(b"CONNECT registry.test:{port} HTTP/1.1\r\n\r\n\x16\x03\x01\x00\x05\xff\xff\xff\xff\xff"),
+    send(bytes(range(256)) * 100),
+]
+for _ in range(300):
+    send(b"", read=False)
+print(" ".join(str(a[:12]) for a in answers[:4]))
+EOF
+curl -sS -m 20 http://registry.test:{port}/after"#
+        );
+        let end = run_shell(&runner, by_name(), &command).await;
+        assert_eq!(end.outcome, Outcome::Succeeded, "{end:?}");
+        let text = end.result.text();
+        assert!(
+            text.starts_with("b'HTTP/1.1 400' b'HTTP/1.1 400' b'HTTP/1.1 400' b'HTTP/1.1 400'\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("served registry.test:{port} /after")),
+            "{text}"
+        );
     }
 }
 

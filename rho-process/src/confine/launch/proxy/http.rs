@@ -71,7 +71,8 @@ pub(super) fn host_header(head: &[u8]) -> Option<String> {
 /// `host:port` (or `[v6]:port`) split; `None` without a port.
 fn split_authority(text: &str) -> Option<(&str, u16)> {
     let (host, port) = text.rsplit_once(':')?;
-    if host.contains(':') && !host.starts_with('[') {
+    let bracketed = host.starts_with('[') && host.ends_with(']');
+    if host.contains(':') && !bracketed {
         return None;
     }
     Some((host, port.parse().ok()?))
@@ -189,7 +190,12 @@ fn absolute_target(target: &str) -> Option<(String, u16, String)> {
     }
     match split_authority(authority) {
         Some((host, port)) => Some((host.to_owned(), port, path)),
-        None => Some((authority.to_owned(), 80, path)),
+        // No port: the whole authority is the host (an IPv6 address only
+        // in brackets).
+        None if !authority.contains(':') || authority.ends_with(']') => {
+            Some((authority.to_owned(), 80, path))
+        }
+        None => None,
     }
 }
 
@@ -261,6 +267,11 @@ mod tests {
         assert_eq!(absolute_target("https://example.com/"), None);
         assert_eq!(absolute_target("http://user:pw@example.com/"), None);
         assert_eq!(absolute_target("/relative"), None);
+        assert_eq!(absolute_target("http://[::1"), None);
+        assert_eq!(
+            absolute_target("http://[::1]/"),
+            Some(("[::1]".into(), 80, "/".into()))
+        );
     }
 
     #[test]

@@ -192,18 +192,27 @@ fn run(end: &OwnedFd, rules: Rules) -> ! {
             );
             continue;
         }
-        let (served, done) = (served.clone(), open.clone());
-        let spawned = std::thread::Builder::new()
+        let (served, held) = (served.clone(), Held(open.clone()));
+        // The count goes down when the connection's thread ends, however
+        // it ends (a panic too), or when the thread never starts.
+        let _ = std::thread::Builder::new()
             .name("rho-proxy".into())
             .spawn(move || {
+                let _held = held;
                 serve(client, &served);
-                done.fetch_sub(1, Ordering::SeqCst);
             });
-        if spawned.is_err() {
-            open.fetch_sub(1, Ordering::SeqCst);
-        }
     }
     std::process::exit(0)
+}
+
+/// One connection's place in the count of open ones, given back when
+/// dropped.
+struct Held(Arc<AtomicUsize>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Reads the listener init sends.
