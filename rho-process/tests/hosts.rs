@@ -312,7 +312,10 @@ EOF"#
         needs("/usr/bin/curl", "curl");
         let origin = Origin::start();
         let port = origin.port;
-        let allowed = Confinement::new().with_allowed_host("localhost".parse().expect("a host"));
+        // `registry.test`'s own address entry names 127.0.0.1 too: that
+        // lets `registry.test` reach it, not any other name that resolves
+        // to it.
+        let allowed = by_name().with_allowed_host("localhost".parse().expect("a host"));
         // Inside, `localhost` is the box's own loopback and skips the
         // proxy (NO_PROXY, as for the loopback addresses in the tests
         // below): ask the proxy for it explicitly.
@@ -364,6 +367,16 @@ try:
 except ssl.SSLWantReadError:
     pass
 print("tls server name:", after(tunnel(), outgoing.read()))
+bare = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+bare.check_hostname = False
+bare.verify_mode = ssl.CERT_NONE
+incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+hello = bare.wrap_bio(incoming, outgoing, server_hostname=None)
+try:
+    hello.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+print("no server name:", after(tunnel(), outgoing.read()))
 s = socket.create_connection(("127.0.0.1", int(proxy[1])), timeout=20)
 s.sendall(b"CONNECT registry.test:{port} HTTP/1.1\r\nHost: other.test\r\n\r\n")
 print("connect host header:", s.recv(12).decode())
@@ -374,7 +387,7 @@ EOF"#
         let text = end.result.text();
         assert!(
             text.starts_with(
-                "host header: cut\ntls server name: cut\nconnect host header: HTTP/1.1 403\nsame host: answered\n"
+                "host header: cut\ntls server name: cut\nno server name: cut\nconnect host header: HTTP/1.1 403\nsame host: answered\n"
             ),
             "{text}"
         );

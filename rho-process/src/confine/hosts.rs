@@ -243,6 +243,7 @@ pub fn is_public(address: IpAddr) -> bool {
 fn is_public_v4(address: Ipv4Addr) -> bool {
     let [a, b, ..] = address.octets();
     let shared = a == 100 && (64..128).contains(&b);
+    let benchmarking = a == 198 && (18..20).contains(&b);
     let reserved = a >= 240 || a == 0;
     let protocol_assignments = a == 192 && b == 0 && address.octets()[2] == 0;
     !(address.is_loopback()
@@ -252,6 +253,7 @@ fn is_public_v4(address: Ipv4Addr) -> bool {
         || address.is_multicast()
         || address.is_unspecified()
         || shared
+        || benchmarking
         || reserved
         || protocol_assignments)
 }
@@ -261,12 +263,22 @@ fn is_public_v6(address: Ipv6Addr) -> bool {
     let unique_local = first & 0xfe00 == 0xfc00;
     let link_local = first & 0xffc0 == 0xfe80;
     let site_local = first & 0xffc0 == 0xfec0;
-    // NAT64 (64:ff9b::/96) and the old IPv4-compatible form (::a.b.c.d)
-    // carry an IPv4 address: judge that one.
+    // Forms that carry an IPv4 address judge that one: NAT64
+    // (64:ff9b::/96), SIIT (::ffff:0:a.b.c.d), the old IPv4-compatible
+    // form (::a.b.c.d), and 6to4 (2002:ab:cd::/16). The local-use NAT64
+    // prefix (64:ff9b:1::/48) leads inside a network: never public.
     let segments = address.segments();
-    let embedded = if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || segments[..6] == [0; 6] {
-        let [.., high, low] = segments;
-        Some(Ipv4Addr::from((u32::from(high) << 16) | u32::from(low)))
+    if segments[..3] == [0x64, 0xff9b, 1] {
+        return false;
+    }
+    let low_v4 = |[high, low]: [u16; 2]| Ipv4Addr::from((u32::from(high) << 16) | u32::from(low));
+    let embedded = if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0]
+        || segments[..6] == [0, 0, 0, 0, 0xffff, 0]
+        || segments[..6] == [0; 6]
+    {
+        Some(low_v4([segments[6], segments[7]]))
+    } else if segments[0] == 0x2002 {
+        Some(low_v4([segments[1], segments[2]]))
     } else {
         None
     };

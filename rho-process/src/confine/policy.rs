@@ -38,6 +38,14 @@ pub enum Network {
     /// is told to the client (a `403` naming the host, a SOCKS5 "not
     /// allowed") and named in the call's result. The proxy ends with the
     /// call, and every connection through it.
+    ///
+    /// What it holds to: every connection goes to an address an allowed
+    /// name resolves to (or an allowed address). A tunnel opened for a
+    /// name whose first bytes name another host (a TLS server name, an
+    /// HTTP `Host`), or carry TLS without a server name, is cut; past the
+    /// first bytes, and inside TLS, the proxy sees nothing, so another
+    /// site served from the same addresses (a shared CDN's) can still be
+    /// asked for there.
     Hosts,
     /// The host's network, unrestricted.
     Full,
@@ -113,13 +121,15 @@ pub struct Limits {
     /// write past it fails with "No space left on device". The changes
     /// are written back to the host's paths when the command ends by
     /// itself (each file replaced by a rename); a call killed at its
-    /// deadline leaves them as they were. The tmpfs is memory: the bound
-    /// is also what the call's writes may hold of it.
+    /// deadline before then leaves them as they were. The tmpfs is memory:
+    /// the bound is also what the call's writes may hold of it.
     pub written: Option<u64>,
     /// Files, directories and links a call may create or change in its
     /// writable paths (a changed file's folders count too), and in its
     /// scratch `/tmp`. Default: none. Enforced as
-    /// [`written`](Limits::written) is, by the tmpfs's count of inodes.
+    /// [`written`](Limits::written) is, by the tmpfs's count of inodes;
+    /// without `written`, the changes may hold as many bytes as the
+    /// scratch size.
     pub files: Option<u64>,
 }
 

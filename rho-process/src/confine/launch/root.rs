@@ -180,7 +180,7 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, Stri
                 )
             })
             .count();
-        writes::mount_store(&limits, writable)?;
+        writes::mount_store(&limits, confinement.scratch_size(), writable)?;
     }
 
     // The new root itself: an empty tmpfs, read-only once assembled.

@@ -50,10 +50,11 @@ pub(super) fn close_inherited() -> io::Result<()> {
         return Ok(());
     }
     let error = io::Error::last_os_error();
-    if error.raw_os_error() != Some(libc::ENOSYS) {
+    if !matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
         return Err(error);
     }
-    // A kernel older than 5.9: the listed ones, one by one. The listing's
+    // A kernel older than 5.9, or a container's system call filter that
+    // refuses `close_range`: the listed ones, one by one. The listing's
     // own descriptor is among them and already closed when they are.
     let mut listed = Vec::new();
     for entry in std::fs::read_dir("/proc/self/fd")? {

@@ -12,8 +12,10 @@
 //! the tmpfs is the kernel's. When the command ends by itself, init
 //! stops what it left running and writes the changes back to the host's
 //! directories, one file at a time (each replaced by a rename, so none is
-//! seen half written); a call killed at its deadline leaves the host's
-//! paths as they were.
+//! seen half written); a call killed at its deadline before that leaves
+//! the host's paths as they were (killed during it, the files written back
+//! so far stay). A mount inside a writable path is not seen through the
+//! overlay; hard links are written back as separate files.
 //!
 //! The host's directories stay reachable for init only, through
 //! descriptors opened before the new root took `/`: they are mounted
@@ -73,17 +75,17 @@ fn err(what: impl std::fmt::Display, error: impl std::fmt::Display) -> String {
     format!("could not set up the bound on what the call may write: {what}: {error}")
 }
 
-/// Mounts the store: a tmpfs of `limits.written` bytes and room for
-/// `limits.files` files (beyond what `paths` overlays take themselves),
-/// in the temporary root.
-pub(super) fn mount_store(limits: &Limits, paths: usize) -> Result<(), String> {
+/// Mounts the store: a tmpfs of `limits.written` bytes (`scratch_size`
+/// without it) and room for `limits.files` files (beyond what `paths`
+/// overlays take themselves), in the temporary root.
+pub(super) fn mount_store(limits: &Limits, scratch_size: u64, paths: usize) -> Result<(), String> {
     std::fs::create_dir(STORE).map_err(|e| err(STORE, e))?;
     std::fs::create_dir(LOWERS).map_err(|e| err(LOWERS, e))?;
-    let mut options = "mode=0700".to_owned();
-    if let Some(bytes) = limits.written {
-        // tmpfs rounds up to pages; zero would mean "no limit".
-        options.push_str(&format!(",size={}", bytes.max(1)));
-    }
+    // Without a byte bound, the scratch size's: a tmpfs is memory, and
+    // its own default (half of it) is no bound at all.
+    let bytes = limits.written.unwrap_or(scratch_size);
+    // tmpfs rounds up to pages; zero would mean "no limit".
+    let mut options = format!("mode=0700,size={}", bytes.max(1));
     if let Some(files) = limits.files {
         let own = OWN_INODES + INODES_PER_PATH * paths as u64;
         options.push_str(&format!(",nr_inodes={}", files.saturating_add(own)));
@@ -121,7 +123,9 @@ pub(super) fn overlay(
     }
     let lower = PathBuf::from(format!("{LOWERS}/{slot}"));
     std::fs::create_dir(&lower).map_err(|e| err(lower.display(), e))?;
-    rustix::mount::mount_bind(source, &lower)
+    // Recursive: a write-back into a folder that is a mount of its own
+    // lands in that mount, as the command's write would have.
+    rustix::mount::mount_bind_recursive(source, &lower)
         .map_err(|e| err(format!("binding {}", source.display()), e))?;
     std::fs::create_dir_all(target).map_err(|e| err(target.display(), e))?;
     let options = CString::new(format!(
@@ -172,19 +176,17 @@ const MAX_FAILURES_NAMED: usize = 10;
 pub(crate) fn write_back(bounded: &[Bounded]) -> WrittenBack {
     let mut done = WrittenBack::default();
     for path in bounded {
-        if let Ok(upper) = reopen(&path.upper) {
-            if let Ok(stat) = rustix::fs::fstatvfs(&upper) {
-                done.full |= stat.f_bavail == 0 || stat.f_favail == 0;
+        let (upper, real) = match (reopen(&path.upper), reopen(&path.real)) {
+            (Ok(upper), Ok(real)) => (upper, real),
+            (Err(error), _) | (_, Err(error)) => {
+                done.fail(&path.path, &error);
+                continue;
             }
-            let real = match reopen(&path.real) {
-                Ok(real) => real,
-                Err(error) => {
-                    done.fail(&path.path, &error);
-                    continue;
-                }
-            };
-            apply(&upper, &real, &path.path, &mut done);
+        };
+        if let Ok(stat) = rustix::fs::fstatvfs(&upper) {
+            done.full |= stat.f_bavail == 0 || stat.f_favail == 0;
         }
+        apply(&upper, &real, &path.path, &mut done);
     }
     done
 }
@@ -325,16 +327,24 @@ fn copy_file(upper: &OwnedFd, real: &OwnedFd, name: &OsStr, mode: Mode) -> io::R
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?);
-    let mut temporary = b".rho-written-".to_vec();
-    temporary.extend_from_slice(name.as_bytes());
-    let temporary = OsStr::from_bytes(&temporary);
-    let _ = rustix::fs::unlinkat(real, temporary, AtFlags::empty());
-    let mut to = File::from(rustix::fs::openat(
-        real,
-        temporary,
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        mode,
-    )?);
+    // A name of its own, short, that no file of the host's has (made
+    // with `O_EXCL`, another number when one has).
+    let (temporary, to) = (0u32..)
+        .map(|n| format!(".rho-written-{}-{n}", std::process::id()))
+        .find_map(|temporary| {
+            match rustix::fs::openat(
+                real,
+                temporary.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                mode,
+            ) {
+                Err(rustix::io::Errno::EXIST) => None,
+                opened => Some((temporary, opened)),
+            }
+        })
+        .ok_or_else(|| io::Error::other("no temporary name is free"))?;
+    let temporary = OsStr::new(&temporary);
+    let mut to = File::from(to?);
     let copied = io::copy(&mut from, &mut to).and_then(|_| {
         rustix::fs::fchmod(&to, mode)?;
         Ok(())

@@ -50,22 +50,28 @@ pub(super) fn head_end(bytes: &[u8]) -> Option<Option<usize>> {
     }
 }
 
-/// The `Host` header of the whole request head `head`, if it has one.
-pub(super) fn host_header(head: &[u8]) -> Option<String> {
+/// The `Host` header of the whole request head `head`, if it has one
+/// (without its port); `Err` when it has more than one, or one that is
+/// not text: a request that could name two hosts.
+pub(super) fn host_header(head: &[u8]) -> Option<Result<String, ()>> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
     request.parse(head).ok()?;
-    let value = request
+    let mut hosts = request
         .headers
         .iter()
-        .find(|header| header.name.eq_ignore_ascii_case("host"))?
-        .value;
-    let text = std::str::from_utf8(value).ok()?.trim();
-    Some(
-        split_authority(text)
-            .map_or(text, |(host, _)| host)
-            .to_owned(),
-    )
+        .filter(|header| header.name.eq_ignore_ascii_case("host"));
+    let value = hosts.next()?.value;
+    if hosts.next().is_some() {
+        return Some(Err(()));
+    }
+    let Ok(text) = std::str::from_utf8(value) else {
+        return Some(Err(()));
+    };
+    let text = text.trim();
+    Some(Ok(split_authority(text)
+        .map_or(text, |(host, _)| host)
+        .to_owned()))
 }
 
 /// `host:port` (or `[v6]:port`) split; `None` without a port.
@@ -101,7 +107,14 @@ pub(super) fn serve(mut client: TcpStream, first: Vec<u8>, served: &Served) {
         answer(&mut client, 400, "the request has no method or target");
         return;
     };
-    let asked_host = host_header(&head.bytes[..head.end]);
+    let asked_host = match host_header(&head.bytes[..head.end]) {
+        Some(Ok(host)) => Some(host),
+        Some(Err(())) => {
+            answer(&mut client, 400, "the request names more than one host");
+            return;
+        }
+        None => None,
+    };
     if method.eq_ignore_ascii_case("CONNECT") {
         let Some((host, port)) = split_authority(target) else {
             answer(&mut client, 400, "CONNECT takes host:port");
@@ -144,9 +157,10 @@ pub(super) fn serve(mut client: TcpStream, first: Vec<u8>, served: &Served) {
     let mut out = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
     for header in request.headers.iter() {
         let name = header.name.to_ascii_lowercase();
-        // Hop-by-hop headers, the proxy's own: the request goes on with
-        // the connection closed after it, so the next request on the
-        // client's connection comes to the proxy again.
+        // Hop-by-hop headers, the proxy's own: the request goes on asking
+        // the server to close the connection after it. Bytes the client
+        // sends after it on this connection go to the same server (the
+        // same allowed host's addresses), unread.
         if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
             continue;
         }
@@ -228,8 +242,27 @@ fn refuse(client: &mut TcpStream, served: &Served, host: &str, port: u16, refusa
     answer(client, 403, &text);
 }
 
-/// Writes a response with `status` and `text` as its body, and closes.
+/// Writes a response with `status` and `text` as its body, and closes
+/// once the client has stopped sending.
 pub(super) fn answer(client: &mut TcpStream, status: u16, text: &str) {
+    respond(client, status, text);
+    // A lingering close: closing with the client's bytes unread would
+    // reset the connection, and the client could lose the answer. Read
+    // what it still sends, a bounded amount for a bounded time.
+    let _ = client.set_read_timeout(Some(LINGER));
+    let mut sink = [0u8; 8192];
+    let mut drained = 0;
+    while drained < MAX_LINGER_BYTES {
+        match client.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => drained += read,
+        }
+    }
+}
+
+/// Writes a response with `status` and `text` as its body, and shuts the
+/// connection for writing, at once (for the thread that accepts).
+pub(super) fn respond(client: &mut TcpStream, status: u16, text: &str) {
     let reason = match status {
         400 => "Bad Request",
         403 => "Forbidden",
@@ -243,8 +276,13 @@ pub(super) fn answer(client: &mut TcpStream, status: u16, text: &str) {
         body.len()
     );
     let _ = client.write_all(response.as_bytes());
-    let _ = client.shutdown(std::net::Shutdown::Both);
+    let _ = client.shutdown(std::net::Shutdown::Write);
 }
+
+/// How long, and how much, an answered client's further bytes are read
+/// before its connection is closed.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+const MAX_LINGER_BYTES: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -277,7 +315,7 @@ mod tests {
     #[test]
     fn the_host_header_is_read_without_its_port() {
         let head = b"GET / HTTP/1.1\r\nHost: other.test:8080\r\n\r\n";
-        assert_eq!(host_header(head).as_deref(), Some("other.test"));
+        assert_eq!(host_header(head), Some(Ok("other.test".to_owned())));
         assert_eq!(head_end(b"GET / HTTP/1.1\r\nHo"), Some(None));
         assert_eq!(head_end(b"\x16\x03\x01\x02\x00"), None);
     }

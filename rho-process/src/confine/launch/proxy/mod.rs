@@ -84,7 +84,7 @@ pub(super) fn start(plan: &Plan) -> Result<Option<ProxyEnd>, String> {
             // change a file. Where Landlock is missing, the proxy runs
             // without it (its network is the host's either way).
             let _ = read_only();
-            run(&theirs, Rules::of(&plan.confinement))
+            run(&theirs, Rules::of(&plan.confinement), outer)
         }
         sys::Forked::Parent(_) => Ok(Some(ProxyEnd(ours))),
     }
@@ -168,24 +168,47 @@ impl Served {
             text.push_str("; ");
             text.push_str(&remedy);
         }
-        let _ = writeln!(std::io::stderr(), "{REFUSED}{text}");
+        // One line, whatever the box asked for: no control character of
+        // a name reaches the line the call's result is made from.
+        let line: String = text
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        let _ = writeln!(std::io::stderr(), "{REFUSED}{line}");
         format!("rho: the connection to {text}")
     }
 }
 
 /// The proxy's run: takes the listener, then serves each connection on
 /// threads of its own. Never returns.
-fn run(end: &OwnedFd, rules: Rules) -> ! {
+fn run(end: &OwnedFd, rules: Rules, outer: rustix::process::Pid) -> ! {
     let Some(listener) = receive_listener(end) else {
         std::process::exit(0)
     };
+    // Before any thread starts: the ids are each thread's own. A change
+    // of ids clears the parent-death signal: set it again.
+    let most = most_connections();
+    unprivileged();
+    if rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).is_err()
+        || rustix::process::getppid() != Some(outer)
+    {
+        std::process::exit(0);
+    }
     let served = Arc::new(Served { rules });
     let open = Arc::new(AtomicUsize::new(0));
     for client in listener.incoming() {
-        let Ok(mut client) = client else { continue };
-        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+        let mut client = match client {
+            Ok(client) => client,
+            // Out of descriptors or memory for the moment: the connection
+            // waits in the queue; try again a little later, not at once.
+            Err(_) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                continue;
+            }
+        };
+        if open.fetch_add(1, Ordering::SeqCst) >= most {
             open.fetch_sub(1, Ordering::SeqCst);
-            http::answer(
+            http::respond(
                 &mut client,
                 503,
                 "rho: the proxy carries no more connections at once",
@@ -203,6 +226,33 @@ fn run(end: &OwnedFd, rules: Rules) -> ! {
             });
     }
     std::process::exit(0)
+}
+
+/// How many connections the proxy carries at once: [`MAX_CONNECTIONS`],
+/// or fewer when its open files limit (raised to the hard limit first)
+/// would not hold the four descriptors each takes.
+fn most_connections() -> usize {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    limit.current = limit.maximum;
+    let _ = setrlimit(Resource::Nofile, limit);
+    let files = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    let room = usize::try_from(files.saturating_sub(32) / 4).unwrap_or(usize::MAX);
+    MAX_CONNECTIONS.min(room).max(1)
+}
+
+/// As root, becomes `nobody` (losing every capability): the proxy needs
+/// no privilege to resolve names and connect, and reads what the box
+/// sends it. Not root, it stays who it is.
+fn unprivileged() {
+    if !rustix::process::getuid().is_root() {
+        return;
+    }
+    let nobody_gid = rustix::process::Gid::from_raw(65534);
+    let nobody_uid = rustix::process::Uid::from_raw(65534);
+    let _ = rustix::thread::set_thread_groups(&[]);
+    let _ = rustix::thread::set_thread_res_gid(nobody_gid, nobody_gid, nobody_gid);
+    let _ = rustix::thread::set_thread_res_uid(nobody_uid, nobody_uid, nobody_uid);
 }
 
 /// One connection's place in the count of open ones, given back when

@@ -100,14 +100,14 @@ impl Rules {
         if let Some(address) = self.addresses.get(&name) {
             return Ok(vec![SocketAddr::new(*address, port)]);
         }
-        let found: Vec<SocketAddr> = (name.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|error| Refusal::Unresolved(error.to_string()))?
-            .collect();
+        let found = resolve(&name, port)?;
+        // Only the name's own entry in `addresses` (above) may lead to an
+        // address that is not public: another name whose answer a DNS
+        // server controls must not reach it.
         let public: Vec<SocketAddr> = found
             .iter()
             .copied()
-            .filter(|address| is_public(address.ip()) || self.names(address.ip()))
+            .filter(|address| is_public(address.ip()))
             .collect();
         match (public.is_empty(), found.first()) {
             (false, _) => Ok(public),
@@ -115,16 +115,18 @@ impl Rules {
             (true, None) => Err(Refusal::Unresolved("no address".to_owned())),
         }
     }
+}
 
-    /// Whether the confinement names `address` (for some name, or as an
-    /// allowed host of its own).
-    fn names(&self, address: IpAddr) -> bool {
-        self.addresses.values().any(|named| *named == address)
-            || self
-                .hosts
-                .iter()
-                .any(|rule| rule.address() == Some(address))
-    }
+/// The addresses of `name`, asked as the absolute name first (so the name
+/// service's search domains do not make it another name), then as given
+/// (the hosts file knows `localhost`, not `localhost.`).
+fn resolve(name: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> {
+    let absolute = format!("{name}.");
+    let found = (absolute.as_str(), port)
+        .to_socket_addrs()
+        .or_else(|_| (name, port).to_socket_addrs())
+        .map_err(|error| Refusal::Unresolved(error.to_string()))?;
+    Ok(found.collect())
 }
 
 /// A connection to the first of `addresses` that answers.

@@ -2,6 +2,13 @@
 //! the tunnel was opened for (a TLS ClientHello's server name, read by
 //! rustls; an HTTP request's `Host`), then carried both ways until either
 //! side ends.
+//!
+//! What the check holds: a tunnel opened for a name is refused when its
+//! first bytes name another host, carry TLS without a server name, or
+//! look like TLS or HTTP and cannot be read as either. Past them, and
+//! inside TLS, it sees nothing: what a tunnel is bound to is the addresses
+//! its allowed name resolves to, and another site served from those same
+//! addresses can still be asked for in a later request.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -9,6 +16,7 @@ use std::net::{Shutdown, TcpStream};
 use super::Served;
 use super::http::{MAX_HEAD, head_end, host_header};
 use super::rules::{Refusal, same_host};
+use crate::confine::hosts::parse_address;
 
 /// A TLS record carrying a handshake message: what a ClientHello starts
 /// with.
@@ -19,12 +27,14 @@ const TLS_HANDSHAKE: u8 = 0x16;
 enum Names {
     /// This host (a TLS server name, an HTTP `Host`).
     Host(String),
-    /// No host: TLS without a server name, or a protocol that names none.
+    /// TLS without a server name (or one rustls cannot read as a name).
+    NoServerName,
+    /// A protocol that names no host (neither TLS nor HTTP).
     Nothing,
     /// Not yet known: more bytes are needed.
     Unknown,
-    /// A TLS record that is not a ClientHello rustls can read.
-    Garbled,
+    /// What looks like TLS or HTTP but cannot be read as either.
+    Garbled(&'static str),
 }
 
 /// Carries `client` to `upstream`, a tunnel opened for `host:port`, after
@@ -43,23 +53,36 @@ pub(super) fn carry(
     let Some(back) = flow_back(&client, &upstream) else {
         return;
     };
+    // No time limit on the first bytes: a client of a protocol where the
+    // server speaks first sends them once it has read the server, and a
+    // client that waits is never let past the check for waiting.
+    let _ = client.set_read_timeout(None);
     let mut first = early;
     let named = loop {
         match names(&first) {
             Names::Unknown if first.len() < MAX_HEAD => {}
+            Names::Unknown => break Names::Garbled("more than 64 KiB that name no host yet"),
             other => break other,
         }
         let mut chunk = [0u8; 8192];
         match client.read(&mut chunk) {
-            Ok(0) | Err(_) => break Names::Nothing,
+            // Ended before saying anything: nothing to carry.
+            Ok(0) | Err(_) if first.is_empty() => break Names::Nothing,
+            Ok(0) | Err(_) => break Names::Garbled("traffic cut before it named its host"),
             Ok(read) => first.extend_from_slice(&chunk[..read]),
         }
     };
+    // A tunnel opened for an address goes to that address whatever its
+    // traffic names; one opened for a name must name it, in TLS too.
+    let by_address = parse_address(host).is_some();
     let refusal = match named {
-        Names::Host(other) if !same_host(&other, host) => Some(Refusal::Mismatch(other)),
-        Names::Garbled => Some(Refusal::Mismatch(
-            "a TLS handshake the proxy cannot read".into(),
+        Names::Host(other) if !by_address && !same_host(&other, host) => {
+            Some(Refusal::Mismatch(other))
+        }
+        Names::NoServerName if !by_address => Some(Refusal::Mismatch(
+            "a TLS handshake without a server name".into(),
         )),
+        Names::Garbled(what) => Some(Refusal::Mismatch(what.into())),
         _ => None,
     };
     if let Some(refusal) = refusal {
@@ -111,12 +134,31 @@ fn names(bytes: &[u8]) -> Names {
         None => Names::Unknown,
         Some(&TLS_HANDSHAKE) => server_name(bytes),
         Some(_) => match head_end(bytes) {
-            Some(Some(end)) => host_header(&bytes[..end]).map_or(Names::Nothing, Names::Host),
+            Some(Some(end)) => match host_header(&bytes[..end]) {
+                Some(Ok(host)) => Names::Host(host),
+                Some(Err(())) => Names::Garbled("an HTTP request naming more than one host"),
+                None => Names::Nothing,
+            },
             Some(None) => Names::Unknown,
+            // A request line httparse will not read (too many headers, an
+            // HTTP/2 preface): it may name any host further on.
+            None if looks_like_a_request(bytes) => {
+                Names::Garbled("an HTTP request the proxy cannot read")
+            }
             // Neither TLS nor HTTP: a protocol that names no host.
             None => Names::Nothing,
         },
     }
+}
+
+/// Whether `bytes` start as an HTTP request line does: a method of
+/// capital letters, then a space.
+fn looks_like_a_request(bytes: &[u8]) -> bool {
+    let method = bytes
+        .iter()
+        .take_while(|byte| byte.is_ascii_uppercase())
+        .count();
+    method > 0 && bytes.get(method) == Some(&b' ')
 }
 
 /// The server name of the ClientHello that `bytes` start with.
@@ -125,17 +167,20 @@ fn server_name(bytes: &[u8]) -> Names {
     let mut rest = bytes;
     while !rest.is_empty() {
         if acceptor.read_tls(&mut rest).is_err() {
-            return Names::Garbled;
+            return Names::Garbled("a TLS handshake the proxy cannot read");
         }
         match acceptor.accept() {
+            // rustls gives no name for a server name extension it cannot
+            // read as one (an address, another name type): for a tunnel
+            // opened for a name, that is no name, and refused.
             Ok(Some(accepted)) => {
                 return accepted
                     .client_hello()
                     .server_name()
-                    .map_or(Names::Nothing, |name| Names::Host(name.to_owned()));
+                    .map_or(Names::NoServerName, |name| Names::Host(name.to_owned()));
             }
             Ok(None) => {}
-            Err(_) => return Names::Garbled,
+            Err(_) => return Names::Garbled("a TLS handshake the proxy cannot read"),
         }
     }
     Names::Unknown
@@ -146,7 +191,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn http_traffic_names_its_host_header() {
+    fn http_traffic_names_its_one_host_header() {
         assert_eq!(
             names(b"GET / HTTP/1.1\r\nHost: Other.test\r\n\r\n"),
             Names::Host("Other.test".into())
@@ -154,14 +199,29 @@ mod tests {
         assert_eq!(names(b"GET / HTTP/1.1\r\nHost: a"), Names::Unknown);
         assert_eq!(names(b"SSH-2.0-OpenSSH_9.6\r\n"), Names::Nothing);
         assert_eq!(names(b""), Names::Unknown);
+        assert!(matches!(
+            names(b"GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n"),
+            Names::Garbled(_)
+        ));
+    }
+
+    #[test]
+    fn a_request_the_proxy_cannot_read_is_garbled() {
+        assert!(matches!(
+            names(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+            Names::Garbled(_)
+        ));
+        let many: String = (0..150).map(|i| format!("X-{i}: y\r\n")).collect();
+        let request = format!("GET / HTTP/1.1\r\n{many}Host: b.test\r\n\r\n");
+        assert!(matches!(names(request.as_bytes()), Names::Garbled(_)));
     }
 
     #[test]
     fn a_tls_record_that_is_no_client_hello_is_garbled() {
-        assert_eq!(
+        assert!(matches!(
             names(&[0x16, 0x03, 0x01, 0x00, 0x04, 0xff, 0, 0, 0]),
-            Names::Garbled
-        );
+            Names::Garbled(_)
+        ));
         // A record header promising more than has come: not known yet.
         assert_eq!(names(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]), Names::Unknown);
     }
