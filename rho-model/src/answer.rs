@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use base64::Engine as _;
 use rho_tool_core::{Content, Image, ResourceContents, ToolCall, ToolResult};
 use rho_turn::SessionEntry;
 
@@ -114,7 +113,8 @@ pub(crate) fn joined_text(parts: &[Part<'_>]) -> String {
     text
 }
 
-/// An image's bytes as standard base64.
+/// An image's bytes as standard base64 (rho's one encoding of bytes as
+/// text).
 pub(crate) fn base64(image: &Image) -> String {
-    base64::engine::general_purpose::STANDARD.encode(&image.data)
+    rho_tool_core::untrusted::plain::base64_encode(&image.data)
 }
