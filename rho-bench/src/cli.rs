@@ -238,7 +238,7 @@ mod tests {
         let cli = parse(&["--only", "kill,plain", "--only", "code"]).expect("parses");
         assert_eq!(cli.figures(), [Figure::Code], "the last list is run");
         let all = "percall,sequential_task,memory,kill,blocked,plain,registry,script,\
-                   script_call,script_stop,script_memory,code,mcp_server,mcp_proxy,confine,mcp_scale,order";
+                   script_call,script_stop,script_memory,code,mcp_server,mcp_proxy,confine,mcp_scale,order,hosts";
         let cli = parse(&["--quick", "--only", all]).expect("parses");
         assert_eq!(cli.figures(), Figure::value_variants());
     }

@@ -723,6 +723,13 @@ fn print_mcp_notes(config: &Config) {
         config.confine_runs, config.confine_runs
     );
     println!(
+        "  hosts_*          one curl of a loopback HTTP server, {} rounds, each way once a round in \
+         turn: unconfined (by address), through bubblewrap with the host's network \
+         (--share-net), and confined by rho-confine with the name allowed (through the proxy \
+         outside the box); added = that way - unconfined",
+        config.confine_runs
+    );
+    println!(
         "  mcp_scale_*      rho's streamable HTTP server (a child of this binary, the no-op tool) \
          called by one client on 2026-07-28 (stateless: each tools/call a POST by itself), {} in \
          flight: one server directly against three behind nginx (round-robin, loopback), {} calls \
