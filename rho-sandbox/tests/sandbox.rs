@@ -234,3 +234,31 @@ fn killing_it_ends_everything_the_command_started() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// With hosts allowed, the proxy outside the box ends with the command:
+/// nothing holds the sandbox's output open once it has exited (a proxy
+/// that outlived its call held stdout and stderr open for good).
+#[test]
+fn the_proxy_ends_with_the_command() {
+    let mut child = sandbox()
+        .args(["--allow-host", "registry.test", "--", "true"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rho-sandbox runs");
+    let (mut stdout, mut stderr) = (
+        child.stdout.take().expect("piped"),
+        child.stderr.take().expect("piped"),
+    );
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = stdout.read_to_end(&mut sink);
+        let _ = stderr.read_to_end(&mut sink);
+        let _ = done.send(sink);
+    });
+    let said = ended
+        .recv_timeout(Duration::from_secs(30))
+        .expect("its output ends within 30 s of the command's end");
+    assert!(child.wait().expect("it ends").success(), "{}", text(&said));
+}

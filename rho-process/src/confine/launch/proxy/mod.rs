@@ -84,7 +84,7 @@ pub(super) fn start(plan: &Plan) -> Result<Option<ProxyEnd>, String> {
             // change a file. Where Landlock is missing, the proxy runs
             // without it (its network is the host's either way).
             let _ = read_only();
-            run(&theirs, Rules::of(&plan.confinement), outer)
+            run(&theirs, Rules::of(&plan.confinement))
         }
         sys::Forked::Parent(_) => Ok(Some(ProxyEnd(ours))),
     }
@@ -181,19 +181,15 @@ impl Served {
 
 /// The proxy's run: takes the listener, then serves each connection on
 /// threads of its own. Never returns.
-fn run(end: &OwnedFd, rules: Rules, outer: rustix::process::Pid) -> ! {
+fn run(end: &OwnedFd, rules: Rules) -> ! {
     let Some(listener) = receive_listener(end) else {
         std::process::exit(0)
     };
-    // Before any thread starts: the ids are each thread's own. A change
-    // of ids clears the parent-death signal: set it again.
+    // The proxy keeps outer's ids, root too: the parent-death signal is
+    // sent with outer's permissions, and outer (by then root of a user
+    // namespace of its own) may signal only a process of its own ids. A
+    // proxy turned `nobody` outlived its call.
     let most = most_connections();
-    unprivileged();
-    if rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).is_err()
-        || rustix::process::getppid() != Some(outer)
-    {
-        std::process::exit(0);
-    }
     let served = Arc::new(Served { rules });
     let open = Arc::new(AtomicUsize::new(0));
     for client in listener.incoming() {
@@ -239,20 +235,6 @@ fn most_connections() -> usize {
     let files = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
     let room = usize::try_from(files.saturating_sub(32) / 4).unwrap_or(usize::MAX);
     MAX_CONNECTIONS.min(room).max(1)
-}
-
-/// As root, becomes `nobody` (losing every capability): the proxy needs
-/// no privilege to resolve names and connect, and reads what the box
-/// sends it. Not root, it stays who it is.
-fn unprivileged() {
-    if !rustix::process::getuid().is_root() {
-        return;
-    }
-    let nobody_gid = rustix::process::Gid::from_raw(65534);
-    let nobody_uid = rustix::process::Uid::from_raw(65534);
-    let _ = rustix::thread::set_thread_groups(&[]);
-    let _ = rustix::thread::set_thread_res_gid(nobody_gid, nobody_gid, nobody_gid);
-    let _ = rustix::thread::set_thread_res_uid(nobody_uid, nobody_uid, nobody_uid);
 }
 
 /// One connection's place in the count of open ones, given back when
