@@ -53,6 +53,7 @@
 //! | executor | [`Executor`] | spawn, kill and sleep on a runtime (`tokio`, `smol`) |
 //! | confinement | `process::confine::Confinement` | what a process rho starts may read, write and reach, and its limits, enforced by the kernel (feature `process`) |
 //! | grant | `process::confine::Grant` | more access for one call, approved through the gate |
+//! | allowed host | `process::confine::AllowedHost` | a host a confined process may reach by name, through a proxy outside its box (`Network::Hosts`) |
 //! | features | `mcp::McpFeatures` | a host's MCP resources, prompts and completions, served beside its tools (feature `mcp`) |
 //! | notifier | `mcp::Notifier` | where a host's features announce to its clients: lists changed, a resource updated, log messages (feature `mcp`) |
 //! | extension | `call::Start::with_extension`, [`ToolContext::extension`] | a value the starter of a call hands its tool, found by its type |
