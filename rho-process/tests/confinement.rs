@@ -17,19 +17,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rho_process::confine::{Confinement, Launcher, Limits, Network};
+use rho_process::confine::{Confinement, Limits, Network};
 use rho_process::{ProcessTool, ShellTool};
 use rho_tool_core::{CallEnd, Executor, Outcome, Runner, Tool, ToolCall};
-use support::Scratch;
-
-/// The launcher: the crate's `rho-confine`, or the copy the unprivileged
-/// run was given.
-fn launcher() -> Launcher {
-    match std::env::var_os("RHO_TEST_LAUNCHER") {
-        Some(path) => Launcher::new(path),
-        None => Launcher::new(env!("CARGO_BIN_EXE_rho-confine")),
-    }
-}
+use support::{Scratch, launcher};
 
 /// A confined `/bin/bash -c script` whose workspace is `workspace`.
 fn confined(

@@ -23,18 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rho_process::ShellTool;
-use rho_process::confine::{Confinement, Launcher};
+use rho_process::confine::Confinement;
 use rho_tool_core::{CallEnd, Executor, Outcome, Runner, Tool, ToolCall};
-use support::Scratch;
-
-/// The launcher: the crate's `rho-confine`, or the copy the unprivileged
-/// run was given.
-fn launcher() -> Launcher {
-    match std::env::var_os("RHO_TEST_LAUNCHER") {
-        Some(path) => Launcher::new(path),
-        None => Launcher::new(env!("CARGO_BIN_EXE_rho-confine")),
-    }
-}
+use support::{Scratch, launcher};
 
 /// A program the scenarios run inside the box, or a loud failure naming
 /// what to install.

@@ -51,21 +51,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rho_process::ShellTool;
-use rho_process::confine::{Confinement, Launcher};
+use rho_process::confine::Confinement;
 use rho_tool_core::{CallEnd, Executor, Outcome, Runner, Tool, ToolCall};
-use support::Scratch;
+use support::{Scratch, launcher};
 
 /// How long a registry may take to answer once started.
 const READY_BOUND: Duration = Duration::from_secs(60);
-
-/// The launcher: the crate's `rho-confine`, or the copy the unprivileged
-/// run was given.
-fn launcher() -> Launcher {
-    match std::env::var_os("RHO_TEST_LAUNCHER") {
-        Some(path) => Launcher::new(path),
-        None => Launcher::new(env!("CARGO_BIN_EXE_rho-confine")),
-    }
-}
 
 /// Whether this is the unprivileged rerun (`support::rerun_as_nobody`).
 fn is_rerun() -> bool {

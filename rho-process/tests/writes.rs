@@ -17,16 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rho_process::ShellTool;
-use rho_process::confine::{Confinement, Launcher, Limits};
+use rho_process::confine::{Confinement, Limits};
 use rho_tool_core::{CallEnd, Executor, Outcome, Runner, Tool, ToolCall};
-use support::Scratch;
-
-fn launcher() -> Launcher {
-    match std::env::var_os("RHO_TEST_LAUNCHER") {
-        Some(path) => Launcher::new(path),
-        None => Launcher::new(env!("CARGO_BIN_EXE_rho-confine")),
-    }
-}
+use support::{Scratch, launcher};
 
 /// The default confinement with writes bounded to `written` bytes and
 /// `files` files.

@@ -81,6 +81,15 @@ macro_rules! on_both_executors {
     )*};
 }
 
+/// The confinement launcher: the crate's `rho-confine`, or the copy the
+/// unprivileged rerun ([`rerun_as_nobody`]) was given.
+pub(crate) fn launcher() -> rho_process::confine::Launcher {
+    match std::env::var_os("RHO_TEST_LAUNCHER") {
+        Some(path) => rho_process::confine::Launcher::new(path),
+        None => rho_process::confine::Launcher::new(env!("CARGO_BIN_EXE_rho-confine")),
+    }
+}
+
 /// When the tests run as root, runs this test binary's tests whose names
 /// hold `filter` again as `nobody` (65534), from copies of the binary and
 /// of `launcher` in a directory that user can read, and fails unless they
