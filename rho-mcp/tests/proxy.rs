@@ -566,7 +566,8 @@ fn started_proxy(marker: &str) -> (Child, u32) {
     writeln!(stdin, "{initialize}").expect("the proxy reads");
     let mut lines = BufReader::new(proxy.stdout.take().expect("piped")).lines();
     let answer = lines.next().expect("an answer").expect("a line");
-    assert!(answer.contains("rho-mcp-proxy"), "{answer}");
+    // The handshake went through, naming the server behind the proxy.
+    assert!(answer.contains("fault-server"), "{answer}");
     proxy.stdin = Some(stdin);
     let pids = processes_with(marker);
     let server = pids

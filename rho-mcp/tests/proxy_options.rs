@@ -50,7 +50,9 @@ impl RawProxy {
             json!({ "protocolVersion": "2025-06-18", "capabilities": {},
                     "clientInfo": { "name": "test", "version": "1" } }),
         );
-        assert_eq!(info["serverInfo"]["name"], "rho-mcp-proxy", "{info}");
+        // The client sees the server's identity, not the proxy's.
+        let name = info["serverInfo"]["name"].as_str().expect("a server name");
+        assert_ne!(name, "rho-mcp-proxy", "{info}");
         proxy.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
         proxy
     }
@@ -164,9 +166,15 @@ fn annotations_of(tools: &[Value], tool: &str) -> Value {
 fn the_listing_gives_the_servers_hints_only_when_the_policy_believes_them() {
     let server = everything().to_str().expect("UTF-8");
     let mut doubting = RawProxy::start(&["--", node(), server, "stdio"]);
-    let doubted = annotations_of(&doubting.tools(), "get-tiny-image");
+    let tools = doubting.tools();
+    let doubted = annotations_of(&tools, "get-tiny-image");
     assert_eq!(doubted.get("readOnlyHint"), None, "{doubted}");
-    assert_eq!(doubted["title"], "Get Tiny Image Tool", "the title stays");
+    // The title stays, where the server put it.
+    let tool = tools
+        .iter()
+        .find(|listed| listed["name"] == "get-tiny-image")
+        .expect("listed");
+    assert_eq!(tool["title"], "Get Tiny Image Tool", "{tool}");
 
     let policy = log_path("proxy-believing.toml");
     std::fs::write(&policy, "default = \"allow\"\nbelieve_hints = true\n").expect("written");

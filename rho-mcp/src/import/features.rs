@@ -267,6 +267,10 @@ enum Refused {
 impl McpFeatures for Forwarded {
     /// What the server declared of resources, prompts and completions
     /// (nothing before it first answered).
+    fn tool_listing(&self, name: &str) -> Option<rmcp::model::JsonObject> {
+        self.server.listing_of(name)
+    }
+
     fn capabilities(&self) -> ServerCapabilities {
         let declared = self.capabilities_declared();
         let mut capabilities = ServerCapabilities::default();

@@ -2,7 +2,7 @@
 //! started on demand (again, with backoff, after a death), its health,
 //! and its tool list kept up to date.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
@@ -85,6 +85,8 @@ pub(crate) struct Server {
     /// first connection that declares it, before any tool is listed.
     /// Closed with the source.
     turns: OnceLock<Arc<Semaphore>>,
+    /// Each tool as the last listing gave it, by the registry's name.
+    listed: Mutex<HashMap<String, serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// The turns of a server that takes `calls` calls at once.
@@ -126,6 +128,7 @@ impl Server {
             closing: CancellationToken::new(),
             heard: Heard::default(),
             turns,
+            listed: Mutex::default(),
         }
     }
 
@@ -314,33 +317,56 @@ impl Server {
             Unavailable::Quarantined(quarantine) => quarantine.to_string(),
             Unavailable::StartFailed(why) => format!("MCP server `{}` {why}", self.name),
         })?;
-        let listed = tokio::time::timeout(
-            self.settings.limits.startup_timeout,
-            connection.peer().list_all_tools(),
-        )
-        .await
-        .map_err(|_| {
-            format!(
-                "MCP server `{}` did not answer `tools/list` within {} ms",
-                self.name,
-                self.settings.limits.startup_timeout.as_millis()
-            )
-        })?
-        .map_err(|error| format!("MCP server `{}` failed `tools/list`: {error}", self.name))?;
+        let serves_tools = connection
+            .server_info()
+            .is_none_or(|info| info.capabilities.tools.is_some());
+        let listing = async {
+            if serves_tools {
+                connection.peer().list_all_tools().await
+            } else {
+                // A server of prompts or resources only: nothing to list,
+                // and asking would be refused.
+                Ok(Vec::new())
+            }
+        };
+        let listed = tokio::time::timeout(self.settings.limits.startup_timeout, listing)
+            .await
+            .map_err(|_| {
+                format!(
+                    "MCP server `{}` did not answer `tools/list` within {} ms",
+                    self.name,
+                    self.settings.limits.startup_timeout.as_millis()
+                )
+            })?
+            .map_err(|error| format!("MCP server `{}` failed `tools/list`: {error}", self.name))?;
         let mut seen = HashSet::new();
+        let mut listings = HashMap::new();
         let tools: Vec<Arc<dyn Tool>> = listed
             .into_iter()
             .filter(|tool| seen.insert(tool.name.to_string()))
             .map(|tool| {
-                Arc::new(ImportedTool::new(
-                    Arc::clone(self),
-                    ToolSpec::from_mcp(tool),
-                )) as Arc<dyn Tool>
+                let tool = ImportedTool::new(Arc::clone(self), ToolSpec::from_mcp(tool));
+                listings.insert(tool.name().to_owned(), tool.spec().listed.clone());
+                Arc::new(tool) as Arc<dyn Tool>
             })
             .collect();
+        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = listings;
         self.source
             .set_tools(tools)
             .map_err(|error| format!("the tools of MCP server `{}`: {error}", self.name))
+    }
+
+    /// The tool the registry names `name` as the server's last listing
+    /// gave it.
+    pub(crate) fn listing_of(
+        &self,
+        name: &str,
+    ) -> Option<serde_json::Map<String, serde_json::Value>> {
+        self.listed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
     }
 
     /// Refreshes the tools each time the server says they changed (and

@@ -125,6 +125,21 @@ impl McpSource {
         self.server.server_info()?.instructions.clone()
     }
 
+    /// Who the server said it is at `initialize` (or `server/discover`):
+    /// its name, version, title, icons and website, as it gave them.
+    pub fn server_identity(&self) -> Option<rmcp::model::Implementation> {
+        self.server.server_info()?.server_info.clone()
+    }
+
+    /// What the server declared it serves (nothing before it first
+    /// answered).
+    pub fn server_capabilities(&self) -> rmcp::model::ServerCapabilities {
+        self.server
+            .server_info()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default()
+    }
+
     /// The end of the server's stderr (the current one, or the last one
     /// that ran).
     pub fn stderr_tail(&self) -> String {

@@ -44,6 +44,15 @@
 //! takes, and falls back to 2025-11-25 for an older server
 //! ([`ProxyOptions::handshake`]).
 //!
+//! The client sees the server it asked for: the proxy gives the
+//! server's identity at `initialize` and lists each tool as the server
+//! listed it (its title where the server put it, its icons and `_meta`),
+//! declaring tools and logging only as the server did; what rho governs
+//! (a tool's name, its hints unless believed, the refusal of unknown
+//! tools and of arguments that do not fit) is rho's. The crate's README
+//! names each difference a client can see, and what is not yet passed
+//! through.
+//!
 //! What the server writes to stderr is copied to the proxy's stderr as it
 //! comes (where a desktop client logs it), and its end is quoted in the
 //! error text of a call it died under.

@@ -378,7 +378,13 @@ impl ProxyOptions {
             .with_approver(approver)
             .with_allowances(self.allowances);
         let mut server = McpServer::new(runner, registry)
-            .with_name("rho-mcp-proxy", env!("CARGO_PKG_VERSION"))
+            // The client sees the server it asked for: its name, version,
+            // title, icons and website; and tools and logging only when the
+            // server declared them, as the only tools and logs are its.
+            .with_identity(source.server_identity().unwrap_or_else(|| {
+                rmcp::model::Implementation::new("rho-mcp-proxy", env!("CARGO_PKG_VERSION"))
+            }))
+            .fronting(source.server_capabilities())
             .with_elicitation(asks)
             // What the proxy does not govern passes through: the server's
             // resources, prompts and completions.

@@ -19,9 +19,9 @@ use std::sync::Arc;
 use rho_tool_core::async_trait;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 // Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
 // still set their level.
@@ -157,6 +157,18 @@ pub trait McpFeatures: Send + Sync + 'static {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         Ok(())
+    }
+
+    /// The registry's tool `name` as the MCP server it comes from lists
+    /// it (MCP's `Tool`, as JSON), if the host has that listing: a proxy
+    /// passes its server's through this way. `tools/list` then lists it
+    /// as given (its title where the server put it, its icons, its
+    /// `_meta`), with only what rho governs in rho's words: the name the
+    /// registry calls it by, and its behaviour hints left out unless
+    /// believed (`believe_untrusted_hints`). Default: none, and rho lists
+    /// the tool from the registry's record.
+    fn tool_listing(&self, _name: &str) -> Option<JsonObject> {
+        None
     }
 
     /// Where the features send their notifications to the clients (lists

@@ -1,7 +1,11 @@
 //! `tools/list`: the registry's tools in MCP's `Tool` shape.
 
+use std::sync::Arc;
+
 use rho_registry::{ToolInfo, ToolRegistry};
-use rmcp::model::{ListToolsResult, Tool};
+use rmcp::model::{JsonObject, ListToolsResult, Tool};
+
+use super::features::McpFeatures;
 
 /// Every tool the registry offers now (quarantined ones left out), sorted
 /// by name, in one page.
@@ -13,11 +17,23 @@ use rmcp::model::{ListToolsResult, Tool};
 /// is left out rather than failing the whole list (a registry only holds
 /// tools whose metadata it could read, so this is a guard, not a path
 /// anyone is expected to take).
-pub(crate) fn list(registry: &ToolRegistry, believe_untrusted_hints: bool) -> ListToolsResult {
+///
+/// A tool whose origin's listing `features` has
+/// ([`McpFeatures::tool_listing`]) is listed as its origin lists it, in
+/// rho's words only for what rho governs.
+pub(crate) fn list(
+    registry: &ToolRegistry,
+    believe_untrusted_hints: bool,
+    features: Option<&Arc<dyn McpFeatures>>,
+) -> ListToolsResult {
     let tools = registry
         .tools()
         .iter()
-        .filter_map(|info| to_mcp_tool(info, believe_untrusted_hints))
+        .filter_map(|info| {
+            let origin = features.and_then(|features| features.tool_listing(&info.name));
+            let tool = to_mcp_tool(info, believe_untrusted_hints)?;
+            Some(as_listed(tool, info, believe_untrusted_hints, origin))
+        })
         .collect();
     ListToolsResult::with_all_items(tools)
 }
@@ -38,4 +54,34 @@ pub(crate) fn to_mcp_tool(info: &ToolInfo, believe_untrusted_hints: bool) -> Opt
         json["annotations"] = stated;
     }
     serde_json::from_value(json).ok()
+}
+
+/// The behaviour hints of MCP's `ToolAnnotations`: the tool's claims,
+/// listed only when believed.
+const HINTS: [&str; 4] = [
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+];
+
+/// The tool as its origin listed it (`origin`), with what rho governs in
+/// rho's words: the registry's name, and the hints of an untrusted tool
+/// left out unless believed. A listing rmcp cannot read back leaves the
+/// tool as rho made it.
+fn as_listed(tool: Tool, info: &ToolInfo, believe: bool, origin: Option<JsonObject>) -> Tool {
+    let Some(mut fields) = origin else {
+        return tool;
+    };
+    fields.insert("name".to_owned(), info.name.clone().into());
+    if info.untrusted
+        && !believe
+        && let Some(serde_json::Value::Object(annotations)) = fields.get_mut("annotations")
+    {
+        annotations.retain(|field, _| !HINTS.contains(&field.as_str()));
+        if annotations.is_empty() {
+            fields.remove("annotations");
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(fields)).unwrap_or(tool)
 }

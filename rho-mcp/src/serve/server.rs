@@ -8,7 +8,7 @@ use std::time::Duration;
 use rho_registry::ToolRegistry;
 use rho_tool_core::{Executor, Runner};
 use rho_turn::{OutputCap, SchemaCache, TurnRunner};
-use rmcp::model::Implementation;
+use rmcp::model::{Implementation, ServerCapabilities};
 
 use super::call::{DEFAULT_INPUT_DEADLINE, Parked};
 use super::elicit::ElicitationApprover;
@@ -41,6 +41,10 @@ pub(crate) struct Shared<E: Executor> {
     /// Compiled output schemas, to check answers' details against.
     pub(crate) outputs: SchemaCache,
     pub(crate) identity: Implementation,
+    /// What the server a proxy stands in front of declared: the proxy
+    /// then declares tools and logging only where it did (`None`: rho
+    /// declares both, its tools logging through `McpClient::log`).
+    pub(crate) fronted: Option<ServerCapabilities>,
     pub(crate) instructions: Option<String>,
     pub(crate) max_calls_per_session: usize,
     /// Told which client each call comes from, to ask its user.
@@ -75,6 +79,7 @@ impl<E: Executor> Clone for Shared<E> {
             arguments: self.arguments.clone(),
             outputs: self.outputs.clone(),
             identity: self.identity.clone(),
+            fronted: self.fronted.clone(),
             instructions: self.instructions.clone(),
             max_calls_per_session: self.max_calls_per_session,
             elicitation: self.elicitation.clone(),
@@ -109,6 +114,7 @@ impl<E: Executor> McpServer<E> {
                 arguments: SchemaCache::new(),
                 outputs: SchemaCache::new(),
                 identity: Implementation::new("rho-mcp", env!("CARGO_PKG_VERSION")),
+                fronted: None,
                 instructions: None,
                 max_calls_per_session: Self::DEFAULT_MAX_CALLS_PER_SESSION,
                 elicitation: None,
@@ -142,6 +148,21 @@ impl<E: Executor> McpServer<E> {
     pub fn with_name(self, name: impl Into<String>, version: impl Into<String>) -> Self {
         let identity = Implementation::new(name, version);
         self.change(|shared| shared.identity = identity)
+    }
+
+    /// The whole identity the server gives clients at `initialize` (and,
+    /// on 2026-07-28, with `server/discover`): its name and version, and
+    /// its title, description, icons and website where given. A proxy
+    /// gives its server's, so that its client sees the server it asked
+    /// for.
+    pub fn with_identity(self, identity: Implementation) -> Self {
+        self.change(|shared| shared.identity = identity)
+    }
+
+    /// Declares tools and logging only where `upstream` did: a proxy's,
+    /// whose only tools and logs are its server's.
+    pub(crate) fn fronting(self, upstream: ServerCapabilities) -> Self {
+        self.change(|shared| shared.fronted = Some(upstream))
     }
 
     /// Instructions for the client's model, given at `initialize`.

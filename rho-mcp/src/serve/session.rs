@@ -8,7 +8,7 @@ use rho_tool_core::Executor;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
     CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
-    GetTaskResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    GetTaskResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
     UnsubscribeRequestParams, UpdateTaskParams,
@@ -188,14 +188,26 @@ impl<E: Executor> ServerHandler for Session<E> {
         let shared = &self.calls.shared;
         let builder = ServerCapabilities::builder()
             .enable_tools()
-            .enable_tool_list_changed()
-            // Tools log to the client through `McpClient::log`.
-            .enable_logging();
+            .enable_tool_list_changed();
         let builder = match &shared.tasks {
             Some(_) => builder.enable_tasks(),
             None => builder,
         };
-        let mut capabilities = features::merged(builder.build(), shared.features.as_ref());
+        let mut capabilities = builder.build();
+        match &shared.fronted {
+            // Tools log to the client through `McpClient::log`.
+            None => capabilities.logging = Some(JsonObject::new()),
+            // A proxy's tools and logs are its server's: declared as it
+            // did. The list-changed flag stays: the proxy's quarantine
+            // changes the list too.
+            Some(upstream) => {
+                capabilities.logging.clone_from(&upstream.logging);
+                if upstream.tools.is_none() {
+                    capabilities.tools = None;
+                }
+            }
+        }
+        let mut capabilities = features::merged(capabilities, shared.features.as_ref());
         if let Some(calls) = shared.advertised_max_calls {
             concurrency::declare(&mut capabilities, calls);
         }
@@ -213,7 +225,11 @@ impl<E: Executor> ServerHandler for Session<E> {
     ) -> Result<ListToolsResult, ErrorData> {
         contained(async {
             let shared = &self.calls.shared;
-            listing::list(&shared.registry, shared.believe_untrusted_hints)
+            listing::list(
+                &shared.registry,
+                shared.believe_untrusted_hints,
+                shared.features.as_ref(),
+            )
         })
         .await
         .map_err(|caught| ErrorData::internal_error(failure_text("tools/list", &caught), None))
