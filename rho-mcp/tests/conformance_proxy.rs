@@ -28,12 +28,9 @@ mod judge;
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-use import_support::free_port;
-use support::{peers_dir, python};
+use support::{Running, peers_dir, python};
 
 const PROXY: &str = env!("CARGO_BIN_EXE_rho-mcp");
 
@@ -41,26 +38,6 @@ const PROXY: &str = env!("CARGO_BIN_EXE_rho-mcp");
 /// a question the policy put to the suite's client would be a question it
 /// does not expect.
 const POLICY: &str = "default = \"allow\"\n";
-
-/// A child process killed (and reaped) when dropped, its group with it.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn server_script() -> String {
     peers_dir()
@@ -72,24 +49,7 @@ fn server_script() -> String {
 
 /// The server alone, serving streamable HTTP on a port of its own: its URL.
 fn server_alone() -> (Running, String) {
-    let port = free_port();
-    let child = Command::new(python())
-        .args([&server_script(), "http", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the venv's python runs");
-    let running = Running(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the Python SDK conformance server did not listen on port {port} within 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (running, format!("http://127.0.0.1:{port}/mcp"))
+    support::python_http_peer(&[&server_script(), "http"])
 }
 
 /// Where the proxy reaches the server.

@@ -12,6 +12,8 @@
 //! on 2025-11-25 and on 2026-07-28, recording every list, call, read,
 //! prompt and completion; the two records are compared field by field.
 
+#[allow(dead_code, unreachable_pub)]
+mod import_support;
 mod support;
 
 use std::path::PathBuf;
@@ -116,14 +118,21 @@ fn peers() -> Vec<Peer> {
     ]
 }
 
-/// What the SDK's client records of `command` at `mode`.
+/// What the SDK's client records of `command` at `mode`, over stdio.
 fn record(mode: &str, script: &Value, command: &[String]) -> Value {
+    let mut target = vec!["stdio".to_owned()];
+    target.extend(command.iter().cloned());
+    record_at(mode, script, &target)
+}
+
+/// What the SDK's client records at `mode` of the server `target` names
+/// (`stdio COMMAND...` or `http URL`).
+fn record_at(mode: &str, script: &Value, target: &[String]) -> Value {
     let output = Command::new(support::python())
         .arg(support::peers_dir().join("compare_client.py"))
         .arg(mode)
         .arg(script.to_string())
-        .arg("stdio")
-        .args(command)
+        .args(target)
         .output()
         .expect("the venv's python runs");
     support::client_json(&output)
@@ -133,17 +142,40 @@ fn record(mode: &str, script: &Value, command: &[String]) -> Value {
 /// default, not believing them, leaves them out: a difference the README
 /// names).
 fn proxied(command: &[String]) -> Vec<String> {
+    let mut proxied = proxy_options();
+    proxied.push("--".to_owned());
+    proxied.extend(command.iter().cloned());
+    proxied
+}
+
+/// `rho-mcp proxy` with the policy that believes the server's hints.
+fn proxy_options() -> Vec<String> {
     let policy = support::log_path("transparent-policy.toml");
     std::fs::write(&policy, "default = \"allow\"\nbelieve_hints = true\n").expect("written");
-    let mut proxied = vec![
+    vec![
         env!("CARGO_BIN_EXE_rho-mcp").to_owned(),
         "proxy".to_owned(),
         "--policy".to_owned(),
         policy.display().to_string(),
-        "--".to_owned(),
-    ];
-    proxied.extend(command.iter().cloned());
-    proxied
+    ]
+}
+
+/// The proxy serving streamable HTTP (`--http`), in front of the server
+/// `upstream` names (`-- COMMAND...` or `--url URL`): the process and
+/// the URL it serves at.
+fn http_proxy(upstream: &[String]) -> (support::Running, String) {
+    let options = proxy_options();
+    let mut child = Command::new(&options[0])
+        .args(&options[1..])
+        .arg("--http")
+        .args(upstream)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the proxy starts");
+    let url = support::printed_url(&mut child);
+    (support::Running(child), url)
 }
 
 /// The differences the proxy's README names, taken out of a record:
@@ -188,22 +220,64 @@ fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
 /// with its cause; the test fails on any difference outside them, and a
 /// closed one is taken off this list.
 ///
-/// - A result's `_meta` server identity
-///   (`io.modelcontextprotocol/serverInfo`): the proxy speaks 2026-07-28
-///   to its server, so results it passes on carry it to 2025-11-25
-///   clients too, and the results of its own calls to 2026-07-28 clients
-///   lack it.
+/// - A 2026-07-28 client: the results of the proxy's own tool calls lack
+///   the server's identity in `_meta` (`io.modelcontextprotocol/serverInfo`),
+///   which the Python SDK's servers put on every result.
 /// - A 2025-11-25 client gets the server's answers as the server gives
 ///   them at 2026-07-28 (the revision the proxy speaks to it): the
 ///   capabilities it declares there, and an error it words otherwise
 ///   there (the Python SDK's unknown prompt: code 0 and its name at
 ///   2025-11-25, an internal error at 2026-07-28).
 fn open_gap(mode: &str, difference: &str) -> bool {
-    difference.contains("/_meta/io.modelcontextprotocol/serverInfo")
-        || difference.ends_with("/_meta: only direct")
-        || difference.ends_with("/_meta: only proxied")
-        || (mode == "legacy"
-            && (difference.starts_with("/capabilities/") || difference.contains("/error/")))
+    match mode {
+        "modern" => {
+            difference.starts_with("/calls/")
+                && (difference.contains("/_meta/io.modelcontextprotocol/serverInfo")
+                    || difference.ends_with("/_meta: only direct"))
+        }
+        _ => difference.starts_with("/capabilities/") || difference.contains("/error/"),
+    }
+}
+
+/// The differences between `direct` and `through` (records of the
+/// server `name` at `mode`) that neither the README names nor
+/// [`open_gap`] lists, each named by `name`, into `unexplained`.
+fn compare_records(
+    mode: &str,
+    name: &str,
+    direct: Value,
+    through: Value,
+    unexplained: &mut Vec<String>,
+) {
+    let expected = if mode == "legacy" {
+        "2025-11-25"
+    } else {
+        "2026-07-28"
+    };
+    assert_eq!(direct["protocol_version"], expected, "{name}");
+    assert_eq!(through["protocol_version"], expected, "{name}");
+    // The record is not empty: the comparison compares something.
+    assert!(
+        ["tools", "prompts", "resources"]
+            .iter()
+            .any(|list| direct[list]["ok"]
+                .as_array()
+                .is_some_and(|items| !items.is_empty())),
+        "{name}: nothing listed directly: {direct}"
+    );
+    let mut found = Vec::new();
+    differences(
+        &without_named_differences(direct),
+        &without_named_differences(through),
+        "",
+        &mut found,
+    );
+    unexplained.extend(
+        found
+            .into_iter()
+            .filter(|difference| !open_gap(mode, difference))
+            .map(|difference| format!("{name}: {difference}")),
+    );
 }
 
 fn compare(mode: &str) {
@@ -211,40 +285,62 @@ fn compare(mode: &str) {
     for peer in peers() {
         let direct = record(mode, &peer.script, &peer.command);
         let through = record(mode, &peer.script, &proxied(&peer.command));
-        let expected = if mode == "legacy" {
-            "2025-11-25"
-        } else {
-            "2026-07-28"
-        };
-        assert_eq!(direct["protocol_version"], expected, "{}", peer.name);
-        assert_eq!(through["protocol_version"], expected, "{}", peer.name);
-        // The record is not empty: the comparison compares something.
-        assert!(
-            ["tools", "prompts", "resources"]
-                .iter()
-                .any(|list| direct[list]["ok"]
-                    .as_array()
-                    .is_some_and(|items| !items.is_empty())),
-            "{}: nothing listed directly: {direct}",
-            peer.name
-        );
-        let mut found = Vec::new();
-        differences(
-            &without_named_differences(direct),
-            &without_named_differences(through),
-            "",
-            &mut found,
-        );
-        unexplained.extend(
-            found
-                .into_iter()
-                .filter(|difference| !open_gap(mode, difference))
-                .map(|difference| format!("{}: {difference}", peer.name)),
-        );
+        compare_records(mode, peer.name, direct, through, &mut unexplained);
     }
     assert!(
         unexplained.is_empty(),
         "the proxy changed what a {mode} client sees:\n{}",
+        unexplained.join("\n")
+    );
+}
+
+/// Over HTTP: the proxy serving `--http` in front of the server over
+/// stdio, compared with the server over stdio; the proxy in front of the
+/// server's own streamable HTTP endpoint (`--url`), over stdio and over
+/// HTTP, compared with the server's endpoint.
+fn compare_over_http(mode: &str) {
+    let peer = highlevel();
+    let mut unexplained = Vec::new();
+    let direct = record(mode, &peer.script, &peer.command);
+    let mut upstream = vec!["--".to_owned()];
+    upstream.extend(peer.command.iter().cloned());
+    let (_proxy, url) = http_proxy(&upstream);
+    let through = record_at(mode, &peer.script, &["http".to_owned(), url]);
+    compare_records(
+        mode,
+        "--http, stdio server",
+        direct,
+        through,
+        &mut unexplained,
+    );
+
+    let script = support::peers_dir().join("highlevel_server.py");
+    let (_server, server_url) =
+        support::python_http_peer(&[script.to_str().expect("UTF-8"), "http"]);
+    let http = |url: &str| vec!["http".to_owned(), url.to_owned()];
+    let direct = record_at(mode, &peer.script, &http(&server_url));
+    let mut over_stdio = proxy_options();
+    over_stdio.extend(["--url".to_owned(), server_url.clone()]);
+    let through = record(mode, &peer.script, &over_stdio);
+    compare_records(
+        mode,
+        "--url server",
+        direct.clone(),
+        through,
+        &mut unexplained,
+    );
+    let (_proxy, url) = http_proxy(&["--url".to_owned(), server_url]);
+    let through = record_at(mode, &peer.script, &http(&url));
+    compare_records(
+        mode,
+        "--http, --url server",
+        direct,
+        through,
+        &mut unexplained,
+    );
+    assert!(
+        unexplained.is_empty(),
+        "the proxy changed what a {mode} client sees over HTTP:\n{}",
         unexplained.join("\n")
     );
 }
@@ -292,4 +388,55 @@ fn a_tools_own_fields_and_a_server_without_tools_pass_through() {
     let through = record("legacy", &prompts.script, &proxied(&prompts.command));
     assert!(through["capabilities"].get("tools").is_none(), "{through}");
     assert_eq!(through["prompts"]["ok"][0]["name"], "simple", "{through}");
+}
+
+/// The TypeScript SDK's client (2025-11-25) over streamable HTTP: the
+/// server's own endpoint against the proxy's (`--http`) in front of it,
+/// over stdio and over `--url`.
+#[test]
+fn the_typescript_sdk_over_http_sees_the_server_through_the_proxy_as_directly() {
+    let peer = highlevel();
+    let typescript = |url: &str| {
+        let script = peer.script.to_string();
+        support::client_json(&import_support::run_node_peer(
+            "compare.mjs",
+            &[&script, url],
+            &[],
+        ))
+    };
+    let script = support::peers_dir().join("highlevel_server.py");
+    let (_server, server_url) =
+        support::python_http_peer(&[script.to_str().expect("UTF-8"), "http"]);
+    let direct = typescript(&server_url);
+    let mut unexplained = Vec::new();
+    let mut upstream = vec!["--".to_owned()];
+    upstream.extend(peer.command.iter().cloned());
+    for (name, upstream) in [
+        ("--http, stdio server", upstream),
+        (
+            "--http, --url server",
+            vec!["--url".to_owned(), server_url.clone()],
+        ),
+    ] {
+        let (_proxy, url) = http_proxy(&upstream);
+        let through = typescript(&url);
+        compare_records("legacy", name, direct.clone(), through, &mut unexplained);
+    }
+    assert!(
+        unexplained.is_empty(),
+        "the proxy changed what the TypeScript SDK's client sees:\n{}",
+        unexplained.join("\n")
+    );
+}
+
+/// At 2025-11-25, over HTTP on either side of the proxy: the same.
+#[test]
+fn a_2025_client_over_http_sees_the_server_through_the_proxy_as_directly() {
+    compare_over_http("legacy");
+}
+
+/// At 2026-07-28, over HTTP on either side of the proxy: the same.
+#[test]
+fn a_2026_client_over_http_sees_the_server_through_the_proxy_as_directly() {
+    compare_over_http("modern");
 }

@@ -26,6 +26,9 @@ use rmcp::model::{
     ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
     ResultType, ServerCapabilities, SubscribeRequestParams, UnsubscribeRequestParams,
 };
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 // Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
 // still set their level.
 #[allow(deprecated)]
@@ -114,7 +117,7 @@ impl Forwarded {
             let sent = request.clone();
             let response = self.forward(R::METHOD, |peer| sent.send(peer)).await?;
             let asked = match R::questions(response) {
-                Err(answer) => return Ok(answer.completed()),
+                Err(answer) => return Ok(answer.for_client(modern)),
                 Ok(asked) if modern => return Ok(R::Response::from(asked)),
                 Ok(asked) => asked,
             };
@@ -210,8 +213,38 @@ impl Asks for ReadResourceRequestParams {
 /// 2026-07-28 sends no `resultType`, which a client on 2026-07-28 needs;
 /// the result is the complete one it says it is (rmcp leaves the field
 /// out again for older clients).
-trait Completed {
+trait Completed: Sized {
     fn completed(self) -> Self;
+
+    /// The result as the client of `modern`'s revision reads it: complete,
+    /// and for a client before 2026-07-28 without what only that revision
+    /// has ([`without_later_fields`]); the proxy may be speaking 2026-07-28
+    /// to its server whatever its client speaks.
+    fn for_client(self, modern: bool) -> Self;
+}
+
+/// Where a 2026-07-28 result names its server in `_meta`.
+const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// `result` without the fields a server adds at 2026-07-28 only: its
+/// caching hints (`ttlMs`, `cacheScope`) and its identity in `_meta`.
+/// A result rmcp cannot read back is left as it was.
+fn without_later_fields<T: Serialize + DeserializeOwned>(result: T) -> T {
+    let Ok(Value::Object(mut fields)) = serde_json::to_value(&result) else {
+        return result;
+    };
+    let hints = fields.remove("ttlMs").is_some() | fields.remove("cacheScope").is_some();
+    let mut identity = false;
+    if let Some(Value::Object(meta)) = fields.get_mut("_meta") {
+        identity = meta.remove(SERVER_INFO).is_some();
+        if meta.is_empty() {
+            fields.remove("_meta");
+        }
+    }
+    if !hints && !identity {
+        return result;
+    }
+    serde_json::from_value(Value::Object(fields)).unwrap_or(result)
 }
 
 fn complete(result_type: &mut Option<ResultType>) {
@@ -224,6 +257,15 @@ macro_rules! completed {
             fn completed(mut self) -> Self {
                 complete(&mut self.result_type);
                 self
+            }
+
+            fn for_client(self, modern: bool) -> Self {
+                let completed = self.completed();
+                if modern {
+                    completed
+                } else {
+                    without_later_fields(completed)
+                }
             }
         }
     )*};
@@ -243,6 +285,15 @@ impl Completed for ReadResourceResponse {
         }
         self
     }
+
+    fn for_client(self, modern: bool) -> Self {
+        match self.completed() {
+            ReadResourceResponse::Complete(result) if !modern => {
+                ReadResourceResponse::Complete(without_later_fields(result))
+            }
+            other => other,
+        }
+    }
 }
 
 impl Completed for GetPromptResponse {
@@ -251,6 +302,15 @@ impl Completed for GetPromptResponse {
             complete(&mut result.result_type);
         }
         self
+    }
+
+    fn for_client(self, modern: bool) -> Self {
+        match self.completed() {
+            GetPromptResponse::Complete(result) if !modern => {
+                GetPromptResponse::Complete(without_later_fields(result))
+            }
+            other => other,
+        }
     }
 }
 
@@ -283,25 +343,25 @@ impl McpFeatures for Forwarded {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.forward("resources/list", |peer| async move {
             peer.list_resources(request).await
         })
         .await
-        .map(Completed::completed)
+        .map(|result| result.for_client(is_modern(&context)))
     }
 
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.forward("resources/templates/list", |peer| async move {
             peer.list_resource_templates(request).await
         })
         .await
-        .map(Completed::completed)
+        .map(|result| result.for_client(is_modern(&context)))
     }
 
     async fn read_resource(
@@ -363,13 +423,13 @@ impl McpFeatures for Forwarded {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.forward("prompts/list", |peer| async move {
             peer.list_prompts(request).await
         })
         .await
-        .map(Completed::completed)
+        .map(|result| result.for_client(is_modern(&context)))
     }
 
     async fn get_prompt(
@@ -383,13 +443,13 @@ impl McpFeatures for Forwarded {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         self.forward("completion/complete", |peer| async move {
             peer.complete(request).await
         })
         .await
-        .map(Completed::completed)
+        .map(|result| result.for_client(is_modern(&context)))
     }
 
     /// The level goes to the server too, so it sends what the client

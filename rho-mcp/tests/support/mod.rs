@@ -213,3 +213,56 @@ pub async fn proxy_over_http(options: ProxyOptions) -> ProxyHttp {
         .await
         .expect("the proxy serves on loopback")
 }
+
+/// A child process stopped when dropped: SIGTERM, five seconds to end,
+/// then SIGKILL; reaped either way.
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A Python peer serving streamable HTTP: the venv's python runs `args`
+/// followed by a free loopback port, and this returns once the port
+/// listens, with the endpoint's URL (`/mcp`).
+///
+/// # Panics
+///
+/// When the server does not listen within 30 s.
+pub fn python_http_peer(args: &[&str]) -> (Running, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port on loopback")
+        .port();
+    let child = Command::new(python())
+        .args(args)
+        .arg(port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the venv's python runs");
+    let running = Running(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Python peer {args:?} did not listen on port {port} within 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (running, format!("http://127.0.0.1:{port}/mcp"))
+}
