@@ -12,7 +12,6 @@
 //! on 2025-11-25 and on 2026-07-28, recording every list, call, read,
 //! prompt and completion; the two records are compared field by field.
 
-#[allow(dead_code, unreachable_pub)]
 mod import_support;
 mod support;
 
