@@ -10,6 +10,7 @@
 
 use std::io;
 
+use rho_tool_core::untrusted::lines::{LineSplitter, Taken};
 use serde::Serialize;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
@@ -35,28 +36,27 @@ pub(crate) enum Line {
     Failed(io::Error),
 }
 
-/// Reads lines of at most `max` bytes, their newline counted, from `reader`.
+/// Reads lines of at most `max` bytes, their newline counted, from
+/// `reader`, by rho's one rule for a peer's lines
+/// ([`LineSplitter`](rho_tool_core::untrusted::lines::LineSplitter)).
 ///
-/// Cancel-safe: the line read so far lives in the struct, and bytes are
-/// taken from the reader's buffer and appended in one step with no
+/// Cancel-safe: the line read so far lives in the splitter, and bytes are
+/// taken from the reader's buffer and consumed in one step with no
 /// `.await` between, so dropping [`next`](BoundedLines::next) half way (as
 /// a `select!` does) loses nothing.
 #[derive(Debug)]
 pub(crate) struct BoundedLines<R> {
     reader: R,
-    line: Vec<u8>,
+    splitter: LineSplitter,
     max: usize,
-    /// Skipping the rest of a line already reported too long.
-    skipping: bool,
 }
 
 impl<R: AsyncBufRead + Unpin> BoundedLines<R> {
     pub(crate) fn new(reader: R, max: usize) -> Self {
         Self {
             reader,
-            line: Vec::new(),
+            splitter: LineSplitter::new(),
             max,
-            skipping: false,
         }
     }
 
@@ -71,30 +71,12 @@ impl<R: AsyncBufRead + Unpin> BoundedLines<R> {
             if buffered.is_empty() {
                 return Line::End;
             }
-            let newline = buffered.iter().position(|&byte| byte == b'\n');
-            let part = newline.unwrap_or(buffered.len());
-            // Through the newline when there is one.
-            let taken = newline.map_or(part, |at| at + 1);
-            if self.skipping {
-                self.reader.consume(taken);
-                self.skipping = newline.is_none();
-                continue;
-            }
-            // The newline counts, as in rmcp's reading.
-            if self.line.len().saturating_add(taken) > self.max {
-                self.line = Vec::new();
-                self.reader.consume(taken);
-                self.skipping = newline.is_none();
-                return Line::TooLong;
-            }
-            self.line.extend_from_slice(&buffered[..part]);
-            self.reader.consume(taken);
-            if newline.is_some() {
-                let mut line = std::mem::take(&mut self.line);
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                return Line::Text(line);
+            let (used, taken) = self.splitter.take(buffered, self.max);
+            self.reader.consume(used);
+            match taken {
+                Taken::More => {}
+                Taken::Line(line) => return Line::Text(line),
+                Taken::TooLong => return Line::TooLong,
             }
         }
     }
@@ -132,28 +114,14 @@ mod tests {
         }
     }
 
+    /// The rule itself is `LineSplitter`'s, tested there; here, that the
+    /// reader hands it every buffer, consumes what it took, and ends.
     #[tokio::test]
-    async fn splits_lines_across_small_reads_and_drops_a_partial_last_one() {
+    async fn reads_lines_across_small_reads_skips_one_too_long_and_drops_a_partial_end() {
         assert_eq!(
-            lines(b"{\"a\":1}\r\n\nsecond line\npartial", 64).await,
-            ["{\"a\":1}", "", "second line"]
+            lines(b"{\"a\":1}\r\n0123456789abcdef\n\nok\npartial", 16).await,
+            ["{\"a\":1}", "<too long>", "", "ok"]
         );
-    }
-
-    #[tokio::test]
-    async fn a_line_past_the_cap_is_reported_and_skipped_to_its_end() {
-        // Read four bytes at a time: the cap is passed before the newline
-        // is in the buffer, and the rest of the line is skipped after.
-        assert_eq!(
-            lines(b"0123456789abcdef\nok\n", 8).await,
-            ["<too long>", "ok"]
-        );
-        assert_eq!(lines(b"0123456789\nok\n", 8).await, ["<too long>", "ok"]);
-        // The cap holds the newline (and a `\r` before it), as rmcp's does.
-        assert_eq!(lines(b"0123456\n", 8).await, ["0123456"]);
-        assert_eq!(lines(b"01234567\nok\n", 8).await, ["<too long>", "ok"]);
-        assert_eq!(lines(b"012345\r\n", 8).await, ["012345"]);
-        assert_eq!(lines(b"0123456\r\nok\n", 8).await, ["<too long>", "ok"]);
     }
 
     #[test]

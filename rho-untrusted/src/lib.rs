@@ -6,7 +6,7 @@
 //! `Display`, `Debug` or `Serialize` is foreign code, and running that code in
 //! the loop lets the tool act (or crash, or hang) long after its call ended.
 //!
-//! This crate holds the three things rho needs to keep foreign code inside the
+//! This crate holds what rho needs to keep foreign code inside the
 //! tool's own task:
 //!
 //! - [`plain`]: turns any `serde::Serialize` value into [`Plain`] data (maps,
@@ -20,6 +20,8 @@
 //!   forgotten, never dropped.
 //! - [`install_quiet_panic_hook`]: an opt-in hook that keeps contained
 //!   panics off stderr and records where they were raised, for the text.
+//! - [`lines`]: a peer process's output read line by line, each line
+//!   bounded, whatever reads it.
 //!
 //! # Example
 //!
@@ -54,6 +56,7 @@
 
 mod dispose;
 mod hook;
+pub mod lines;
 pub mod plain;
 mod text;
 

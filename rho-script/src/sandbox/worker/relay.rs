@@ -18,6 +18,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rho_process::{ChildGroup, GroupKiller};
+use rho_tool_core::untrusted::lines::{LineSplitter, Taken};
 
 use crate::sandbox::engine::{Halt, Halted};
 use crate::sandbox::host::HostAsk;
@@ -205,14 +206,15 @@ fn relay_lines(
     }
 }
 
-/// One line of at most `max_line()` bytes, without its newline; `None` at
-/// the end of the stream. The bound is asked for once the line's first
-/// bytes are in.
+/// One line of at most `max_line()` bytes, its newline counted, by rho's
+/// one rule for a peer's lines (`LineSplitter`), without its newline;
+/// `None` at the end of the stream. The bound is asked for once the
+/// line's first bytes are in.
 fn read_line(
     reader: &mut impl BufRead,
     max_line: impl Fn() -> usize,
 ) -> Result<Option<Vec<u8>>, String> {
-    let mut line = Vec::new();
+    let mut splitter = LineSplitter::new();
     let mut max = None;
     loop {
         let buffer = match reader.fill_buf() {
@@ -221,25 +223,19 @@ fn read_line(
             Err(error) => return Err(format!("reading its stdout failed ({error})")),
         };
         if buffer.is_empty() {
-            return if line.is_empty() {
-                Ok(None)
-            } else {
+            return if splitter.in_line() {
                 Err("its stdout ended in the middle of a line".to_owned())
+            } else {
+                Ok(None)
             };
         }
-        let (taken, done) = match buffer.iter().position(|&byte| byte == b'\n') {
-            Some(end) => (end + 1, true),
-            None => (buffer.len(), false),
-        };
-        let kept = if done { taken - 1 } else { taken };
         let max = *max.get_or_insert_with(&max_line);
-        if line.len() + kept > max {
-            return Err(format!("it wrote a line longer than {max} bytes"));
-        }
-        line.extend_from_slice(&buffer[..kept]);
-        reader.consume(taken);
-        if done {
-            return Ok(Some(line));
+        let (used, taken) = splitter.take(buffer, max);
+        reader.consume(used);
+        match taken {
+            Taken::More => {}
+            Taken::Line(line) => return Ok(Some(line)),
+            Taken::TooLong => return Err(format!("it wrote a line longer than {max} bytes")),
         }
     }
 }
