@@ -219,23 +219,13 @@ fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
 /// with its cause; the test fails on any difference outside them, and a
 /// closed one is taken off this list.
 ///
-/// - A 2026-07-28 client: the results of the proxy's own tool calls lack
-///   the server's identity in `_meta` (`io.modelcontextprotocol/serverInfo`),
-///   which the Python SDK's servers put on every result.
 /// - A 2025-11-25 client gets the server's answers as the server gives
 ///   them at 2026-07-28 (the revision the proxy speaks to it): the
 ///   capabilities it declares there, and an error it words otherwise
 ///   there (the Python SDK's unknown prompt: code 0 and its name at
 ///   2025-11-25, an internal error at 2026-07-28).
 fn open_gap(mode: &str, difference: &str) -> bool {
-    match mode {
-        "modern" => {
-            difference.starts_with("/calls/")
-                && (difference.contains("/_meta/io.modelcontextprotocol/serverInfo")
-                    || difference.ends_with("/_meta: only direct"))
-        }
-        _ => difference.starts_with("/capabilities/") || difference.contains("/error/"),
-    }
+    mode == "legacy" && (difference.starts_with("/capabilities/") || difference.contains("/error/"))
 }
 
 /// The differences between `direct` and `through` (records of the

@@ -35,6 +35,7 @@ mod progress;
 mod result;
 mod server;
 mod session;
+mod stamp;
 mod stdio;
 #[cfg(unix)]
 mod stdio_fd;

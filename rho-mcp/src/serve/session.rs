@@ -28,6 +28,7 @@ use super::features::{self, McpFeatures};
 use super::notify::{self, Subscribed};
 use super::progress::ProgressSink;
 use super::server::Shared;
+use super::stamp::{self, Stamp};
 use super::{call, list_changed, listing, result};
 use crate::concurrency;
 
@@ -181,6 +182,19 @@ impl<E: Executor> Session<E> {
     }
 }
 
+impl<E: Executor> Session<E> {
+    /// What a result to `context`'s request is given before it leaves: the
+    /// server's identity in its `_meta` on 2026-07-28 (see `stamp`).
+    fn stamp_for<T: Stamp>(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> impl FnOnce(T) -> T + use<T, E> {
+        let modern = call::is_modern(context);
+        let identity = self.calls.shared.identity.clone();
+        move |result| stamp::stamped(result, modern, &identity)
+    }
+}
+
 impl<E: Executor> ServerHandler for Session<E> {
     // `enable_logging` is deprecated by SEP-2577; see `set_level`.
     #[allow(deprecated)]
@@ -221,8 +235,9 @@ impl<E: Executor> ServerHandler for Session<E> {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let stamp = self.stamp_for(&context);
         contained(async {
             let shared = &self.calls.shared;
             listing::list(
@@ -232,6 +247,7 @@ impl<E: Executor> ServerHandler for Session<E> {
             )
         })
         .await
+        .map(stamp)
         .map_err(|caught| ErrorData::internal_error(failure_text("tools/list", &caught), None))
     }
 
@@ -240,12 +256,14 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let stamp = self.stamp_for(&context);
         self.features(
             "resources/list",
             context.ct.clone(),
             |features| async move { features.list_resources(request, context).await },
         )
         .await
+        .map(stamp)
     }
 
     async fn list_resource_templates(
@@ -253,12 +271,14 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let stamp = self.stamp_for(&context);
         self.features(
             "resources/templates/list",
             context.ct.clone(),
             |features| async move { features.list_resource_templates(request, context).await },
         )
         .await
+        .map(stamp)
     }
 
     async fn read_resource(
@@ -266,12 +286,14 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let stamp = self.stamp_for(&context);
         self.features(
             "resources/read",
             context.ct.clone(),
             |features| async move { features.read_resource(request, context).await },
         )
         .await
+        .map(stamp)
     }
 
     async fn subscribe(
@@ -309,10 +331,12 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        let stamp = self.stamp_for(&context);
         self.features("prompts/list", context.ct.clone(), |features| async move {
             features.list_prompts(request, context).await
         })
         .await
+        .map(stamp)
     }
 
     async fn get_prompt(
@@ -320,10 +344,12 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let stamp = self.stamp_for(&context);
         self.features("prompts/get", context.ct.clone(), |features| async move {
             features.get_prompt(request, context).await
         })
         .await
+        .map(stamp)
     }
 
     async fn complete(
@@ -331,12 +357,14 @@ impl<E: Executor> ServerHandler for Session<E> {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
+        let stamp = self.stamp_for(&context);
         self.features(
             "completion/complete",
             context.ct.clone(),
             |features| async move { features.complete(request, context).await },
         )
         .await
+        .map(stamp)
     }
 
     /// What a rho server can tell of: its tool list, and what the host's
@@ -400,16 +428,20 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let progress: ProgressSink = context.peer.clone();
-        self.calls.call(request, &context, progress).await
+        let stamp = self.stamp_for(&context);
+        self.calls
+            .call(request, &context, progress)
+            .await
+            .map(stamp)
     }
 
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let task = self.calls.shared.task_list.detailed(&request.task_id)?;
-        Ok(GetTaskResult::new(task))
+        Ok(self.stamp_for(&context)(GetTaskResult::new(task)))
     }
 
     async fn update_task(
