@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use import_support::{everything, node};
 use rho_mcp::proxy::ProxyOptions;
-use rho_tool_core::{AnnotationGate, Match, Verdict};
+use rho_tool_core::annotation_gate::Match;
+use rho_tool_core::{AnnotationGate, Verdict};
 use serde_json::{Value, json};
 use support::stateless::{StatelessClient, approval};
 use support::{log_path, proxy_over_http};

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rho_mcp::proxy::{ProxyHttp, ProxyOptions};
 use rho_mcp::{HttpServer, McpTasks};
-use rho_tool_core::Match;
+use rho_tool_core::annotation_gate::Match;
 use serde_json::json;
 use support::proxy_over_http;
 use support::stateless::{Seen, StatelessClient};

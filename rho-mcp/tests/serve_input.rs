@@ -15,8 +15,9 @@ use rho_exec_tokio::TokioExecutor;
 use rho_mcp::rmcp::model::ClientCapabilities;
 use rho_mcp::{ElicitationApprover, HttpOptions, HttpServer, McpClient, McpServer, Questions};
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
+use rho_tool_core::annotation_gate::Match;
 use rho_tool_core::{
-    AnnotationGate, Match, Outcome, Runner, Tool, ToolContext, ToolOutput, Verdict, async_trait,
+    AnnotationGate, Outcome, Runner, Tool, ToolContext, ToolOutput, Verdict, async_trait,
 };
 use serde_json::{Value, json};
 

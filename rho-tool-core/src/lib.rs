@@ -68,8 +68,8 @@
 //! ```
 
 mod allowance;
+pub mod annotation_gate;
 mod annotations;
-mod approval;
 mod call;
 mod concurrency;
 mod contain;
@@ -89,10 +89,8 @@ mod tool;
 mod watch;
 
 pub use allowance::{Allowance, AllowanceId, AllowanceScope, Allowances, DestructiveTools};
+pub use annotation_gate::AnnotationGate;
 pub use annotations::ToolAnnotations;
-pub use approval::{
-    AnnotationGate, DecidedBy, GateConfig, GlobError, Match, Rule, Ruling, ToolGlob,
-};
 pub use call::{TaskId, ToolCall};
 pub use concurrency::Concurrency;
 pub use content::{Audio, Content, EmbeddedResource, ResourceContents, ResourceLink};

@@ -8,10 +8,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rho_exec_tokio::TokioExecutor;
+use rho_tool_core::annotation_gate::{Match, Rule};
 use rho_tool_core::untrusted::{install_quiet_panic_hook, restore_panic_hook};
 use rho_tool_core::{
-    AnnotationGate, ApprovalRequest, Approver, CallEvent, Match, Outcome, Rule, Runner, Tool,
-    ToolAnnotations, ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
+    AnnotationGate, ApprovalRequest, Approver, CallEvent, Outcome, Runner, Tool, ToolAnnotations,
+    ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
 };
 
 /// A tool with the annotations, trust and timeout it is given, counting

@@ -217,10 +217,12 @@ pub mod call {
 /// Gates: the check before a tool runs, the ready gate that decides by
 /// tool annotations, and the approvals a runner remembers.
 pub mod gate {
+    pub use rho_tool_core::annotation_gate::{
+        DecidedBy, GateConfig, GlobError, Match, Rule, Ruling, ToolGlob,
+    };
     pub use rho_tool_core::{
         AllowAll, Allowance, AllowanceId, AllowanceScope, Allowances, AnnotationGate,
-        ApprovalRequest, Approver, DecidedBy, DestructiveTools, Gate, GateConfig, GlobError, Match,
-        Rule, Ruling, ToolGlob, Verdict,
+        ApprovalRequest, Approver, DestructiveTools, Gate, Verdict,
     };
 }
 

@@ -13,9 +13,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use rho_tool_core::annotation_gate::{DecidedBy, Match, Ruling};
 use rho_tool_core::{
-    Allowances, AnnotationGate, ApprovalRequest, Approver, DecidedBy, Gate, Match, Ruling, Tool,
-    ToolCall, Verdict,
+    Allowances, AnnotationGate, ApprovalRequest, Approver, Gate, Tool, ToolCall, Verdict,
 };
 
 use super::decisions::{CallDecision, Decisions};
@@ -253,7 +253,8 @@ impl fmt::Debug for PolicyGate {
 
 #[cfg(test)]
 mod tests {
-    use rho_tool_core::{Rule, ToolAnnotations, ToolGlob};
+    use rho_tool_core::ToolAnnotations;
+    use rho_tool_core::annotation_gate::{Rule, ToolGlob};
 
     use super::*;
 

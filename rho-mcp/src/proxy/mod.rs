@@ -67,7 +67,7 @@
 //!
 //! What the proxy does with each call, written by hand in TOML: the
 //! configuration of an [`AnnotationGate`](rho_tool_core::AnnotationGate)
-//! ([`GateConfig`](rho_tool_core::GateConfig)), rho's ready gate, which
+//! ([`GateConfig`](rho_tool_core::annotation_gate::GateConfig)), rho's ready gate, which
 //! decides each call.
 //!
 //! ```toml
@@ -97,7 +97,7 @@
 //! characters, `?` for any one (of the ASCII that tool names are made
 //! of), `[abc]` for one of a set, `{read,list}_*` for any of the
 //! alternatives, and `\` makes the next character plain
-//! ([`ToolGlob`](rho_tool_core::ToolGlob)); a name with none of these
+//! ([`ToolGlob`](rho_tool_core::annotation_gate::ToolGlob)); a name with none of these
 //! matches only itself.
 //!
 //! A mistake in the file (an unknown key, a misspelt action or

@@ -7,7 +7,8 @@
 use std::path::Path;
 
 use rho_process::confine::Confinement;
-use rho_tool_core::{Allowance, Allowances, AnnotationGate, DestructiveTools, GateConfig};
+use rho_tool_core::annotation_gate::GateConfig;
+use rho_tool_core::{Allowance, Allowances, AnnotationGate, DestructiveTools};
 use serde::Deserialize;
 use toml::de::ValueDeserializer;
 
@@ -111,7 +112,8 @@ pub struct PolicyError {
 
 #[cfg(test)]
 mod tests {
-    use rho_tool_core::{DecidedBy, ToolAnnotations};
+    use rho_tool_core::ToolAnnotations;
+    use rho_tool_core::annotation_gate::DecidedBy;
 
     use super::*;
     use crate::proxy::gate::because;

@@ -26,7 +26,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use rho_tool_core::{CallEnd, Executor, Match, Outcome, ToolAnnotations};
+use rho_tool_core::annotation_gate::Match;
+use rho_tool_core::{CallEnd, Executor, Outcome, ToolAnnotations};
 use rmcp::model::{
     CallToolResult, CreateTaskResult, DetailedTask, ErrorData, InputRequests, InputResponses,
     JsonObject, Task, TaskPayload, TaskStatus,

@@ -14,7 +14,8 @@ use std::time::Duration;
 use crate::input::elicitation;
 use rho_mcp::McpTasks;
 use rho_mcp::{McpClient, Questions};
-use rho_tool_core::{Match, Tool, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::annotation_gate::Match;
+use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
 use serde_json::{Value, json};
 
 /// The fixtures, one variant a tool.

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use rho_exec_tokio::TokioExecutor;
 use rho_mcp::{HttpOptions, HttpServer, McpClient, McpServer, McpTasks, Questions};
 use rho_registry::{Source, ToolRegistry};
-use rho_tool_core::{Match, Tool, ToolContext, ToolOutput, async_trait};
+use rho_tool_core::annotation_gate::Match;
+use rho_tool_core::{Tool, ToolContext, ToolOutput, async_trait};
 use serde_json::{Value, json};
 
 use super::stateless::{DropFlag, Seen, StatelessClient, form};

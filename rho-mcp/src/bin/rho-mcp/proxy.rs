@@ -10,7 +10,7 @@ use crate::listen::{HttpArgs, Transport};
 use rho_mcp::McpTasks;
 use rho_mcp::import::Handshake;
 use rho_mcp::proxy::{Policy, ProxyOptions, load_policy};
-use rho_tool_core::Match;
+use rho_tool_core::annotation_gate::Match;
 
 /// Serve an MCP server over stdio, with rho's guarantees on every call.
 ///

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use rho_mcp::ElicitationApprover;
 use rho_registry::{Accounting, QuarantineRule, RegistryError, Source, SourceHandle, ToolRegistry};
+use rho_tool_core::annotation_gate::Match;
 use rho_tool_core::{
-    AnnotationGate, ApprovalRequest, Image, Match, Tool, ToolAnnotations, ToolContext, ToolOutput,
+    AnnotationGate, ApprovalRequest, Image, Tool, ToolAnnotations, ToolContext, ToolOutput,
     Verdict, async_trait,
 };
 use serde_json::{Value, json};

@@ -247,7 +247,7 @@ fn annotation<'de, D: serde::Deserializer<'de>>(
 mod tests {
     use super::*;
     use crate::ToolAnnotations;
-    use crate::approval::DecidedBy;
+    use crate::annotation_gate::DecidedBy;
 
     fn gate(text: &str) -> AnnotationGate {
         AnnotationGate::from(toml::from_str::<GateConfig>(text).expect("a valid configuration"))

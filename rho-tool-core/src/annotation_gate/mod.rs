@@ -1,6 +1,9 @@
 //! A ready gate that decides by a tool's annotations, and asks the
 //! runner's [`Approver`](crate::Approver) (a person, usually) when its rules
-//! say so.
+//! say so: [`AnnotationGate`] (also at the crate's root) and its rule
+//! language ([`Rule`], [`Match`], [`ToolGlob`], [`GateConfig`], [`Ruling`],
+//! [`DecidedBy`]), which lives here, one module down, as it does in
+//! `rho::gate`.
 //!
 //! One concept a module: `rules` which calls a rule applies to and what it
 //! decides, `config` the gate written as data; here the gate itself and
