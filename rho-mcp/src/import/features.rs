@@ -327,7 +327,7 @@ enum Refused {
 impl McpFeatures for Forwarded {
     /// What the server declared of resources, prompts and completions
     /// (nothing before it first answered).
-    fn tool_listing(&self, name: &str) -> Option<rmcp::model::JsonObject> {
+    fn tool_listing(&self, name: &str) -> Option<crate::serve::ToolListing> {
         self.server.listing_of(name)
     }
 

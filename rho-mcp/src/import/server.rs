@@ -22,6 +22,7 @@ use super::runtime::SourceRuntime;
 use super::stdio::{self, CommandSpec};
 use super::tool::{ImportedTool, ToolSpec};
 use crate::concurrency;
+use crate::serve::ToolListing;
 
 /// Where the server is.
 #[derive(Debug, Clone)]
@@ -86,7 +87,7 @@ pub(crate) struct Server {
     /// Closed with the source.
     turns: OnceLock<Arc<Semaphore>>,
     /// Each tool as the last listing gave it, by the registry's name.
-    listed: Mutex<HashMap<String, serde_json::Map<String, serde_json::Value>>>,
+    listed: Mutex<HashMap<String, ToolListing>>,
 }
 
 /// The turns of a server that takes `calls` calls at once.
@@ -344,9 +345,11 @@ impl Server {
         let tools: Vec<Arc<dyn Tool>> = listed
             .into_iter()
             .filter(|tool| seen.insert(tool.name.to_string()))
-            .map(|tool| {
+            .enumerate()
+            .map(|(position, tool)| {
                 let tool = ImportedTool::new(Arc::clone(self), ToolSpec::from_mcp(tool));
-                listings.insert(tool.name().to_owned(), tool.spec().listed.clone());
+                let listing = ToolListing::new(position, tool.spec().listed.clone());
+                listings.insert(tool.name().to_owned(), listing);
                 Arc::new(tool) as Arc<dyn Tool>
             })
             .collect();
@@ -358,10 +361,7 @@ impl Server {
 
     /// The tool the registry names `name` as the server's last listing
     /// gave it.
-    pub(crate) fn listing_of(
-        &self,
-        name: &str,
-    ) -> Option<serde_json::Map<String, serde_json::Value>> {
+    pub(crate) fn listing_of(&self, name: &str) -> Option<ToolListing> {
         self.listed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -160,14 +160,15 @@ pub trait McpFeatures: Send + Sync + 'static {
     }
 
     /// The registry's tool `name` as the MCP server it comes from lists
-    /// it (MCP's `Tool`, as JSON), if the host has that listing: a proxy
-    /// passes its server's through this way. `tools/list` then lists it
-    /// as given (its title where the server put it, its icons, its
-    /// `_meta`), with only what rho governs in rho's words: the name the
-    /// registry calls it by, and its behaviour hints left out unless
-    /// believed (`believe_untrusted_hints`). Default: none, and rho lists
-    /// the tool from the registry's record.
-    fn tool_listing(&self, _name: &str) -> Option<JsonObject> {
+    /// it, if the host has that listing: a proxy passes its server's
+    /// through this way. `tools/list` then lists it as given (its title
+    /// where the server put it, its icons, its `_meta`) and in the
+    /// server's order (before the tools without a listing, which keep
+    /// the registry's order by name), with only what rho governs in
+    /// rho's words: the name the registry calls it by, and its behaviour
+    /// hints left out unless believed (`believe_untrusted_hints`).
+    /// Default: none, and rho lists the tool from the registry's record.
+    fn tool_listing(&self, _name: &str) -> Option<ToolListing> {
         None
     }
 
@@ -176,6 +177,24 @@ pub trait McpFeatures: Send + Sync + 'static {
     /// once per session. Default: none.
     fn notifier(&self) -> Option<Notifier> {
         None
+    }
+}
+
+/// How the MCP server a tool comes from lists it
+/// ([`McpFeatures::tool_listing`]): where in its list, and what.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolListing {
+    /// The tool's place in the server's list, from 0.
+    pub position: usize,
+    /// The tool, as MCP's `Tool` in JSON.
+    pub tool: JsonObject,
+}
+
+impl ToolListing {
+    /// The tool `tool`, listed at `position`.
+    pub fn new(position: usize, tool: JsonObject) -> Self {
+        Self { position, tool }
     }
 }
 

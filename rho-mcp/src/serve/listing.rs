@@ -8,7 +8,8 @@ use rmcp::model::{JsonObject, ListToolsResult, Tool};
 use super::features::McpFeatures;
 
 /// Every tool the registry offers now (quarantined ones left out), sorted
-/// by name, in one page.
+/// by name (after the tools whose origin's listing places them), in one
+/// page.
 ///
 /// The shape is the registry's own ([`ToolInfo::to_mcp_json`]): name,
 /// title, description, input schema, output schema and annotations, with
@@ -26,16 +27,24 @@ pub(crate) fn list(
     believe_untrusted_hints: bool,
     features: Option<&Arc<dyn McpFeatures>>,
 ) -> ListToolsResult {
-    let tools = registry
+    let mut tools: Vec<(Option<usize>, Tool)> = registry
         .tools()
         .iter()
         .filter_map(|info| {
             let origin = features.and_then(|features| features.tool_listing(&info.name));
+            let position = origin.as_ref().map(|listing| listing.position);
             let tool = to_mcp_tool(info, believe_untrusted_hints)?;
-            Some(as_listed(tool, info, believe_untrusted_hints, origin))
+            let origin = origin.map(|listing| listing.tool);
+            Some((
+                position,
+                as_listed(tool, info, believe_untrusted_hints, origin),
+            ))
         })
         .collect();
-    ListToolsResult::with_all_items(tools)
+    // Stable: the tools without a place keep the registry's order by
+    // name, after the ones the origin placed.
+    tools.sort_by_key(|(position, _)| position.unwrap_or(usize::MAX));
+    ListToolsResult::with_all_items(tools.into_iter().map(|(_, tool)| tool).collect())
 }
 
 /// One tool in rmcp's type.

@@ -45,7 +45,7 @@ pub(crate) use call::is_modern;
 pub(crate) use client::severity;
 pub use client::{McpClient, McpClientError};
 pub use elicit::ElicitationApprover;
-pub use features::McpFeatures;
+pub use features::{McpFeatures, ToolListing};
 pub use http::{HttpOptions, HttpServer};
 pub use input::{Answer, Answers, Questions};
 pub use notify::Notifier;
