@@ -27,7 +27,6 @@ mod import_support;
 mod judge;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use support::{Running, peers_dir, python};
@@ -87,15 +86,7 @@ fn behind_the_proxy(upstream: &Upstream<'_>) -> (Running, String) {
         .stderr(Stdio::null())
         .spawn()
         .expect("the proxy starts");
-    let mut url = String::new();
-    BufReader::new(child.stdout.take().expect("piped"))
-        .read_line(&mut url)
-        .expect("the proxy prints its URL");
-    let url = url.trim().to_owned();
-    assert!(
-        url.starts_with("http://127.0.0.1:"),
-        "the proxy said {url:?}"
-    );
+    let url = support::printed_url(&mut child);
     (Running(child), url)
 }
 

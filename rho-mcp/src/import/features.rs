@@ -39,7 +39,7 @@ use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 use super::call::QUESTION_ROUNDS;
 use super::connection::speaks_2026;
 use super::server::{Server, Unavailable};
-use crate::serve::{McpClient, McpFeatures, Notifier, is_modern, severity};
+use crate::serve::{McpClient, McpFeatures, Notifier, SERVER_INFO, is_modern, severity};
 
 /// The features of the server behind a source.
 pub(crate) struct Forwarded {
@@ -47,14 +47,6 @@ pub(crate) struct Forwarded {
 }
 
 impl Forwarded {
-    /// What the server declared (nothing before it first answered).
-    fn capabilities_declared(&self) -> ServerCapabilities {
-        self.server
-            .server_info()
-            .map(|info| info.capabilities.clone())
-            .unwrap_or_default()
-    }
-
     /// Sends `request` to the server on the source's runtime, within the
     /// source's timeout: the server's answer, or why there is none.
     async fn forward<T, F, Fut>(&self, method: &'static str, request: F) -> Result<T, ErrorData>
@@ -223,9 +215,6 @@ trait Completed: Sized {
     fn for_client(self, modern: bool) -> Self;
 }
 
-/// Where a 2026-07-28 result names its server in `_meta`.
-const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-
 /// `result` without the fields a server adds at 2026-07-28 only: its
 /// caching hints (`ttlMs`, `cacheScope`) and its identity in `_meta`.
 /// A result rmcp cannot read back is left as it was.
@@ -332,7 +321,7 @@ impl McpFeatures for Forwarded {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        let declared = self.capabilities_declared();
+        let declared = self.server.capabilities();
         let mut capabilities = ServerCapabilities::default();
         capabilities.resources = declared.resources;
         capabilities.prompts = declared.prompts;
@@ -481,7 +470,7 @@ impl McpFeatures for Forwarded {
             }
             *asked = Some(request.level);
         }
-        if self.capabilities_declared().logging.is_none() {
+        if self.server.capabilities().logging.is_none() {
             return Ok(());
         }
         self.forward("logging/setLevel", |peer| async move {

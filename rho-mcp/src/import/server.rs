@@ -347,9 +347,15 @@ impl Server {
             .filter(|tool| seen.insert(tool.name.to_string()))
             .enumerate()
             .map(|(position, tool)| {
+                // As the server listed it (rho's reading leaves out its
+                // icons and `_meta`, and where it put its title), so that
+                // a proxy lists it unchanged.
+                let listed = match serde_json::to_value(&tool) {
+                    Ok(serde_json::Value::Object(fields)) => fields,
+                    _ => serde_json::Map::new(),
+                };
                 let tool = ImportedTool::new(Arc::clone(self), ToolSpec::from_mcp(tool));
-                let listing = ToolListing::new(position, tool.spec().listed.clone());
-                listings.insert(tool.name().to_owned(), listing);
+                listings.insert(tool.name().to_owned(), ToolListing::new(position, listed));
                 Arc::new(tool) as Arc<dyn Tool>
             })
             .collect();
@@ -400,6 +406,14 @@ impl Server {
     }
 
     /// What the current (or last) server said of itself at `initialize`.
+    /// What the server declared it serves (nothing before it first
+    /// answered).
+    pub(crate) fn capabilities(&self) -> rmcp::model::ServerCapabilities {
+        self.server_info()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default()
+    }
+
     pub(crate) fn server_info(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
         let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         current

@@ -134,10 +134,7 @@ impl McpSource {
     /// What the server declared it serves (nothing before it first
     /// answered).
     pub fn server_capabilities(&self) -> rmcp::model::ServerCapabilities {
-        self.server
-            .server_info()
-            .map(|info| info.capabilities.clone())
-            .unwrap_or_default()
+        self.server.capabilities()
     }
 
     /// The end of the server's stderr (the current one, or the last one

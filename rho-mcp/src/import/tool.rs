@@ -19,18 +19,10 @@ pub(crate) struct ToolSpec {
     pub(crate) parameters: Value,
     pub(crate) output_schema: Option<Value>,
     pub(crate) annotations: ToolAnnotations,
-    /// The tool as the server listed it (rho's reading above leaves out
-    /// its icons and its `_meta`, and where it put its title), so that a
-    /// proxy lists it unchanged.
-    pub(crate) listed: serde_json::Map<String, Value>,
 }
 
 impl ToolSpec {
     pub(crate) fn from_mcp(tool: rmcp::model::Tool) -> Self {
-        let listed = match serde_json::to_value(&tool) {
-            Ok(Value::Object(fields)) => fields,
-            _ => serde_json::Map::new(),
-        };
         let mut annotations: ToolAnnotations = tool
             .annotations
             .as_ref()
@@ -48,7 +40,6 @@ impl ToolSpec {
                 .output_schema
                 .map(|schema| Value::Object(Arc::unwrap_or_clone(schema))),
             annotations,
-            listed,
         }
     }
 }
@@ -65,11 +56,6 @@ impl ImportedTool {
     pub(crate) fn new(server: Arc<Server>, spec: ToolSpec) -> Self {
         let name = format!("{}{}", server.settings.prefix, spec.remote);
         Self { server, name, spec }
-    }
-
-    /// What the server listed of it.
-    pub(crate) fn spec(&self) -> &ToolSpec {
-        &self.spec
     }
 }
 

@@ -33,12 +33,10 @@ pub(crate) fn list(
         .filter_map(|info| {
             let origin = features.and_then(|features| features.tool_listing(&info.name));
             let position = origin.as_ref().map(|listing| listing.position);
-            let tool = to_mcp_tool(info, believe_untrusted_hints)?;
-            let origin = origin.map(|listing| listing.tool);
-            Some((
-                position,
-                as_listed(tool, info, believe_untrusted_hints, origin),
-            ))
+            let tool = origin
+                .and_then(|listing| as_listed(listing.tool, info, believe_untrusted_hints))
+                .or_else(|| to_mcp_tool(info, believe_untrusted_hints))?;
+            Some((position, tool))
         })
         .collect();
     // Stable: the tools without a place keep the registry's order by
@@ -74,14 +72,11 @@ const HINTS: [&str; 4] = [
     "openWorldHint",
 ];
 
-/// The tool as its origin listed it (`origin`), with what rho governs in
+/// The tool as its origin listed it (`fields`), with what rho governs in
 /// rho's words: the registry's name, and the hints of an untrusted tool
-/// left out unless believed. A listing rmcp cannot read back leaves the
-/// tool as rho made it.
-fn as_listed(tool: Tool, info: &ToolInfo, believe: bool, origin: Option<JsonObject>) -> Tool {
-    let Some(mut fields) = origin else {
-        return tool;
-    };
+/// left out unless believed. `None` for a listing rmcp cannot read back
+/// (rho then lists the tool from its own record).
+fn as_listed(mut fields: JsonObject, info: &ToolInfo, believe: bool) -> Option<Tool> {
     fields.insert("name".to_owned(), info.name.clone().into());
     if info.untrusted
         && !believe
@@ -92,5 +87,5 @@ fn as_listed(tool: Tool, info: &ToolInfo, believe: bool, origin: Option<JsonObje
             fields.remove("annotations");
         }
     }
-    serde_json::from_value(serde_json::Value::Object(fields)).unwrap_or(tool)
+    serde_json::from_value(serde_json::Value::Object(fields)).ok()
 }

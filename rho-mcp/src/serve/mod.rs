@@ -52,4 +52,5 @@ pub use notify::Notifier;
 pub use observe::{CallObserver, ServedCall};
 pub use server::McpServer;
 pub use session::Session;
+pub(crate) use stamp::SERVER_INFO;
 pub use tasks::McpTasks;
