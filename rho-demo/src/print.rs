@@ -63,24 +63,30 @@ impl Printer {
                 format!("{} waiting for a person to approve", head("approval"))
             }
             TurnEvent::ToolExecutionQueued(queued) => {
-                format!("{} waiting for {}", head("queued"), queued.waiting_for)
+                format!(
+                    "{} waiting for {}",
+                    head("queued"),
+                    queued.record().waiting_for
+                )
             }
-            TurnEvent::ToolExecutionRunning(running) if running.queued.is_zero() => format!(
-                "{} clock starts now (waited {} ms for approval)",
-                head("running"),
-                millis(running.waited)
-            ),
+            TurnEvent::ToolExecutionRunning(running) if running.record().queued.is_zero() => {
+                format!(
+                    "{} clock starts now (waited {} ms for approval)",
+                    head("running"),
+                    millis(running.record().waited)
+                )
+            }
             TurnEvent::ToolExecutionRunning(running) => format!(
                 "{} clock starts now (waited {} ms for approval, {} ms for its place)",
                 head("running"),
-                millis(running.waited),
-                millis(running.queued)
+                millis(running.record().waited),
+                millis(running.record().queued)
             ),
             TurnEvent::ToolExecutionUpdate(update) => {
-                format!("{} {}", head("update"), update.partial)
+                format!("{} {}", head("update"), update.record().partial)
             }
             TurnEvent::ToolExecutionEnd(end) => {
-                let end = end.call_end();
+                let end = end.record();
                 let ran = end.ran.map_or_else(
                     || "never ran".to_owned(),
                     |ran| format!("ran {} ms", millis(ran)),

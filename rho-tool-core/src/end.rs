@@ -98,7 +98,9 @@ impl fmt::Display for Outcome {
 
 /// The gate did not answer a call at once: it is waiting for approval
 /// (a person is being asked, say). No clock runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialises to JSON with its fields by name, as a turn's event carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AwaitingApproval {
     /// The call's id.
     pub call_id: String,
@@ -111,7 +113,9 @@ pub struct AwaitingApproval {
 /// The gate allowed a call, and it waits for its place before its tool
 /// runs ([`Wait`](crate::Wait)): behind an earlier call of its message, or
 /// for room under a bound. No clock runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialises to JSON with its fields by name, as a turn's event carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Queued {
     /// The call's id.
     pub call_id: String,
@@ -125,7 +129,11 @@ pub struct Queued {
 
 /// The loop was told that a call's gate allowed it and its place came: its
 /// tool runs and its clock started.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialises to JSON with times in milliseconds (`waited_ms`,
+/// `queued_ms`), as [`CallEnd`] does.
+#[serde_with::serde_as]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Running {
     /// The call's id.
     pub call_id: String,
@@ -134,8 +142,12 @@ pub struct Running {
     /// The task running it.
     pub task: TaskId,
     /// How long the call waited for its gate.
+    #[serde(rename = "waited_ms")]
+    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
     pub waited: Duration,
     /// How long it then waited for its place (the model's order, a bound).
+    #[serde(rename = "queued_ms")]
+    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
     pub queued: Duration,
 }
 
@@ -183,10 +195,16 @@ pub struct CallEnd {
 
 /// A partial result a running tool reported through
 /// [`ToolContext::update`](crate::ToolContext::update), as plain data.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Serialises to JSON with its fields by name, as a turn's event carries it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Update {
     /// The call's id.
     pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The task running the call.
+    pub task: TaskId,
     /// The partial result.
     pub partial: rho_untrusted::Plain,
     /// How many older partial results were dropped before this one because

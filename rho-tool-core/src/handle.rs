@@ -315,6 +315,8 @@ impl<E: Executor> CallHandle<E> {
         let (partial, dropped_before) = self.notice.take_update()?;
         Some(CallEvent::Update(Update {
             call_id: self.notice.call_id().to_owned(),
+            tool: self.notice.tool().to_owned(),
+            task: self.notice.task,
             partial,
             dropped_before,
         }))

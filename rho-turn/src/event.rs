@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rho_tool_core::untrusted::Plain;
-use rho_tool_core::{CallEnd, Outcome, TaskId, ToolResult, WaitingFor};
+use rho_tool_core::{
+    AwaitingApproval, CallEnd, Outcome, Queued, Running, TaskId, ToolResult, Update,
+};
 use serde::Serialize;
-use serde_with::DurationMilliSecondsWithFrac;
 
 /// The id of one turn, unique in the process; every event carries it, so
 /// subscribers of an [`EventBus`](crate::EventBus) shared by several turns
@@ -93,55 +94,57 @@ impl TurnEvent {
 
     /// The turn the call belongs to.
     pub fn turn(&self) -> TurnId {
-        match self.about() {
-            About::Call(call) => call.turn,
-            About::End(end) => end.turn,
-        }
+        self.about().turn
     }
 
     /// The call's position in the model's message, from 0.
     pub fn index(&self) -> usize {
-        match self.about() {
-            About::Call(call) => call.index,
-            About::End(end) => end.index,
-        }
+        self.about().index
     }
 
     /// The call that made this one, for a call made by a running call.
     pub fn parent_call_id(&self) -> Option<&str> {
-        match self.about() {
-            About::Call(call) => call.parent_call_id.as_deref(),
-            About::End(end) => end.parent_call_id.as_deref(),
-        }
+        self.about().parent_call_id
     }
 
     /// The id the model gave the call.
     pub fn call_id(&self) -> &str {
-        match self.about() {
-            About::Call(call) => &call.call_id,
-            About::End(end) => end.call_id(),
-        }
+        self.about().call_id
     }
 
     /// The tool's name (as the model called it; at the end, as the tool
     /// that ran calls itself, which is the same for every registered tool).
     pub fn tool(&self) -> &str {
-        match self.about() {
-            About::Call(call) => &call.tool,
-            About::End(end) => end.tool(),
-        }
+        self.about().tool
     }
 
-    /// Where the event says which call it is about: the end carries the
-    /// call's whole [`CallEnd`], the others a [`CallRef`].
+    /// Which call the event is about, read where each event keeps it: the
+    /// start in its [`CallRef`], the others in their turn's place and the
+    /// core's record.
     fn about(&self) -> About<'_> {
         match self {
-            TurnEvent::ToolExecutionStart(ExecutionStart { call, .. })
-            | TurnEvent::ToolExecutionAwaitingApproval(ExecutionAwaitingApproval { call })
-            | TurnEvent::ToolExecutionQueued(ExecutionQueued { call, .. })
-            | TurnEvent::ToolExecutionRunning(ExecutionRunning { call, .. })
-            | TurnEvent::ToolExecutionUpdate(ExecutionUpdate { call, .. }) => About::Call(call),
-            TurnEvent::ToolExecutionEnd(end) => About::End(end),
+            TurnEvent::ToolExecutionStart(start) => About {
+                turn: start.call.turn,
+                index: start.call.index,
+                parent_call_id: start.call.parent_call_id.as_deref(),
+                call_id: &start.call.call_id,
+                tool: &start.call.tool,
+            },
+            TurnEvent::ToolExecutionAwaitingApproval(event) => {
+                event.about(&event.record.call_id, &event.record.tool)
+            }
+            TurnEvent::ToolExecutionQueued(event) => {
+                event.about(&event.record.call_id, &event.record.tool)
+            }
+            TurnEvent::ToolExecutionRunning(event) => {
+                event.about(&event.record.call_id, &event.record.tool)
+            }
+            TurnEvent::ToolExecutionUpdate(event) => {
+                event.about(&event.record.call_id, &event.record.tool)
+            }
+            TurnEvent::ToolExecutionEnd(event) => {
+                event.about(&event.record.call_id, &event.record.tool)
+            }
         }
     }
 
@@ -154,13 +157,17 @@ impl TurnEvent {
 }
 
 /// Which call an event is about, as `TurnEvent::about` finds it.
-enum About<'a> {
-    Call(&'a CallRef),
-    End(&'a ExecutionEnd),
+struct About<'a> {
+    turn: TurnId,
+    index: usize,
+    parent_call_id: Option<&'a str>,
+    call_id: &'a str,
+    tool: &'a str,
 }
 
-/// Which call an event is about. Every event has these fields at its top
-/// level in JSON.
+/// Which call an event is about. A `tool_execution_start` has these
+/// fields at its top level in JSON (the other events have the same
+/// fields, from their [`InTurn`] place and the core's record).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CallRef {
     /// The turn.
@@ -180,7 +187,8 @@ pub struct CallRef {
     pub parent_call_id: Option<String>,
 }
 
-/// `tool_execution_start`.
+/// `tool_execution_start`: the turn's own event (the core has no record
+/// of a call before it starts it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExecutionStart {
     /// The call.
@@ -193,151 +201,144 @@ pub struct ExecutionStart {
     pub untrusted: bool,
 }
 
-/// `tool_execution_awaiting_approval`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExecutionAwaitingApproval {
-    /// The call.
-    #[serde(flatten)]
-    pub call: CallRef,
-}
-
-/// `tool_execution_queued`: what the call waits for now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExecutionQueued {
-    /// The call.
-    #[serde(flatten)]
-    pub call: CallRef,
-    /// The task running it.
-    pub task: TaskId,
-    /// What it waits for: an earlier call (`{"for": "call", "call_id",
-    /// "index"}`) or room under a bound (`{"for": "tool" | "source",
-    /// "name", "limit"}`).
-    pub waiting_for: WaitingFor,
-}
-
-/// `tool_execution_running`.
-#[serde_with::serde_as]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExecutionRunning {
-    /// The call.
-    #[serde(flatten)]
-    pub call: CallRef,
-    /// The task running it.
-    pub task: TaskId,
-    /// How long the call waited for its gate (`waited_ms` in JSON).
-    #[serde(rename = "waited_ms")]
-    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
-    pub waited: Duration,
-    /// How long it then waited for its place (`queued_ms` in JSON).
-    #[serde(rename = "queued_ms")]
-    #[serde_as(as = "DurationMilliSecondsWithFrac<f64>")]
-    pub queued: Duration,
-}
-
-/// `tool_execution_update`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExecutionUpdate {
-    /// The call.
-    #[serde(flatten)]
-    pub call: CallRef,
-    /// The partial result, plain data (made so inside the call's task).
-    pub partial: Plain,
-    /// How many older partial results of this call the core dropped before
-    /// this one because the loop had not taken them yet.
-    pub dropped_before: u64,
-}
-
-/// `tool_execution_end`: the call's [`CallEnd`], whole, and where the
-/// call sits in its turn.
+/// One of the core's records of a call ([`CallEvent`](rho_tool_core::CallEvent)'s
+/// and [`CallEnd`]), placed in its turn: the turn, the call's position in
+/// the model's message and the call that made it.
 ///
-/// A view of the core's one record of how a call ended (the same the
-/// loop and the tool's source get), placed in its turn: all its text (no
-/// output cap) and its details (no keep-details policy). Its accessors
-/// read the record ([`outcome`](ExecutionEnd::outcome),
-/// [`result`](ExecutionEnd::result), ...); [`call_end`](ExecutionEnd::call_end)
-/// lends it whole. In JSON its fields sit at the top level beside `turn`
-/// and `index`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExecutionEnd {
+/// Every event after the start is one: the record is the same value the
+/// core reported to the loop, whole, so a field the core adds to a call's
+/// record reaches the turn's event with it. In JSON the record's fields
+/// sit at the top level beside `turn` and `index`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InTurn<R> {
     /// The turn.
     pub turn: TurnId,
-    /// The call's position in the model's message, from 0.
+    /// The call's position in the model's message, from 0. Two calls with
+    /// the same id (a model's mistake) still have different indexes.
     pub index: usize,
-    /// The call that made this one, as [`CallRef::parent_call_id`] says.
+    /// The call that made this one, as [`CallRef::parent_call_id`] says;
+    /// not in the JSON when there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_call_id: Option<String>,
-    /// How the call ended.
+    /// The core's record.
     #[serde(flatten)]
-    pub(crate) end: CallEnd,
+    record: R,
 }
 
-impl ExecutionEnd {
-    /// The call's end, placed at `index` of `turn`, made by `parent_call_id`
-    /// when a tool's own code made it. For a host that replays or tests
-    /// events; a turn makes its own.
-    pub fn new(turn: TurnId, index: usize, parent_call_id: Option<String>, end: CallEnd) -> Self {
+impl<R> InTurn<R> {
+    /// The core's `record` of a call, placed at `index` of `turn`, made by
+    /// `parent_call_id` when a tool's own code made it. For a host that
+    /// replays or tests events; a turn makes its own.
+    pub fn new(turn: TurnId, index: usize, parent_call_id: Option<String>, record: R) -> Self {
         Self {
             turn,
             index,
             parent_call_id,
-            end,
+            record,
         }
     }
 
-    /// The record of the end, whole: the same the loop and the tool's
-    /// source got.
-    pub fn call_end(&self) -> &CallEnd {
-        &self.end
+    /// The call placed as `call` says, with its `record`.
+    pub(crate) fn placed(call: &CallRef, record: R) -> Self {
+        Self::new(call.turn, call.index, call.parent_call_id.clone(), record)
     }
 
-    /// The record of the end, taken.
-    pub fn into_call_end(self) -> CallEnd {
-        self.end
+    /// The core's record, whole: the same the loop got.
+    pub fn record(&self) -> &R {
+        &self.record
     }
 
+    /// The core's record, taken.
+    pub fn into_record(self) -> R {
+        self.record
+    }
+
+    fn about<'a>(&'a self, call_id: &'a str, tool: &'a str) -> About<'a> {
+        About {
+            turn: self.turn,
+            index: self.index,
+            parent_call_id: self.parent_call_id.as_deref(),
+            call_id,
+            tool,
+        }
+    }
+}
+
+/// `tool_execution_awaiting_approval`: the core's [`AwaitingApproval`],
+/// placed in its turn.
+pub type ExecutionAwaitingApproval = InTurn<AwaitingApproval>;
+
+/// `tool_execution_queued`: the core's [`Queued`] (what the call waits
+/// for now: an earlier call, `{"for": "call", "call_id", "index"}`, or
+/// room under a bound, `{"for": "tool" | "source", "name", "limit"}`),
+/// placed in its turn.
+pub type ExecutionQueued = InTurn<Queued>;
+
+/// `tool_execution_running`: the core's [`Running`] (the task, and how
+/// long the call waited for its gate and then for its place, `waited_ms`
+/// and `queued_ms` in JSON), placed in its turn.
+pub type ExecutionRunning = InTurn<Running>;
+
+/// `tool_execution_update`: the core's [`Update`] (the partial result,
+/// plain data made so inside the call's task, and how many older ones the
+/// core dropped before it), placed in its turn.
+pub type ExecutionUpdate = InTurn<Update>;
+
+/// `tool_execution_end`: the core's [`CallEnd`], whole, placed in its
+/// turn.
+///
+/// The core's one record of how a call ended (the same the loop and the
+/// tool's source get): all its text (no output cap) and its details (no
+/// keep-details policy). Its accessors read the record
+/// ([`outcome`](InTurn::outcome), [`result`](InTurn::result), ...);
+/// [`record`](InTurn::record) lends it whole.
+pub type ExecutionEnd = InTurn<CallEnd>;
+
+/// The end's accessors, read from its [`CallEnd`].
+impl InTurn<CallEnd> {
     /// The call's id.
     pub fn call_id(&self) -> &str {
-        &self.end.call_id
+        &self.record.call_id
     }
 
     /// The tool's name.
     pub fn tool(&self) -> &str {
-        &self.end.tool
+        &self.record.tool
     }
 
     /// The task that ran the call.
     pub fn task(&self) -> TaskId {
-        self.end.task
+        self.record.task
     }
 
     /// The class of the end.
     pub fn outcome(&self) -> Outcome {
-        self.end.outcome
+        self.record.outcome
     }
 
     /// The whole result.
     pub fn result(&self) -> &ToolResult {
-        &self.end.result
+        &self.record.result
     }
 
     /// The result's details, whole.
     pub fn details(&self) -> Option<&Plain> {
-        self.end.result.details.as_ref()
+        self.record.result.details.as_ref()
     }
 
     /// How long the call waited for its gate.
     pub fn waited(&self) -> Duration {
-        self.end.waited
+        self.record.waited
     }
 
     /// How long the call waited for its place after its gate allowed it.
     pub fn queued(&self) -> Duration {
-        self.end.queued
+        self.record.queued
     }
 
     /// How long the tool ran after the gate allowed it; `None` if it never
     /// started.
     pub fn ran(&self) -> Option<Duration> {
-        self.end.ran
+        self.record.ran
     }
 }

@@ -215,7 +215,7 @@ pub use cap::OutputCap;
 pub use entry::SessionEntry;
 pub use event::{
     CallRef, ExecutionAwaitingApproval, ExecutionEnd, ExecutionQueued, ExecutionRunning,
-    ExecutionStart, ExecutionUpdate, TurnEvent, TurnId,
+    ExecutionStart, ExecutionUpdate, InTurn, TurnEvent, TurnId,
 };
 pub use keep::{KeepDetails, KeepFn, json_size};
 pub use runner::{TurnRunner, WeakTurnRunner};

@@ -6,47 +6,25 @@ use rho_tool_core::{CallEnd, CallEvent, ToolResult};
 
 use crate::cap::OutputCap;
 use crate::entry::SessionEntry;
-use crate::event::{
-    CallRef, ExecutionAwaitingApproval, ExecutionEnd, ExecutionQueued, ExecutionRunning,
-    ExecutionUpdate, TurnEvent,
-};
+use crate::event::{CallRef, ExecutionEnd, InTurn, TurnEvent};
 
-/// The turn's event for a call's progress; `None` for its end, which the
-/// caller reports itself.
+/// The turn's event for a call's progress: the core's record, placed in
+/// the turn; `None` for its end, which the caller reports itself.
 pub(crate) fn progress(call: &CallRef, event: CallEvent) -> Option<TurnEvent> {
-    let call = call.clone();
-    match event {
-        CallEvent::AwaitingApproval(_) => Some(TurnEvent::ToolExecutionAwaitingApproval(
-            ExecutionAwaitingApproval { call },
-        )),
-        CallEvent::Queued(queued) => Some(TurnEvent::ToolExecutionQueued(ExecutionQueued {
-            call,
-            task: queued.task,
-            waiting_for: queued.waiting_for,
-        })),
-        CallEvent::Running(running) => Some(TurnEvent::ToolExecutionRunning(ExecutionRunning {
-            call,
-            task: running.task,
-            waited: running.waited,
-            queued: running.queued,
-        })),
-        CallEvent::Update(update) => Some(TurnEvent::ToolExecutionUpdate(ExecutionUpdate {
-            call,
-            partial: update.partial,
-            dropped_before: update.dropped_before,
-        })),
-        CallEvent::Ended(_) => None,
-    }
+    Some(match event {
+        CallEvent::AwaitingApproval(record) => {
+            TurnEvent::ToolExecutionAwaitingApproval(InTurn::placed(call, record))
+        }
+        CallEvent::Queued(record) => TurnEvent::ToolExecutionQueued(InTurn::placed(call, record)),
+        CallEvent::Running(record) => TurnEvent::ToolExecutionRunning(InTurn::placed(call, record)),
+        CallEvent::Update(record) => TurnEvent::ToolExecutionUpdate(InTurn::placed(call, record)),
+        CallEvent::Ended(_) => return None,
+    })
 }
 
 /// The end event of a call.
 pub(crate) fn end(call: &CallRef, end: CallEnd) -> ExecutionEnd {
-    ExecutionEnd {
-        turn: call.turn,
-        index: call.index,
-        parent_call_id: call.parent_call_id.clone(),
-        end,
-    }
+    InTurn::placed(call, end)
 }
 
 /// The session entry of an ended call: its result under `cap`, with the
@@ -65,7 +43,7 @@ pub(crate) fn entry(
         queued,
         ran,
         ..
-    } = end.call_end();
+    } = end.record();
     // Built part by part from the whole result: a text the cap cuts is
     // copied only as far as it is kept.
     let mut cut_bytes = 0;

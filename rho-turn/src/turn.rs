@@ -396,11 +396,11 @@ impl<E: Executor> Turn<E> {
                 arguments: call.arguments,
                 untrusted,
             }));
-        let end = ExecutionEnd {
-            turn: self.id,
+        let end = ExecutionEnd::new(
+            self.id,
             index,
-            parent_call_id: self.parent_call_id(),
-            end: CallEnd {
+            self.parent_call_id(),
+            CallEnd {
                 result: ToolResult::error(exit_text(&call.name, Exit::Aborted)),
                 call_id: call.id,
                 tool: call.name,
@@ -410,7 +410,7 @@ impl<E: Executor> Turn<E> {
                 queued: Duration::ZERO,
                 ran: None,
             },
-        };
+        );
         self.record_end(end);
     }
 
@@ -467,7 +467,7 @@ impl<E: Executor> Turn<E> {
         entry.nested = self.config.nested.take(end.task());
         self.slots[index] = Slot::Ended(entry);
         if let Some(ends) = &mut self.ends {
-            ends.push(end.call_end().clone());
+            ends.push(end.record().clone());
         }
         self.control.ended(index);
         self.left -= 1;

@@ -114,7 +114,7 @@ fn aborting_one_call_leaves_the_others_running() {
     let task = runtime.spawn(turn);
     support::wait_until("the hanging tool running", || {
         recorder.all().iter().any(
-            |event| matches!(event, TurnEvent::ToolExecutionRunning(r) if r.call.call_id == "b"),
+            |event| matches!(event, TurnEvent::ToolExecutionRunning(r) if r.record().call_id == "b"),
         )
     });
     assert!(abort.abort_call("b"));

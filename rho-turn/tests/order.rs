@@ -217,6 +217,30 @@ fn events_serialise_with_the_host_names() {
     let entry = serde_json::to_value(&entries[0]).expect("JSON");
     assert_eq!(entry["outcome"], "succeeded");
     assert_eq!(entry["cut_bytes"], 0);
+
+    // Every event after the start is the core's record placed in the turn:
+    // each of the record's fields is in the event's JSON, at its top level,
+    // with the record's value (so one the core adds reaches the turn's
+    // event with no edit here), the task that ran the call among them.
+    let task = &json[4]["task"];
+    assert!(task.is_u64(), "{}", json[4]);
+    for (event, event_json) in recorder.all().iter().zip(&json).skip(1) {
+        let record = match event {
+            TurnEvent::ToolExecutionAwaitingApproval(e) => serde_json::to_value(e.record()),
+            TurnEvent::ToolExecutionQueued(e) => serde_json::to_value(e.record()),
+            TurnEvent::ToolExecutionRunning(e) => serde_json::to_value(e.record()),
+            TurnEvent::ToolExecutionUpdate(e) => serde_json::to_value(e.record()),
+            TurnEvent::ToolExecutionEnd(e) => serde_json::to_value(e.record()),
+            TurnEvent::ToolExecutionStart(_) => unreachable!("only the first event is a start"),
+        }
+        .expect("JSON");
+        let fields = record.as_object().expect("a record is an object");
+        assert!(fields.len() >= 3, "{record}");
+        for (field, value) in fields {
+            assert_eq!(&event_json[field], value, "{field} of {event_json}");
+        }
+        assert_eq!(&event_json["task"], task, "{event_json}");
+    }
 }
 
 #[test]

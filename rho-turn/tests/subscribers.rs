@@ -255,7 +255,7 @@ fn a_full_buffer_drops_the_oldest_updates_and_counts_them() {
         .iter()
         .rev()
         .find_map(|e| match &**e {
-            TurnEvent::ToolExecutionUpdate(update) => Some(update.partial.to_json()),
+            TurnEvent::ToolExecutionUpdate(update) => Some(update.record().partial.to_json()),
             _ => None,
         })
         .expect("an update");

@@ -106,13 +106,16 @@ fn an_untrusted_tools_updates_reach_subscribers_as_plain_data() {
         .expect("an update");
     // Library-owned plain data: the u128 and the NaN became text.
     assert_eq!(
-        update.partial.get("done"),
+        update.record().partial.get("done"),
         Some(&Plain::Text(u128::MAX.to_string()))
     );
-    assert_eq!(update.partial.get("rate"), Some(&Plain::Text("NaN".into())));
     assert_eq!(
-        update.partial.to_json()["stage"],
+        update.record().partial.get("rate"),
+        Some(&Plain::Text("NaN".into()))
+    );
+    assert_eq!(
+        update.record().partial.to_json()["stage"],
         json!({ "Copying": { "file": "a.txt" } })
     );
-    assert_eq!(update.dropped_before, 0);
+    assert_eq!(update.record().dropped_before, 0);
 }

@@ -181,9 +181,9 @@ fn waiting_for_order_is_off_the_clock<E: Executor>(
         })
         .collect();
     assert_eq!(queued.len(), 1, "{queued:?}");
-    assert_eq!(queued[0].call.call_id, "r");
+    assert_eq!(queued[0].record().call_id, "r");
     assert_eq!(
-        queued[0].waiting_for,
+        queued[0].record().waiting_for,
         WaitingFor::Call {
             call_id: "w".to_owned(),
             index: 0

@@ -241,9 +241,9 @@ pub mod registry {
 pub mod turn {
     pub use rho_turn::{
         ArgumentError, CallRef, EventBus, EventStream, ExecutionAwaitingApproval, ExecutionEnd,
-        ExecutionQueued, ExecutionRunning, ExecutionStart, ExecutionUpdate, Failure, KeepDetails,
-        KeepFn, OutputCap, SchemaCache, SessionEntry, Subscriber, SubscriberId, Subscription, Turn,
-        TurnAbort, TurnEvent, TurnId, TurnRunner, WeakTurnRunner, json_size,
+        ExecutionQueued, ExecutionRunning, ExecutionStart, ExecutionUpdate, Failure, InTurn,
+        KeepDetails, KeepFn, OutputCap, SchemaCache, SessionEntry, Subscriber, SubscriberId,
+        Subscription, Turn, TurnAbort, TurnEvent, TurnId, TurnRunner, WeakTurnRunner, json_size,
     };
 }
 
