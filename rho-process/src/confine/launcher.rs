@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::Support;
+use super::launch::PROBE_ARG;
 
 /// The argument with which a host's own executable is started as the
 /// launcher ([`Launcher::embedded`]); [`serve_if_launcher`] knows it.
@@ -13,9 +14,6 @@ pub const LAUNCHER_ARG: &str = "--rho-confine";
 
 /// The name of the launcher program this crate ships.
 pub const LAUNCHER_PROGRAM: &str = "rho-confine";
-
-/// The argument that asks a launcher what the kernel lets it enforce.
-pub(crate) const PROBE_ARG: &str = "--rho-confine-probe";
 
 /// Set once [`serve_if_launcher`] returned in this process.
 static EMBEDS_THE_LAUNCHER: AtomicBool = AtomicBool::new(false);

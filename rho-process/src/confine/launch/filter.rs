@@ -14,8 +14,8 @@ use seccompiler::{
     SeccompRule, TargetArch, sock_filter,
 };
 
-use super::Plan;
 use super::root::{Access as Mount, Entry};
+use super::{LaunchError, Plan, Step, failed, failed_at};
 use crate::confine::Mechanism;
 use crate::confine::policy::Rest;
 
@@ -32,10 +32,7 @@ pub(super) fn landlock(
     plan: &Plan,
     entries: &[Entry],
     directories: &[&std::os::fd::OwnedFd],
-) -> Result<(), String> {
-    let failed = |error: &dyn std::fmt::Display| {
-        format!("could not restrict file access (Landlock): {error}")
-    };
+) -> Result<(), LaunchError> {
     let confinement = &plan.confinement;
     let namespaces = plan.uses(Mechanism::Namespaces);
     let mut read: Vec<PathBuf> = Vec::new();
@@ -61,42 +58,45 @@ pub(super) fn landlock(
     let ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(NEWEST))
-        .map_err(|e| failed(&e))?
+        .map_err(failed(Step::Landlock))?
         .scope(Scope::AbstractUnixSocket | Scope::Signal)
-        .map_err(|e| failed(&e))?;
-    let mut created = ruleset.create().map_err(|e| failed(&e))?;
+        .map_err(failed(Step::Landlock))?;
+    let mut created = ruleset.create().map_err(failed(Step::Landlock))?;
     // `/` lists (an `ls /` works), nothing more: every path below it
     // comes with its own rule.
-    let root = PathFd::new("/").map_err(|e| failed(&e))?;
+    let root = PathFd::new("/").map_err(failed(Step::Landlock))?;
     created = created
         .add_rule(PathBeneath::new(root, AccessFs::ReadDir))
-        .map_err(|e| failed(&e))?;
+        .map_err(failed(Step::Landlock))?;
     for (paths, access) in [
         (read, AccessFs::from_read(NEWEST)),
         (write, AccessFs::from_all(NEWEST)),
     ] {
         for path in paths {
             // Every path exists here: the new root was made of them.
-            let fd = PathFd::new(&path).map_err(|e| failed(&format!("{}: {e}", path.display())))?;
+            let fd = PathFd::new(&path).map_err(failed_at(Step::Landlock, path.display()))?;
             created = created
                 .add_rule(PathBeneath::new(fd, access))
-                .map_err(|e| failed(&e))?;
+                .map_err(failed(Step::Landlock))?;
         }
     }
     for directory in directories {
         created = created
             .add_rule(PathBeneath::new(*directory, AccessFs::from_all(NEWEST)))
-            .map_err(|e| failed(&e))?;
+            .map_err(failed(Step::Landlock))?;
     }
-    let status = created.restrict_self().map_err(|e| failed(&e))?;
+    let status = created.restrict_self().map_err(failed(Step::Landlock))?;
     if status.ruleset == RulesetStatus::NotEnforced {
-        return Err(failed(&"the kernel did not enforce the rules"));
+        return Err(
+            LaunchError::new(Step::Landlock).because("the kernel did not enforce the rules")
+        );
     }
     Ok(())
 }
 
 /// The Landlock ABI this kernel offers, found by restricting this
-/// (throwaway) process.
+/// (throwaway) process. What it finds missing is a reason in words for
+/// the host's `Support`, not a step's failure.
 pub(super) fn probe_landlock() -> Result<u8, String> {
     let status = Ruleset::default()
         .handle_access(AccessFs::Execute)
@@ -170,10 +170,8 @@ const TERMINAL_INJECTION: &[u64] = &[libc::TIOCSTI, libc::TIOCLINUX];
 
 /// Installs the filter on this process (no new privileges first, as
 /// seccomp requires of a process without `CAP_SYS_ADMIN`).
-pub(super) fn seccomp() -> Result<(), String> {
-    let failed =
-        |error: &dyn std::fmt::Display| format!("could not filter system calls (seccomp): {error}");
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| failed(&e))?;
+pub(super) fn seccomp() -> Result<(), LaunchError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(failed(Step::Seccomp))?;
     let condition = |index: u8, op: SeccompCmpOp, value: u64| {
         SeccompCondition::new(index, SeccompCmpArgLen::Qword, op, value)
             .and_then(|condition| SeccompRule::new(vec![condition]))
@@ -184,13 +182,13 @@ pub(super) fn seccomp() -> Result<(), String> {
         .iter()
         .map(|&flag| condition(0, SeccompCmpOp::MaskedEq(flag), flag))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| failed(&e))?;
+        .map_err(failed(Step::Seccomp))?;
     denied.insert(libc::SYS_clone, clone_rules);
     let ioctl_rules = TERMINAL_INJECTION
         .iter()
         .map(|&request| condition(1, SeccompCmpOp::Eq, request))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| failed(&e))?;
+        .map_err(failed(Step::Seccomp))?;
     denied.insert(libc::SYS_ioctl, ioctl_rules);
     let not_implemented: BTreeMap<i64, Vec<SeccompRule>> =
         NOT_IMPLEMENTED.iter().map(|&nr| (nr, Vec::new())).collect();
@@ -209,13 +207,13 @@ pub(super) fn seccomp() -> Result<(), String> {
             SeccompAction::Errno(errno),
             arch,
         )
-        .map_err(|e| failed(&e))?;
+        .map_err(failed(Step::Seccomp))?;
         chain(
             &mut program,
-            BpfProgram::try_from(filter).map_err(|e| failed(&e))?,
+            BpfProgram::try_from(filter).map_err(failed(Step::Seccomp))?,
         );
     }
-    seccompiler::apply_filter(&program).map_err(|e| failed(&e))
+    seccompiler::apply_filter(&program).map_err(failed(Step::Seccomp))
 }
 
 const RET_K: u16 = 0x06; // BPF_RET | BPF_K

@@ -12,7 +12,9 @@ use rustix::process::{Signal, WaitOptions};
 
 use super::proxy::{self, ProxyEnd};
 use super::writes::{self, Bounded};
-use super::{Plan, Report, WRITES, filter, limits, net, root};
+use super::{
+    LaunchError, Plan, Report, Step, WRITES, failed, failed_at, filter, limits, net, root,
+};
 use crate::confine::policy::Network;
 use crate::confine::{Mechanism, Support};
 
@@ -34,10 +36,8 @@ pub(super) fn run(report: File, plan: &Plan, command: &[OsString], proxy: Option
         // Outer's death (the host's kill at the deadline) is init's, and
         // so the namespace's. Outer has one thread, the one that started
         // init, so the "parent" of PR_SET_PDEATHSIG is outer itself.
-        if rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).is_err() {
-            send(Report::SetupFailed(
-                "could not tie the confinement to its launcher".into(),
-            ));
+        if let Err(error) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
+            send(Report::Failed(failed(Step::TieToLauncher)(error)));
         }
         // Outer may have died before that: then nobody reads the pipe.
         if outer_is_gone(&report) {
@@ -52,10 +52,10 @@ pub(super) fn run(report: File, plan: &Plan, command: &[OsString], proxy: Option
         bounded,
     } = match setup(plan, proxy) {
         Ok(set) => set,
-        Err(text) => send(Report::SetupFailed(text)),
+        Err(error) => send(Report::Failed(error)),
     };
     let Some((program, args)) = command.split_first() else {
-        send(Report::NotStarted("no command was given".into()));
+        send(Report::Failed(LaunchError::new(Step::NoCommand)));
     };
     let mut command = Command::new(program);
     command.args(args);
@@ -64,10 +64,10 @@ pub(super) fn run(report: File, plan: &Plan, command: &[OsString], proxy: Option
     }
     let child = match command.spawn() {
         Ok(child) => child,
-        Err(error) => send(Report::NotStarted(format!(
-            "could not start `{}` inside the confinement: {error}",
-            program.to_string_lossy()
-        ))),
+        Err(error) => send(Report::Failed(failed_at(
+            Step::Exec,
+            program.to_string_lossy(),
+        )(error))),
     };
     let pid = rustix::process::Pid::from_child(&child);
     loop {
@@ -86,9 +86,7 @@ pub(super) fn run(report: File, plan: &Plan, command: &[OsString], proxy: Option
             // An orphan that came to PID 1, reaped.
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => {}
-            Err(error) => send(Report::SetupFailed(format!(
-                "could not wait for the command: {error}"
-            ))),
+            Err(error) => send(Report::Failed(failed(Step::WaitCommand)(error))),
         }
     }
 }
@@ -154,7 +152,7 @@ fn keep_writes(plan: &Plan, bounded: &[Bounded]) {
 /// listener: its port is returned), limits, capabilities, Landlock,
 /// seccomp, working directory. Any failure is the call's refusal: nothing
 /// here is skipped silently.
-fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Set, String> {
+fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Set, LaunchError> {
     let namespaces = plan.uses(Mechanism::Namespaces);
     // The paths, resolved once in the host's view: the new root is built
     // of them, and Landlock's rules name the same paths inside it.
@@ -166,7 +164,7 @@ fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Set, String> {
         // init's descriptors through `/proc/1/fd`: the report pipe, and
         // the host's directories of bounded writes.
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
-            .map_err(|error| format!("could not make init undumpable: {error}"))?;
+            .map_err(failed(Step::Undumpable))?;
         if matches!(
             plan.confinement.network(),
             Network::Loopback | Network::Hosts
@@ -176,7 +174,7 @@ fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Set, String> {
         // No namespace inside this one (an escape route, and a way around
         // the limits): the count of user namespaces this one may hold.
         std::fs::write("/proc/sys/user/max_user_namespaces", "0")
-            .map_err(|error| format!("could not forbid nested namespaces: {error}"))?;
+            .map_err(failed(Step::NestedNamespaces))?;
         let _ = rustix::system::sethostname(b"rho");
     }
     let proxy_port = proxy.map(proxy::offer).transpose()?;
@@ -197,15 +195,10 @@ fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Set, String> {
             .map(std::path::Path::to_path_buf)
     });
     if let Some(cwd) = cwd {
-        std::env::set_current_dir(&cwd).map_err(|error| {
-            format!(
-                "the working directory {} is not reachable inside the confinement: {error}",
-                cwd.display()
-            )
-        })?;
+        std::env::set_current_dir(&cwd)
+            .map_err(failed_at(Step::WorkingDirectory, cwd.display()))?;
     } else if namespaces {
-        std::env::set_current_dir("/")
-            .map_err(|error| format!("could not enter the new root: {error}"))?;
+        std::env::set_current_dir("/").map_err(failed(Step::EnterRoot))?;
     }
     Ok(Set {
         proxy_port,
@@ -216,18 +209,16 @@ fn setup(plan: &Plan, proxy: Option<ProxyEnd>) -> Result<Set, String> {
 /// Drops every capability init holds in its user namespace, for good: the
 /// command runs as root of the namespace (the only id mapped) with none,
 /// and cannot gain any by `exec`.
-fn drop_capabilities() -> Result<(), String> {
+fn drop_capabilities() -> Result<(), LaunchError> {
     use rustix::thread::{CapabilitiesSecureBits as Bits, CapabilitySet, CapabilitySets};
-    let failed = |what: &str, error: rustix::io::Errno| {
-        format!("could not drop capabilities ({what}): {error}")
-    };
+    let failed = |what: &'static str| failed_at(Step::Capabilities, what);
     for bit in 0..64 {
         match rustix::thread::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(
             1 << bit,
         )) {
             // Past the last capability this kernel knows.
             Ok(()) | Err(rustix::io::Errno::INVAL) => {}
-            Err(error) => return Err(failed("bounding set", error)),
+            Err(error) => return Err(failed("bounding set")(error)),
         }
     }
     let locked = Bits::NO_ROOT
@@ -237,28 +228,25 @@ fn drop_capabilities() -> Result<(), String> {
         | Bits::KEEP_CAPS_LOCKED
         | Bits::NO_CAP_AMBIENT_RAISE
         | Bits::NO_CAP_AMBIENT_RAISE_LOCKED;
-    rustix::thread::set_capabilities_secure_bits(locked).map_err(|e| failed("secure bits", e))?;
-    rustix::thread::clear_ambient_capability_set().map_err(|e| failed("ambient set", e))?;
+    rustix::thread::set_capabilities_secure_bits(locked).map_err(failed("secure bits"))?;
+    rustix::thread::clear_ambient_capability_set().map_err(failed("ambient set"))?;
     let none = CapabilitySets {
         effective: CapabilitySet::empty(),
         permitted: CapabilitySet::empty(),
         inheritable: CapabilitySet::empty(),
     };
-    rustix::thread::set_capabilities(None, none).map_err(|e| failed("sets", e))
+    rustix::thread::set_capabilities(None, none).map_err(failed("sets"))
 }
 
 /// A probe's init: tries each mechanism that needs the namespaces, then
 /// Landlock and seccomp.
 fn probe(plan: &Plan) -> Support {
     let mut support = Support::none(String::new());
-    support.namespaces =
-        match root::entries(&plan.confinement).and_then(|entries| root::build(plan, &entries)) {
-            Ok(_) => match net::loopback_up() {
-                Ok(()) => Ok(()),
-                Err(text) => Err(text),
-            },
-            Err(text) => Err(text),
-        };
+    // What failed is a reason in words: `Support` is the host's, and text.
+    support.namespaces = root::entries(&plan.confinement)
+        .and_then(|entries| root::build(plan, &entries))
+        .and_then(|_| net::loopback_up())
+        .map_err(|error| error.to_string());
     support.process_limit = limits::probe_process_limit(plan);
     probe_filters(&mut support);
     support
@@ -267,5 +255,5 @@ fn probe(plan: &Plan) -> Support {
 /// Tries Landlock and seccomp on this (throwaway) process.
 pub(super) fn probe_filters(support: &mut Support) {
     support.landlock = filter::probe_landlock();
-    support.seccomp = filter::seccomp();
+    support.seccomp = filter::seccomp().map_err(|error| error.to_string());
 }

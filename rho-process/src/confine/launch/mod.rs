@@ -23,12 +23,17 @@
 //! 3. the command, PID 2, confined by everything init set (which its
 //!    children inherit and cannot undo).
 //!
+//! A step that fails says which it was, about what and by which errno
+//! ([`error`]); init reports it to outer, and outer to the host by its
+//! exit code and a line on stderr.
+//!
 //! Why processes and not `pre_exec`: `unshare(CLONE_NEWUSER)` refuses a
 //! process with more than one thread, which every host is, and a
 //! `pre_exec` closure in a threaded host may only make async-signal-safe
 //! calls, which building a confinement is not. The launcher has one
 //! thread, so its own fork of init is sound ([`sys`]).
 
+mod error;
 pub(crate) mod filter;
 mod init;
 mod limits;
@@ -46,7 +51,13 @@ use serde::{Deserialize, Serialize};
 
 use super::policy::Confinement;
 
+use error::{LaunchError, Step, failed, failed_at};
 pub(crate) use outer::probe_support;
+
+/// The argument that asks a launcher what the kernel lets it enforce: the
+/// launcher's own word (outer passes it to a launcher it starts to probe),
+/// which the host side reads from its arguments.
+pub(crate) const PROBE_ARG: &str = "--rho-confine-probe";
 
 /// What the host asks the launcher to enforce: the confinement, less what
 /// the host already knows this kernel cannot do (best effort).
@@ -77,10 +88,9 @@ enum Report {
     Exited(i32),
     /// A signal killed it.
     Signaled(i32),
-    /// The confinement could not be set up; the command never ran.
-    SetupFailed(String),
-    /// The command could not be started inside the confinement.
-    NotStarted(String),
+    /// The confinement could not be set up, or the command could not be
+    /// started inside it: the command never ran.
+    Failed(LaunchError),
     /// What a probe found.
     Probe(super::Support),
 }
@@ -107,6 +117,6 @@ pub(crate) fn run(stage: Stage) -> ! {
 }
 
 /// Reads a plan from its JSON.
-fn parse_plan(plan: &str) -> Result<Plan, String> {
-    serde_json::from_str(plan).map_err(|error| format!("the plan is not valid: {error}"))
+fn parse_plan(plan: &str) -> Result<Plan, LaunchError> {
+    serde_json::from_str(plan).map_err(failed(Step::Plan))
 }

@@ -6,7 +6,10 @@
 //! pulling in an async netlink stack for one message. The kernel then
 //! gives `lo` 127.0.0.1/8 and ::1 itself.
 
+use rustix::io::Errno;
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketType, netlink::SocketAddrNetlink};
+
+use super::{LaunchError, Step, failed};
 
 /// `RTM_NEWLINK`, `NLM_F_REQUEST | NLM_F_ACK`, `NLMSG_ERROR`, `IFF_UP`
 /// (rtnetlink(7), netlink(7), netdevice(7)).
@@ -18,13 +21,10 @@ const IFF_UP: u32 = 1;
 const LOOPBACK_INDEX: i32 = 1;
 
 /// Sets `lo` up.
-pub(super) fn loopback_up() -> Result<(), String> {
-    let failed = |error: &dyn std::fmt::Display| {
-        format!("could not bring the confinement's loopback up: {error}")
-    };
+pub(super) fn loopback_up() -> Result<(), LaunchError> {
     // NETLINK_ROUTE is protocol 0: the default.
     let socket = rustix::net::socket(AddressFamily::NETLINK, SocketType::RAW, None)
-        .map_err(|e| failed(&e))?;
+        .map_err(failed(Step::Loopback))?;
     let mut message = Vec::with_capacity(32);
     // struct nlmsghdr: length, type, flags, sequence, port id.
     message.extend_from_slice(&32u32.to_ne_bytes());
@@ -44,19 +44,20 @@ pub(super) fn loopback_up() -> Result<(), String> {
         SendFlags::empty(),
         &SocketAddrNetlink::new(0, 0),
     )
-    .map_err(|e| failed(&e))?;
+    .map_err(failed(Step::Loopback))?;
     let mut answer = [0u8; 64];
-    let (got, _) =
-        rustix::net::recv(&socket, &mut answer[..], RecvFlags::empty()).map_err(|e| failed(&e))?;
+    let (got, _) = rustix::net::recv(&socket, &mut answer[..], RecvFlags::empty())
+        .map_err(failed(Step::Loopback))?;
     let got = &answer[..got];
     // The acknowledgement: a header of type NLMSG_ERROR, then an errno
     // (0 for success, negative otherwise).
     if got.len() < 20 || u16::from_ne_bytes([got[4], got[5]]) != NLMSG_ERROR {
-        return Err(failed(&"the kernel's answer was not an acknowledgement"));
+        return Err(LaunchError::new(Step::Loopback)
+            .because("the kernel's answer was not an acknowledgement"));
     }
     let errno = i32::from_ne_bytes([got[16], got[17], got[18], got[19]]);
     if errno != 0 {
-        return Err(failed(&std::io::Error::from_raw_os_error(-errno)));
+        return Err(failed(Step::Loopback)(Errno::from_raw_os_error(-errno)));
     }
     Ok(())
 }

@@ -11,14 +11,20 @@ use rustix::process::{Resource, Rlimit, Signal, WaitOptions};
 use rustix::thread::UnshareFlags;
 
 use super::proxy::{self, ProxyEnd};
-use super::{NOT_STARTED, PREFIX, Plan, Report, SETUP_FAILED, init, parse_plan, sys};
+use super::{LaunchError, PREFIX, Plan, Report, Step, failed, failed_at, init, parse_plan, sys};
 use crate::confine::policy::Network;
 use crate::confine::{Mechanism, Support};
 
-/// Ends the launcher with `text` on stderr and the setup-failed code.
-fn fail(text: &str) -> ! {
-    let _ = writeln!(std::io::stderr(), "{PREFIX}{text}");
-    std::process::exit(SETUP_FAILED)
+/// Ends the launcher with `error` on stderr, as a line the host reads
+/// (see [`error`](super::error) for why it is text), and its exit code.
+fn fail(error: &LaunchError) -> ! {
+    let _ = writeln!(std::io::stderr(), "{}", line(error));
+    std::process::exit(error.exit_code())
+}
+
+/// The line on stderr that tells the host of `error`.
+pub(super) fn line(error: &LaunchError) -> String {
+    format!("{PREFIX}{error}")
 }
 
 /// The namespaces a plan asks for.
@@ -36,13 +42,10 @@ fn namespaces(plan: &Plan) -> UnshareFlags {
 }
 
 /// Enters new namespaces and maps the caller's ids to root inside.
-fn enter(flags: UnshareFlags, uid: u32, gid: u32) -> Result<(), String> {
-    sys::unshare(flags)
-        .map_err(|error| format!("user namespaces are not available: unshare: {error}"))?;
-    let write = |path: &str, text: String| {
-        std::fs::write(path, text)
-            .map_err(|error| format!("user namespaces are not usable: writing {path}: {error}"))
-    };
+fn enter(flags: UnshareFlags, uid: u32, gid: u32) -> Result<(), LaunchError> {
+    sys::unshare(flags).map_err(failed(Step::UserNamespace))?;
+    let write =
+        |path: &str, text: String| std::fs::write(path, text).map_err(failed_at(Step::IdMap, path));
     // `deny` first: an unprivileged process may write its gid map only
     // once it can no longer drop supplementary groups (user_namespaces(7)).
     write("/proc/self/setgroups", "deny".to_owned())?;
@@ -56,13 +59,11 @@ pub(super) fn run(plan: &str, command: Vec<OsString>) -> ! {
     // First, before the launcher opens anything: nothing of the host's
     // but stdin, stdout and stderr reaches the command.
     if let Err(error) = sys::close_inherited() {
-        fail(&format!(
-            "could not close the descriptors the host left open: {error}"
-        ));
+        fail(&failed(Step::CloseInherited)(error));
     }
     let mut plan = match parse_plan(plan) {
         Ok(plan) => plan,
-        Err(text) => fail(&text),
+        Err(error) => fail(&error),
     };
     // No core files of the command or of the launcher replaying its end.
     let _ = rustix::process::setrlimit(
@@ -78,16 +79,16 @@ pub(super) fn run(plan: &str, command: Vec<OsString>) -> ! {
     // Before the unshare: the proxy stays in the host's network.
     let proxy = match proxy::start(&plan) {
         Ok(proxy) => proxy,
-        Err(text) => fail(&text),
+        Err(error) => fail(&error),
     };
     if plan.uses(Mechanism::Namespaces) {
-        if let Err(text) = enter(namespaces(&plan), uid, gid) {
-            fail(&text);
+        if let Err(error) = enter(namespaces(&plan), uid, gid) {
+            fail(&error);
         }
     }
     match start_init(&plan, &command, proxy) {
         Ok(report) => replay(report),
-        Err(text) => fail(&text),
+        Err(error) => fail(&error),
     }
 }
 
@@ -97,13 +98,11 @@ fn start_init(
     plan: &Plan,
     command: &[OsString],
     proxy: Option<ProxyEnd>,
-) -> Result<Report, String> {
+) -> Result<Report, LaunchError> {
     // The report pipe, both ends close-on-exec: init writes, outer reads.
-    let (read, write) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC)
-        .map_err(|error| format!("could not make a pipe: {error}"))?;
-    let init = match sys::fork()
-        .map_err(|error| format!("could not start the confinement's init: {error}"))?
-    {
+    let (read, write) =
+        rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(failed(Step::ReportPipe))?;
+    let init = match sys::fork().map_err(failed(Step::StartInit))? {
         sys::Forked::Child => {
             drop(read);
             init::run(File::from(write), plan, command, proxy)
@@ -120,17 +119,12 @@ fn start_init(
         match rustix::process::waitpid(Some(init), WaitOptions::empty()) {
             Ok(Some((_, status))) => break status,
             Ok(None) | Err(rustix::io::Errno::INTR) => continue,
-            Err(error) => {
-                return Err(format!(
-                    "could not wait for the confinement's init: {error}"
-                ));
-            }
+            Err(error) => return Err(failed(Step::WaitInit)(error)),
         }
     };
-    read_result.map_err(|error| format!("could not read the confinement's report: {error}"))?;
-    serde_json::from_str(&report).map_err(|_| {
-        format!("the confinement's init ended ({status:?}) without saying how the command ended")
-    })
+    read_result.map_err(failed(Step::ReadReport))?;
+    serde_json::from_str(&report)
+        .map_err(|_| LaunchError::new(Step::NoReport).at(format_args!("{status:?}")))
 }
 
 /// Ends this process the way the command ended.
@@ -150,12 +144,8 @@ fn replay(report: Report) -> ! {
             // program does): the shell's convention.
             std::process::exit(128 + number)
         }
-        Report::SetupFailed(text) => fail(&text),
-        Report::NotStarted(text) => {
-            let _ = writeln!(std::io::stderr(), "{PREFIX}{text}");
-            std::process::exit(NOT_STARTED)
-        }
-        Report::Probe(_) => fail("init answered a probe to a run"),
+        Report::Failed(error) => fail(&error),
+        Report::Probe(_) => fail(&LaunchError::new(Step::WrongReport)),
     }
 }
 
@@ -177,9 +167,9 @@ fn probe_here() -> Support {
         | UnshareFlags::NEWIPC
         | UnshareFlags::NEWUTS
         | UnshareFlags::NEWNET;
-    if let Err(text) = enter(flags, uid, gid) {
+    if let Err(error) = enter(flags, uid, gid) {
         // Landlock and seccomp need no namespace: try them here.
-        let mut support = Support::none(text);
+        let mut support = Support::none(error.to_string());
         init::probe_filters(&mut support);
         return support;
     }
@@ -192,7 +182,7 @@ fn probe_here() -> Support {
     match start_init(&plan, &[OsString::from(init::PROBE_COMMAND)], None) {
         Ok(Report::Probe(support)) => support,
         Ok(other) => Support::none(format!("the probe's init answered {other:?}")),
-        Err(text) => Support::none(text),
+        Err(error) => Support::none(error.to_string()),
     }
 }
 
@@ -200,7 +190,7 @@ fn probe_here() -> Support {
 /// `program` (run once with the probe argument).
 pub(crate) fn probe_support(program: &std::path::Path) -> Result<Support, String> {
     let output = Command::new(program)
-        .arg(super::super::launcher::PROBE_ARG)
+        .arg(super::PROBE_ARG)
         .env_clear()
         .stdin(std::process::Stdio::null())
         .output()
@@ -219,4 +209,41 @@ pub(crate) fn probe_support(program: &std::path::Path) -> Result<Support, String
             String::from_utf8_lossy(&output.stderr).trim()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use rustix::io::Errno;
+
+    use super::*;
+    use crate::confine::{Confined, Confinement};
+
+    /// The host reads a launcher's failure from its exit code and its
+    /// line on stderr: the step picks the code, and the step's text
+    /// reaches the model whole, under the refusal that code means.
+    #[test]
+    fn the_host_reads_a_failure_by_its_steps_exit_code_and_line() {
+        let confined = Confined {
+            confinement: Confinement::new(),
+            not_enforced: Vec::new(),
+        };
+        let read = |error: &LaunchError| {
+            let stderr = format!("noise\n{}\n", line(error));
+            confined.launcher_failure(Some(error.exit_code()), stderr.as_bytes())
+        };
+        let unshare = failed(Step::UserNamespace)(Errno::PERM);
+        assert_eq!(
+            read(&unshare).as_deref(),
+            Some(
+                "was not run: its confinement could not be set up: user namespaces are not available: unshare: Operation not permitted (os error 1)"
+            )
+        );
+        let exec = failed_at(Step::Exec, "nope")(Errno::NOENT);
+        assert_eq!(
+            read(&exec).as_deref(),
+            Some(
+                "could not start its process: could not start `nope` inside the confinement: No such file or directory (os error 2)"
+            )
+        );
+    }
 }

@@ -17,8 +17,8 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::StatVfsMountFlags;
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 
-use super::Plan;
 use super::writes::{self, Bounded};
+use super::{LaunchError, Plan, Step, failed_at};
 use crate::confine::policy::{Confinement, Rest};
 
 /// How a path is mounted in the new root.
@@ -41,7 +41,7 @@ pub(crate) enum Entry {
 /// absolute and resolved, symbolic links recreated and their targets
 /// added. Missing system paths are skipped; a missing named path is an
 /// error (a typo must not make a narrower, or wider, confinement).
-pub(crate) fn entries(confinement: &Confinement) -> Result<Vec<Entry>, String> {
+pub(crate) fn entries(confinement: &Confinement) -> Result<Vec<Entry>, LaunchError> {
     let mut named: Vec<(PathBuf, Access, bool)> = Vec::new();
     if confinement.system_paths() {
         for path in Confinement::SYSTEM_PATHS {
@@ -57,17 +57,12 @@ pub(crate) fn entries(confinement: &Confinement) -> Result<Vec<Entry>, String> {
     let mut entries = Vec::new();
     for (path, access, required) in named {
         if !path.is_absolute() {
-            return Err(format!("the path {} is not absolute", path.display()));
+            return Err(LaunchError::new(Step::RelativePath).at(path.display()));
         }
         let resolved = match fs::canonicalize(&path) {
             Ok(resolved) => resolved,
             Err(_) if !required => continue,
-            Err(error) => {
-                return Err(format!(
-                    "the path {} cannot be used: {error}",
-                    path.display()
-                ));
-            }
+            Err(error) => return Err(failed_at(Step::Path, path.display())(error)),
         };
         // The named path's own form stays usable when it goes through a
         // link (`/bin` -> `usr/bin`, a workspace under a linked home).
@@ -133,15 +128,23 @@ fn under(base: &str, path: &Path) -> PathBuf {
     Path::new(base).join(path.strip_prefix("/").unwrap_or(path))
 }
 
-fn err(what: impl std::fmt::Display, error: impl std::fmt::Display) -> String {
-    format!("could not build the confinement's file system: {what}: {error}")
+/// For `map_err`: building the new root failed at `what`.
+fn err<E: std::error::Error + 'static>(
+    what: impl std::fmt::Display,
+) -> impl FnOnce(E) -> LaunchError {
+    failed_at(Step::Mount, what.to_string())
+}
+
+/// For `map_err`: a tmpfs of the new root failed, `what`.
+fn tmpfs_err<E: std::error::Error + 'static>(what: &str) -> impl FnOnce(E) -> LaunchError {
+    failed_at(Step::Tmpfs, what.to_owned())
 }
 
 /// Builds the new root of `entries` (computed in the host's view, before
 /// anything is mounted) and enters it. Init runs this, as root of its
 /// user namespace, in its own mount namespace. Returns the writable paths
 /// whose writes are bounded (none unless the limits bound them).
-pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, String> {
+pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, LaunchError> {
     let confinement = &plan.confinement;
     let limits = confinement.limits();
     let bound = writes::bounded(&limits);
@@ -150,7 +153,7 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, Stri
         "/",
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )
-    .map_err(|e| err("making mounts private", e))?;
+    .map_err(err("making mounts private"))?;
     // A temporary root: a tmpfs with the host's root below it.
     let base = "/tmp";
     rustix::mount::mount(
@@ -160,13 +163,13 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, Stri
         MountFlags::NOSUID | MountFlags::NODEV,
         c"mode=0755",
     )
-    .map_err(|e| err("mounting the temporary root", e))?;
-    std::env::set_current_dir(base).map_err(|e| err("entering the temporary root", e))?;
+    .map_err(tmpfs_err("mounting the temporary root"))?;
+    std::env::set_current_dir(base).map_err(err("entering the temporary root"))?;
     for dir in ["newroot", "oldroot"] {
-        fs::create_dir(dir).map_err(|e| err(dir, e))?;
+        fs::create_dir(dir).map_err(err(dir))?;
     }
-    rustix::process::pivot_root(".", "oldroot").map_err(|e| err("pivot_root", e))?;
-    std::env::set_current_dir("/").map_err(|e| err("chdir /", e))?;
+    rustix::process::pivot_root(".", "oldroot").map_err(err("pivot_root"))?;
+    std::env::set_current_dir("/").map_err(err("chdir /"))?;
     if bound {
         let writable = entries
             .iter()
@@ -191,7 +194,7 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, Stri
         MountFlags::NOSUID | MountFlags::NODEV,
         c"mode=0755",
     )
-    .map_err(|e| err("mounting the new root", e))?;
+    .map_err(tmpfs_err("mounting the new root"))?;
     if confinement.rest() == Rest::ReadOnly {
         bind(Path::new("/oldroot"), Path::new("/newroot"), Access::Read)?;
     }
@@ -216,9 +219,9 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, Stri
                 let at = under("/newroot", path);
                 if fs::symlink_metadata(&at).is_err() {
                     if let Some(parent) = at.parent() {
-                        fs::create_dir_all(parent).map_err(|e| err(parent.display(), e))?;
+                        fs::create_dir_all(parent).map_err(err(parent.display()))?;
                     }
-                    std::os::unix::fs::symlink(target, &at).map_err(|e| err(at.display(), e))?;
+                    std::os::unix::fs::symlink(target, &at).map_err(err(at.display()))?;
                 }
             }
         }
@@ -226,21 +229,21 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, Stri
 
     // The host's tree goes; the new root takes `/`.
     rustix::mount::unmount("/oldroot", UnmountFlags::DETACH)
-        .map_err(|e| err("detaching the host's root", e))?;
-    std::env::set_current_dir("/newroot").map_err(|e| err("entering the new root", e))?;
+        .map_err(err("detaching the host's root"))?;
+    std::env::set_current_dir("/newroot").map_err(err("entering the new root"))?;
     // pivot_root(".", ".") stacks the old root on the new one at `/`;
     // detaching it leaves the new root alone (pivot_root(2)).
-    rustix::process::pivot_root(".", ".").map_err(|e| err("pivot_root into the new root", e))?;
+    rustix::process::pivot_root(".", ".").map_err(err("pivot_root into the new root"))?;
     rustix::mount::unmount(".", UnmountFlags::DETACH)
-        .map_err(|e| err("detaching the temporary root", e))?;
-    std::env::set_current_dir("/").map_err(|e| err("chdir /", e))?;
+        .map_err(err("detaching the temporary root"))?;
+    std::env::set_current_dir("/").map_err(err("chdir /"))?;
     if confinement.rest() == Rest::Hidden {
         rustix::mount::mount_remount(
             "/",
             MountFlags::BIND | MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV,
             "",
         )
-        .map_err(|e| err("making the new root read-only", e))?;
+        .map_err(err("making the new root read-only"))?;
     }
     Ok(bounded)
 }
@@ -250,13 +253,13 @@ pub(super) fn build(plan: &Plan, entries: &[Entry]) -> Result<Vec<Bounded>, Stri
 /// empty `/run` (a directory of the read-only new root, or, over the
 /// host's tree, a tmpfs that hides the host's sockets). Each mount is a
 /// few tens of microseconds of every confined call: no more than needed.
-fn proc_dev_tmp(confinement: &Confinement) -> Result<(), String> {
+fn proc_dev_tmp(confinement: &Confinement) -> Result<(), LaunchError> {
     let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
-    fs::create_dir_all("/newroot/proc").map_err(|e| err("/proc", e))?;
+    fs::create_dir_all("/newroot/proc").map_err(err("/proc"))?;
     rustix::mount::mount("proc", "/newroot/proc", "proc", flags, None)
-        .map_err(|e| err("mounting /proc", e))?;
+        .map_err(failed_at(Step::Proc, "mounting /proc"))?;
 
-    fs::create_dir_all("/newroot/dev").map_err(|e| err("/dev", e))?;
+    fs::create_dir_all("/newroot/dev").map_err(err("/dev"))?;
     rustix::mount::mount(
         "tmpfs",
         "/newroot/dev",
@@ -264,7 +267,7 @@ fn proc_dev_tmp(confinement: &Confinement) -> Result<(), String> {
         MountFlags::NOSUID | MountFlags::NOEXEC,
         c"mode=0755",
     )
-    .map_err(|e| err("mounting /dev", e))?;
+    .map_err(tmpfs_err("mounting /dev"))?;
     for device in ["null", "zero", "full", "random", "urandom", "tty"] {
         let source = format!("/oldroot/dev/{device}");
         if fs::metadata(&source).is_ok() {
@@ -281,25 +284,24 @@ fn proc_dev_tmp(confinement: &Confinement) -> Result<(), String> {
         ("stdout", "/proc/self/fd/1"),
         ("stderr", "/proc/self/fd/2"),
     ] {
-        std::os::unix::fs::symlink(target, format!("/newroot/dev/{link}"))
-            .map_err(|e| err(link, e))?;
+        std::os::unix::fs::symlink(target, format!("/newroot/dev/{link}")).map_err(err(link))?;
     }
-    fs::create_dir("/newroot/dev/shm").map_err(|e| err("/dev/shm", e))?;
+    fs::create_dir("/newroot/dev/shm").map_err(err("/dev/shm"))?;
     let mut options = format!("mode=1777,size={}", confinement.scratch_size());
     if let Some(files) = confinement.limits().files {
         // The root directory is one of its inodes.
         options.push_str(&format!(",nr_inodes={}", files.saturating_add(1)));
     }
-    let scratch = std::ffi::CString::new(options).map_err(|e| err("scratch options", e))?;
+    let scratch = std::ffi::CString::new(options).map_err(tmpfs_err("scratch options"))?;
     let scratches: &[&str] = match confinement.rest() {
         Rest::Hidden => {
-            fs::create_dir_all("/newroot/run").map_err(|e| err("/run", e))?;
+            fs::create_dir_all("/newroot/run").map_err(err("/run"))?;
             &["/newroot/tmp"]
         }
         Rest::ReadOnly => &["/newroot/tmp", "/newroot/run"],
     };
     for &dir in scratches {
-        fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
+        fs::create_dir_all(dir).map_err(err(dir))?;
         rustix::mount::mount(
             "tmpfs",
             dir,
@@ -307,29 +309,29 @@ fn proc_dev_tmp(confinement: &Confinement) -> Result<(), String> {
             MountFlags::NOSUID | MountFlags::NODEV,
             scratch.as_c_str(),
         )
-        .map_err(|e| err(dir, e))?;
+        .map_err(tmpfs_err(dir))?;
     }
     Ok(())
 }
 
 /// Binds `source` at `target` (created as a directory or an empty file to
 /// match), read-only unless `access` is `Write`.
-fn bind(source: &Path, target: &Path, access: Access) -> Result<(), String> {
-    let meta = fs::metadata(source).map_err(|e| err(source.display(), e))?;
+fn bind(source: &Path, target: &Path, access: Access) -> Result<(), LaunchError> {
+    let meta = fs::metadata(source).map_err(err(source.display()))?;
     if fs::symlink_metadata(target).is_err() {
         if meta.is_dir() {
-            fs::create_dir_all(target).map_err(|e| err(target.display(), e))?;
+            fs::create_dir_all(target).map_err(err(target.display()))?;
         } else {
             if let Some(parent) = target.parent() {
-                fs::create_dir_all(parent).map_err(|e| err(parent.display(), e))?;
+                fs::create_dir_all(parent).map_err(err(parent.display()))?;
             }
-            fs::File::create(target).map_err(|e| err(target.display(), e))?;
+            fs::File::create(target).map_err(err(target.display()))?;
         }
     }
     rustix::mount::mount_bind_recursive(source, target)
-        .map_err(|e| err(format!("binding {}", source.display()), e))?;
+        .map_err(err(format_args!("binding {}", source.display())))?;
     if access == Access::Read {
-        read_only(target).map_err(|e| err(format!("making {} read-only", source.display()), e))?;
+        read_only(target).map_err(err(format_args!("making {} read-only", source.display())))?;
     }
     Ok(())
 }
@@ -404,5 +406,34 @@ mod tests {
             !binds.iter().any(|(p, _)| p.ends_with("usr/bin")),
             "{entries:?}"
         );
+    }
+
+    /// A named path that cannot be used fails at its own step, before
+    /// anything is mounted: not absolute, or not there (with the errno
+    /// that said so), each naming the path.
+    #[test]
+    fn a_named_path_that_cannot_be_used_fails_at_its_step() {
+        let relative = entries(&Confinement::new().with_read("relative/dir")).expect_err("refused");
+        assert_eq!(relative.step(), Step::RelativePath);
+        assert_eq!(
+            (relative.context(), relative.errno()),
+            (Some("relative/dir"), None)
+        );
+        assert_eq!(
+            relative.to_string(),
+            "the path relative/dir is not absolute"
+        );
+
+        let missing = "/no/such/rho/path";
+        let error = entries(&Confinement::new().with_write(missing)).expect_err("refused");
+        assert_eq!(error.step(), Step::Path);
+        assert_eq!(error.errno(), Some(rustix::io::Errno::NOENT));
+        assert_eq!(error.context(), Some(missing));
+        assert_eq!(
+            error.to_string(),
+            format!("the path {missing} cannot be used: No such file or directory (os error 2)")
+        );
+        // A missing system path is skipped, not refused.
+        assert!(entries(&Confinement::new()).is_ok());
     }
 }

@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::mount::MountFlags;
 
+use super::{LaunchError, Step, failed_at};
 use crate::confine::Limits;
 
 /// Where the bounded tmpfs is mounted in the temporary root, and where
@@ -71,16 +72,23 @@ pub(crate) fn bounded(limits: &Limits) -> bool {
     limits.written.is_some() || limits.files.is_some()
 }
 
-fn err(what: impl std::fmt::Display, error: impl std::fmt::Display) -> String {
-    format!("could not set up the bound on what the call may write: {what}: {error}")
+/// For `map_err`: setting up bounded writes failed at `what`.
+fn err<E: std::error::Error + 'static>(
+    what: impl std::fmt::Display,
+) -> impl FnOnce(E) -> LaunchError {
+    failed_at(Step::BoundedWrites, what.to_string())
 }
 
 /// Mounts the store: a tmpfs of `limits.written` bytes (`scratch_size`
 /// without it) and room for `limits.files` files (beyond what `paths`
 /// overlays take themselves), in the temporary root.
-pub(super) fn mount_store(limits: &Limits, scratch_size: u64, paths: usize) -> Result<(), String> {
-    std::fs::create_dir(STORE).map_err(|e| err(STORE, e))?;
-    std::fs::create_dir(LOWERS).map_err(|e| err(LOWERS, e))?;
+pub(super) fn mount_store(
+    limits: &Limits,
+    scratch_size: u64,
+    paths: usize,
+) -> Result<(), LaunchError> {
+    std::fs::create_dir(STORE).map_err(err(STORE))?;
+    std::fs::create_dir(LOWERS).map_err(err(LOWERS))?;
     // Without a byte bound, the scratch size's: a tmpfs is memory, and
     // its own default (half of it) is no bound at all.
     let bytes = limits.written.unwrap_or(scratch_size);
@@ -90,7 +98,7 @@ pub(super) fn mount_store(limits: &Limits, scratch_size: u64, paths: usize) -> R
         let own = OWN_INODES + INODES_PER_PATH * paths as u64;
         options.push_str(&format!(",nr_inodes={}", files.saturating_add(own)));
     }
-    let options = CString::new(options).map_err(|e| err("options", e))?;
+    let options = CString::new(options).map_err(err("options"))?;
     rustix::mount::mount(
         "tmpfs",
         STORE,
@@ -98,7 +106,7 @@ pub(super) fn mount_store(limits: &Limits, scratch_size: u64, paths: usize) -> R
         MountFlags::NOSUID | MountFlags::NODEV,
         options.as_c_str(),
     )
-    .map_err(|e| err("mounting its store", e))
+    .map_err(err("mounting its store"))
 }
 
 /// Mounts the overlay of `source` (the host's directory, under the old
@@ -109,32 +117,31 @@ pub(super) fn overlay(
     source: &Path,
     target: &Path,
     path: &Path,
-) -> Result<Bounded, String> {
+) -> Result<Bounded, LaunchError> {
     if !source.is_dir() {
-        return Err(err(
-            path.display(),
-            "bounded writes take directories, and this is not one",
-        ));
+        return Err(LaunchError::new(Step::BoundedWrites)
+            .at(path.display())
+            .because("bounded writes take directories, and this is not one"));
     }
     let at = |name: &str| PathBuf::from(format!("{STORE}/{slot}/{name}"));
     let (upper, work) = (at("upper"), at("work"));
     for dir in [&upper, &work] {
-        std::fs::create_dir_all(dir).map_err(|e| err(dir.display(), e))?;
+        std::fs::create_dir_all(dir).map_err(err(dir.display()))?;
     }
     let lower = PathBuf::from(format!("{LOWERS}/{slot}"));
-    std::fs::create_dir(&lower).map_err(|e| err(lower.display(), e))?;
+    std::fs::create_dir(&lower).map_err(err(lower.display()))?;
     // Recursive: a write-back into a folder that is a mount of its own
     // lands in that mount, as the command's write would have.
     rustix::mount::mount_bind_recursive(source, &lower)
-        .map_err(|e| err(format!("binding {}", source.display()), e))?;
-    std::fs::create_dir_all(target).map_err(|e| err(target.display(), e))?;
+        .map_err(err(format_args!("binding {}", source.display())))?;
+    std::fs::create_dir_all(target).map_err(err(target.display()))?;
     let options = CString::new(format!(
         "lowerdir={},upperdir={},workdir={},userxattr",
         lower.display(),
         upper.display(),
         work.display()
     ))
-    .map_err(|e| err("options", e))?;
+    .map_err(err("options"))?;
     rustix::mount::mount(
         "overlay",
         target,
@@ -142,14 +149,14 @@ pub(super) fn overlay(
         MountFlags::NOSUID | MountFlags::NODEV,
         options.as_c_str(),
     )
-    .map_err(|e| err(format!("an overlay on {}", path.display()), e))?;
+    .map_err(err(format_args!("an overlay on {}", path.display())))?;
     let open = |dir: &Path| {
         rustix::fs::open(
             dir,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|e| err(dir.display(), e))
+        .map_err(err(dir.display()))
     };
     Ok(Bounded {
         path: path.to_path_buf(),

@@ -19,6 +19,7 @@
 //!
 //! [`Network::Hosts`]: crate::confine::Network::Hosts
 
+mod head;
 mod http;
 mod rules;
 mod socks;
@@ -37,7 +38,7 @@ use rustix::net::{
 };
 use rustix::process::Signal;
 
-use super::{Plan, sys};
+use super::{LaunchError, Plan, Step, failed, sys};
 use crate::confine::Mechanism;
 use crate::confine::launch_codes::REFUSED;
 use crate::confine::policy::Network;
@@ -57,7 +58,7 @@ pub(super) struct ProxyEnd(OwnedFd);
 
 /// Forks the proxy if `plan` asks for [`Network::Hosts`]; call it before
 /// unsharing, in outer (one thread). The proxy never returns.
-pub(super) fn start(plan: &Plan) -> Result<Option<ProxyEnd>, String> {
+pub(super) fn start(plan: &Plan) -> Result<Option<ProxyEnd>, LaunchError> {
     if plan.confinement.network() != Network::Hosts || !plan.uses(Mechanism::Namespaces) {
         return Ok(None);
     }
@@ -67,9 +68,9 @@ pub(super) fn start(plan: &Plan) -> Result<Option<ProxyEnd>, String> {
         SocketFlags::CLOEXEC,
         None,
     )
-    .map_err(|error| format!("could not make the proxy's socket pair: {error}"))?;
+    .map_err(failed(Step::ProxySocketPair))?;
     let outer = rustix::process::getpid();
-    match sys::fork().map_err(|error| format!("could not start the proxy: {error}"))? {
+    match sys::fork().map_err(failed(Step::StartProxy))? {
         sys::Forked::Child => {
             drop(ours);
             // Outer's death (the call's end) is the proxy's, and so every
@@ -111,16 +112,18 @@ fn read_only() -> Result<(), landlock::RulesetError> {
 
 /// In init, with the loopback up: binds the listener the command reaches
 /// the proxy at and hands it to the proxy. Returns its port.
-pub(super) fn offer(end: ProxyEnd) -> Result<u16, String> {
-    let failed =
-        |error: &dyn std::fmt::Display| format!("could not start the proxy's listener: {error}");
-    let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| failed(&e))?;
-    let port = listener.local_addr().map_err(|e| failed(&e))?.port();
+pub(super) fn offer(end: ProxyEnd) -> Result<u16, LaunchError> {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(failed(Step::ProxyListener))?;
+    let port = listener
+        .local_addr()
+        .map_err(failed(Step::ProxyListener))?
+        .port();
     let fds = [listener.as_fd()];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-        return Err(failed(&"the descriptor does not fit its message"));
+        return Err(LaunchError::new(Step::ProxyListener)
+            .because("the descriptor does not fit its message"));
     }
     rustix::net::sendmsg(
         &end.0,
@@ -128,7 +131,7 @@ pub(super) fn offer(end: ProxyEnd) -> Result<u16, String> {
         &mut control,
         SendFlags::empty(),
     )
-    .map_err(|e| failed(&e))?;
+    .map_err(failed(Step::ProxyListener))?;
     Ok(port)
 }
 

@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 
 use super::Served;
-use super::http::{MAX_HEAD, head_end, host_header};
+use super::head::{MAX_HEAD, head_end, host_header};
 use super::rules::{Refusal, same_host};
 use crate::confine::hosts::parse_address;
 
