@@ -206,6 +206,11 @@
 //! crate's `Cargo.toml` repeats the workspace's lints with `unsafe_code` at
 //! `deny` instead of `forbid` (which no `#[allow]` could lower).
 
+// The modules below that import each other in a circle, each circle one
+// concept (`.ci/cycles.py` holds every other module to one-way imports):
+// One concept: cli, percall — the per-call figure's command line: its modes
+// are command-line values (`Mode`), and each mode names the figure it runs
+// as (`Figure`).
 mod alloc;
 mod blocked;
 mod cli;

@@ -96,7 +96,7 @@ pub(crate) fn rho_server() -> McpServer<TokioExecutor> {
     let registry = ToolRegistry::new();
     registry
         .add_source(Source::trusted("bench"))
-        .and_then(|source| source.add(Arc::new(Noop)))
+        .and_then(|source| source.add(Noop))
         .expect("a fresh registry takes one tool");
     let executor = TokioExecutor::current().expect("a tokio runtime with a timer");
     McpServer::new(executor, registry)

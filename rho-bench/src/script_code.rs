@@ -77,7 +77,7 @@ fn host<E: Executor>(executor: E, pool: &ScriptPool) -> TurnRunner<E> {
     let registry = ToolRegistry::new();
     registry
         .add_source(Source::trusted("host"))
-        .and_then(|source| source.add(Arc::new(Noop)))
+        .and_then(|source| source.add(Noop))
         .expect("the host's tool registers");
     let turns = TurnRunner::new(executor, registry.clone());
     let code = CodeMode::new(&turns)

@@ -189,7 +189,7 @@ fn main() {
             // Kept for the session: dropping it stops the docs server.
             let _docs = runtime.block_on(docs::import(&registry));
             let turns = rho::tokio::TurnRunner::new(executor, registry)
-                .with_gate(Arc::new(gate()))
+                .with_gate(gate())
                 .with_approver(approver(wait))
                 .with_keep_details(KEEP);
             add_run_script(&turns, &pool);
@@ -205,7 +205,7 @@ fn main() {
             });
             let _docs = smol::block_on(docs::import(&registry));
             let turns = rho::smol::TurnRunner::new(executors.executor(), registry)
-                .with_gate(Arc::new(gate()))
+                .with_gate(gate())
                 .with_approver(approver(wait))
                 .with_keep_details(KEEP);
             add_run_script(&turns, &pool);

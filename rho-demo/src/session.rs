@@ -157,7 +157,7 @@ pub(crate) fn add_run_script<E: Executor>(turns: &TurnRunner<E>, pool: &ScriptPo
     let added = turns
         .registry()
         .add_source(Source::trusted("code"))
-        .and_then(|source| source.add(Arc::new(run_script)));
+        .and_then(|source| source.add(run_script));
     if let Err(error) = added {
         fail(&format!("cannot register run_script: {error}"));
     }

@@ -89,7 +89,7 @@
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let registry = ToolRegistry::new();
-//! registry.add_source(Source::trusted("builtin"))?.add(Arc::new(Add))?;
+//! registry.add_source(Source::trusted("builtin"))?.add(Add)?;
 //! let server = McpServer::new(TokioExecutor::current()?, registry);
 //!
 //! // In a real server: `server.serve_stdio().await?`.

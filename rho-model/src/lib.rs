@@ -74,7 +74,7 @@
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let registry = ToolRegistry::new();
-//!     registry.add_source(Source::trusted("builtin"))?.add(Arc::new(Weather))?;
+//!     registry.add_source(Source::trusted("builtin"))?.add(Weather)?;
 //!     let turns = TurnRunner::new(TokioExecutor::current()?, registry.clone());
 //!
 //!     let chat = Chat::new();

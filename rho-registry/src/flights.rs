@@ -15,21 +15,10 @@
 //! so its calls cost nothing here.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rho_tool_core::{CallEnd, TaskId, ToolCall, Watch};
 
 use crate::entry::Entry;
-
-/// How many calls of a registry's listening sources are in flight.
-#[derive(Debug, Default)]
-pub(crate) struct InFlight(AtomicUsize);
-
-impl InFlight {
-    pub(crate) fn get(&self) -> usize {
-        self.0.load(Ordering::Acquire)
-    }
-}
 
 impl Entry {
     /// The watch to give a call of this tool, if its source listens.
@@ -44,16 +33,10 @@ impl Entry {
 
 impl Watch for Entry {
     fn started(&self, call: &ToolCall, task: TaskId) {
-        if let Some(in_flight) = self.source.in_flight() {
-            in_flight.0.fetch_add(1, Ordering::AcqRel);
-        }
         self.source.started(call, task);
     }
 
     fn ended(&self, end: &CallEnd) {
         self.source.ended(end);
-        if let Some(in_flight) = self.source.in_flight() {
-            in_flight.0.fetch_sub(1, Ordering::AcqRel);
-        }
     }
 }

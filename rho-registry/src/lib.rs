@@ -99,10 +99,10 @@
 //! }
 //!
 //! let registry = ToolRegistry::new();
-//! registry.add_source(Source::trusted("builtin"))?.add(Arc::new(Echo))?;
+//! registry.add_source(Source::trusted("builtin"))?.add(Echo)?;
 //! let accounting = Arc::new(Accounting::new(QuarantineRule::after(2)));
 //! let agent = registry.add_source(Source::untrusted("agent").with_policy(accounting.clone()))?;
-//! agent.add(Arc::new(Flaky))?;
+//! agent.add(Flaky)?;
 //!
 //! let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
 //! let runner = Runner::new(TokioExecutor::new(runtime.handle().clone())?);
@@ -149,6 +149,7 @@ mod changes;
 mod entry;
 mod error;
 mod flights;
+mod handle;
 mod health;
 mod off_loop;
 mod policy;
@@ -164,10 +165,11 @@ pub use bound::Bound;
 pub use changes::{ChangeSubscription, ToolListNotifier};
 pub use entry::ToolInfo;
 pub use error::RegistryError;
+pub use handle::SourceHandle;
 pub use health::{HealthTable, ToolHealth, ToolState};
 pub use off_loop::{Drain, OffLoop};
 pub use policy::{Disabled, SourcePolicy};
 pub use quarantine::{Quarantine, QuarantineRule};
 pub use registry::ToolRegistry;
 pub use resolve::{DisabledTool, Refusal, Resolved};
-pub use source::{Source, SourceHandle};
+pub use source::Source;

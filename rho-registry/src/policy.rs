@@ -56,6 +56,18 @@ pub trait SourcePolicy: Watch {
     }
 }
 
+/// An `Arc` of a policy is the policy, so a host that keeps one (to read
+/// an [`Accounting`](crate::Accounting)'s counts, say) passes its `Arc`.
+impl<P: SourcePolicy + ?Sized> SourcePolicy for std::sync::Arc<P> {
+    fn disabled(&self, tool: &str) -> Option<Disabled> {
+        (**self).disabled(tool)
+    }
+
+    fn attach(&self, notifier: ToolListNotifier) {
+        (**self).attach(notifier);
+    }
+}
+
 /// Why a source disabled one of its tools.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -8,9 +8,10 @@ use rho_tool_core::Start;
 use crate::changes::{ChangeSubscription, ToolListNotifier};
 use crate::entry::{Entry, ToolInfo};
 use crate::error::RegistryError;
+use crate::handle::SourceHandle;
 use crate::resolve::{DisabledTool, Refusal, Resolved};
 use crate::snapshot::{Shared, Snapshot};
-use crate::source::{Source, SourceHandle};
+use crate::source::Source;
 use crate::suggest;
 
 /// The tools a host offers the model, gathered from sources.

@@ -15,8 +15,7 @@ use rho_tool_core::untrusted::drop_contained;
 
 use crate::changes::Listeners;
 use crate::entry::Entry;
-use crate::flights::InFlight;
-use crate::source::Source;
+use crate::source::{InFlight, Source};
 
 /// One version of the registry.
 #[derive(Debug, Clone, Default)]

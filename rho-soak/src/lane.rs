@@ -101,8 +101,7 @@ impl<E: Executor> Lane<E> {
         keep: KeepDetails,
     ) -> Self {
         let counting = Counting::new(executor.clone());
-        let runner =
-            Runner::new(counting.clone()).with_gate(Arc::new(SoakGate::new(executor.clone())));
+        let runner = Runner::new(counting.clone()).with_gate(SoakGate::new(executor.clone()));
         let turns = TurnRunner::new(runner, soak.registry.clone())
             .with_events(soak.bus.clone())
             .with_keep_details(keep)

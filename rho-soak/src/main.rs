@@ -115,6 +115,14 @@
 //! a call with a missing entry or wrong events, a tool whose counts differ,
 //! a second payload that ran, a foreign value still alive at the end.
 
+// The modules below that import each other in a circle, each circle one
+// concept (`.ci/cycles.py` holds every other module to one-way imports):
+// One concept: plan, tools — the seeded plan of each call and the tools that
+// act it out: a tool reads its act from the call's arguments (`Act`,
+// `CallArgs`), and the plan picks among the tools' slots (`DYN_SLOTS`).
+// One concept: report, run — a run and what it prints: the report reads the
+// run's records (`Running`, `Settled`), and the run prints through it while
+// it goes (a stuck call, the counts compared).
 mod args;
 mod check;
 mod drive;

@@ -8,8 +8,12 @@
 //! `#[non_exhaustive]`: MCP grows, and so may this list, without a breaking
 //! change. Text is held inline (it is nearly every part); the other parts
 //! are boxed, so that a part is the size of a text.
+//!
+//! An [`Image`] lives here, with the part that holds it: a tool's answer
+//! and a result both speak of images, and both build on the parts.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -18,7 +22,33 @@ use serde_json::Value;
 use rho_untrusted::Plain;
 use rho_untrusted::plain::{base64_decode, base64_encode};
 
-use crate::output::Image;
+/// An image in an answer: its mime type and raw bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Image {
+    /// The mime type, such as `image/png`.
+    pub mime_type: String,
+    /// The encoded image (not base64: rho encodes it when it serialises).
+    pub data: Vec<u8>,
+}
+
+impl Image {
+    /// An image of `mime_type` made of `data`.
+    pub fn new(mime_type: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
+        Self {
+            mime_type: mime_type.into(),
+            data: data.into(),
+        }
+    }
+}
+
+impl fmt::Debug for Image {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Image")
+            .field("mime_type", &self.mime_type)
+            .field("bytes", &self.data.len())
+            .finish()
+    }
+}
 
 /// One part of a result's content.
 ///

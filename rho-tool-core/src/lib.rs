@@ -67,6 +67,14 @@
 //! }
 //! ```
 
+// The modules below that import each other in a circle, each circle one
+// concept (`.ci/cycles.py` holds every other module to one-way imports):
+// One concept: handle, notice, runner — one call's two sides and what they
+// share: the runner starts the task and gives the loop its handle, the
+// notice is the state both hold (the runner's parts among it), and the
+// handle reads the task's end as the runner's task reports it (`TaskEnd`).
+// One concept: allowance, gate — approval: a gate's verdict may remember an
+// allowance, and an allowance is cut from the request it answers.
 mod allowance;
 pub mod annotation_gate;
 mod annotations;
@@ -84,6 +92,7 @@ mod output;
 mod queue;
 mod result;
 mod runner;
+mod shared;
 mod start;
 mod tool;
 mod watch;
@@ -93,15 +102,16 @@ pub use annotation_gate::AnnotationGate;
 pub use annotations::ToolAnnotations;
 pub use call::{TaskId, ToolCall};
 pub use concurrency::Concurrency;
-pub use content::{Audio, Content, EmbeddedResource, ResourceContents, ResourceLink};
+pub use content::{Audio, Content, EmbeddedResource, Image, ResourceContents, ResourceLink};
 pub use end::{AwaitingApproval, CallEnd, CallEvent, Outcome, Queued, Running, Update};
 pub use executor::{Executor, Joined, TaskHandle};
 pub use gate::{AllowAll, ApprovalRequest, Approver, Gate, Verdict};
 pub use handle::{AbortHandle, CallHandle};
-pub use output::{AnswerError, Image, ToolOutput};
+pub use output::{AnswerError, ToolOutput};
 pub use queue::{Wait, WaitingFor};
 pub use result::ToolResult;
 pub use runner::Runner;
+pub use shared::into_shared;
 pub use start::Start;
 pub use tool::{ClockPause, Tool, ToolContext};
 pub use watch::Watch;

@@ -1,41 +1,11 @@
 //! What a tool answers, before rho normalises it.
 
-use std::fmt;
-
 use rho_untrusted::plain::Foreign;
 use rho_untrusted::{Limits, Plain, PlainError};
 use serde::Serialize;
 
-use crate::content::Content;
+use crate::content::{Content, Image};
 use crate::result::ToolResult;
-
-/// An image in an answer: its mime type and raw bytes.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Image {
-    /// The mime type, such as `image/png`.
-    pub mime_type: String,
-    /// The encoded image (not base64: rho encodes it when it serialises).
-    pub data: Vec<u8>,
-}
-
-impl Image {
-    /// An image of `mime_type` made of `data`.
-    pub fn new(mime_type: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
-        Self {
-            mime_type: mime_type.into(),
-            data: data.into(),
-        }
-    }
-}
-
-impl fmt::Debug for Image {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Image")
-            .field("mime_type", &self.mime_type)
-            .field("bytes", &self.data.len())
-            .finish()
-    }
-}
 
 /// What a tool's `run` returns.
 ///

@@ -3,8 +3,7 @@
 use rho_untrusted::Plain;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::content::{Content, read_part, write_part};
-use crate::output::Image;
+use crate::content::{Content, Image, read_part, write_part};
 
 /// The result of one call, as plain data.
 ///

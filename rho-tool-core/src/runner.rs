@@ -118,18 +118,23 @@ impl<E: Executor> Runner<E> {
         }
     }
 
-    /// Uses `gate` for every call.
-    pub fn with_gate(mut self, gate: Arc<dyn Gate>) -> Self {
-        Arc::make_mut(&mut self.parts).gate = gate;
+    /// Uses `gate` for every call: a value, or an `Arc` of one the host
+    /// keeps (see [`into_shared`](crate::into_shared)).
+    pub fn with_gate(mut self, gate: impl Gate + 'static) -> Self {
+        Arc::make_mut(&mut self.parts).gate =
+            crate::into_shared(gate, |gate| Arc::new(gate) as Arc<dyn Gate>);
         self
     }
 
     /// Asks `approver` about every call the gate answers
     /// [`Verdict::Ask`] about, in the call's task, before any clock runs.
     /// Without one, such a call is denied with a text that says no
-    /// approver is set.
-    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        Arc::make_mut(&mut self.parts).approver = Some(approver);
+    /// approver is set. A closure will do (see [`Approver`]), as will an
+    /// `Arc` of one the host keeps.
+    pub fn with_approver(mut self, approver: impl Approver + 'static) -> Self {
+        Arc::make_mut(&mut self.parts).approver = Some(crate::into_shared(approver, |approver| {
+            Arc::new(approver) as Arc<dyn Approver>
+        }));
         self
     }
 
@@ -159,8 +164,10 @@ impl<E: Executor> Runner<E> {
     }
 
     /// Tells `watch` of every call's task and how it ended.
-    pub fn with_watch(mut self, watch: Arc<dyn Watch>) -> Self {
-        Arc::make_mut(&mut self.parts).watch = Some(watch);
+    pub fn with_watch(mut self, watch: impl Watch + 'static) -> Self {
+        Arc::make_mut(&mut self.parts).watch = Some(crate::into_shared(watch, |watch| {
+            Arc::new(watch) as Arc<dyn Watch>
+        }));
         self
     }
 

@@ -188,6 +188,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// The modules below that import each other in a circle, each circle one
+// concept (`.ci/cycles.py` holds every other module to one-way imports):
+// One concept: bus, stream, subscriber — the event bus and its two kinds of
+// subscriber: the bus makes each, and each reaches back into the bus's
+// shared state to unsubscribe when it is dropped.
+// One concept: runner, turn — a `TurnRunner` is what the turns of a session
+// share: it makes each `Turn`, and the turn reads the runner's `Config` as
+// it runs.
 mod abort;
 mod bus;
 mod cap;

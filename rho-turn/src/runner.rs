@@ -117,13 +117,13 @@ impl<E: Executor> TurnRunner<E> {
 
     /// Checks every call with `gate` before its tool runs (default: allow
     /// all); see [`Runner::with_gate`].
-    pub fn with_gate(self, gate: Arc<dyn Gate>) -> Self {
+    pub fn with_gate(self, gate: impl Gate + 'static) -> Self {
         self.change(|config| config.runner = config.runner.clone().with_gate(gate))
     }
 
     /// Asks `approver` about every call the gate asks about (a person,
     /// usually); see [`Runner::with_approver`].
-    pub fn with_approver(self, approver: Arc<dyn Approver>) -> Self {
+    pub fn with_approver(self, approver: impl Approver + 'static) -> Self {
         self.change(|config| config.runner = config.runner.clone().with_approver(approver))
     }
 

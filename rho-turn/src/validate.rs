@@ -361,9 +361,7 @@ mod tests {
         let source = registry
             .add_source(Source::trusted("builtin"))
             .expect("a new source");
-        source
-            .add(Arc::new(Schema(integer_n())))
-            .expect("a new tool");
+        source.add(Schema(integer_n())).expect("a new tool");
         let cache = SchemaCache::new();
         let first = registry.resolve("count").expect("registered");
         assert!(cache.check_tool(first.info(), &json!({ "n": 1 })).is_ok());
@@ -374,9 +372,7 @@ mod tests {
         assert_eq!(cache.len(), 1);
 
         let strings = json!({ "type": "object", "properties": { "n": { "type": "string" } } });
-        source
-            .replace(Arc::new(Schema(strings)))
-            .expect("its own name");
+        source.replace(Schema(strings)).expect("its own name");
         let swapped = registry.resolve("count").expect("registered");
         assert!(
             cache

@@ -113,11 +113,11 @@
 //!     let registry = ToolRegistry::new();
 //!     let accounting = Arc::new(Accounting::default()); // quarantine after 3 crashes
 //!     registry.add_source(Source::trusted("builtin").with_policy(accounting.clone()))?
-//!         .add(Arc::new(Clock))?;
+//!         .add(Clock)?;
 //!     // Read-only tools run at once; a person is asked about the rest.
 //!     let turns = TurnRunner::new(TokioExecutor::current()?, registry)
-//!         .with_gate(Arc::new(AnnotationGate::new()))
-//!         .with_approver(Arc::new(|_: ApprovalRequest| async { Verdict::deny("nobody is here") }));
+//!         .with_gate(AnnotationGate::new())
+//!         .with_approver(|_: ApprovalRequest| async { Verdict::deny("nobody is here") });
 //!     let _screen = turns.events().subscribe(|event: &TurnEvent| println!("{}", event.name()))?;
 //!
 //!     let session = turns.turn([ToolCall::new("1", "clock", serde_json::json!({}))]).await;

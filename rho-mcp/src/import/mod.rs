@@ -163,6 +163,20 @@
 //! imported tool, `health` deaths, backoff and the server's quarantine,
 //! `policy` the source's policy, `runtime` where its tasks run.
 
+// The modules below that import each other in a circle, each circle one
+// concept (`.ci/cycles.py` holds every other module to one-way imports):
+// One concept: handler, listen — what a server says unasked: the handler
+// hears it on the connection, `listen` on the streams a 2026-07-28 client
+// opens, and each hands on the other's record (`Heard`, `Followed`).
+// One concept: connection, http, stdio — one connection of either kind:
+// `connection` shakes hands with and watches the peer that `http` or
+// `stdio` starts, and both kinds report a death in the connection's terms.
+// One concept: call, server, tool — an imported tool's call: the tool's
+// `run` is `call` on its server, the server keeps its tools (`ToolSpec`,
+// `ImportedTool`), and a call needs the server's live connection.
+// One concept: features, source — a source and what it serves on beside its
+// tools: an `McpSource` hands out its server's features (`Forwarded`), which
+// reach the server on the source's runtime (`source::on_runtime`).
 mod answer;
 mod answering;
 mod call;

@@ -374,7 +374,7 @@ impl ProxyOptions {
         // One store for the gate and the runner: an allowance the runner
         // keeps is one the gate answers with too.
         let runner = Runner::new(executor)
-            .with_gate(Arc::new(gate))
+            .with_gate(gate)
             .with_approver(approver)
             .with_allowances(self.allowances);
         let mut server = McpServer::new(runner, registry)

@@ -45,8 +45,8 @@ const APPROVAL: &str = "approval";
 /// // Read-only tools run at once; destructive ones need a person.
 /// let gate = AnnotationGate::new().ask(Match::Destructive);
 /// let runner = Runner::new(executor)
-///     .with_gate(Arc::new(gate))
-///     .with_approver(Arc::new(asks.clone()));
+///     .with_gate(gate)
+///     .with_approver(asks.clone());
 /// let server = McpServer::new(runner, ToolRegistry::new()).with_elicitation(asks);
 /// # let _ = server;
 /// # }

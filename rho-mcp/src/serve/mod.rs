@@ -18,6 +18,16 @@
 //! stdin and writing stdout on the reactor) and `http` streamable HTTP.
 //! Every message goes through rmcp's service.
 
+// The modules below that import each other in a circle, each circle one
+// concept (`.ci/cycles.py` holds every other module to one-way imports):
+// One concept: call, server, session, tasks — one served call over the
+// server's shared state: that state (`server::Shared`) holds the calls parked
+// for their clients' answers and the task table; a session hands each
+// `tools/call` to `call`, which runs it on that state and may turn it into a
+// task; a task ends and is observed as a call does (`call::finish`).
+// One concept: client, input — how a served call asks its client: an
+// `McpClient` asks by request or through input-required results (`input`),
+// and both fail with the client's error (`McpClientError`).
 mod call;
 mod client;
 mod closing;

@@ -2,38 +2,25 @@
 //! drive a returned promise, make the answer plain, and put every way it can
 //! end into one [`ScriptOutput`]. Runs on a script thread only.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rho_tool_core::untrusted::plain::Limits;
 use rho_tool_core::untrusted::timeout_text;
-use rquickjs::{Context, Runtime, Type, Value};
-use serde::{Deserialize, Serialize};
+use rquickjs::{Context, Runtime};
 
-use crate::sandbox::job::{Answer, JobKind, JobSpec};
+use crate::sandbox::failure::engine_failure;
+use crate::sandbox::interrupt::{DROPPED, RUNNING, interrupted};
+use crate::sandbox::job::{Answer, CheckFailure, JobKind, JobSpec};
 use crate::sandbox::output::ScriptOutput;
 use crate::sandbox::script::Call;
 use crate::sandbox::slot::Slot;
 
-/// The interrupt has not fired.
-const RUNNING: u8 = 0;
-/// The call's future was dropped (a timeout or an abort in the loop).
-const DROPPED: u8 = 1;
-/// The sandbox's own deadline passed.
-const PAST_DEADLINE: u8 = 2;
-
-/// What QuickJS throws when an allocation fails under the memory limit.
-const OUT_OF_MEMORY: &str = "out of memory";
-/// What QuickJS throws when the stack limit is reached.
-const STACK_EXCEEDED: &str = "Maximum call stack size exceeded";
-
-/// The limits of how a thrown value that is not an `Error` is shown.
-pub(super) const THROWN_LIMITS: Limits = Limits::new()
-    .with_max_depth(8)
-    .with_max_bytes(4 << 10)
-    .with_max_elements(256)
-    .with_max_string(2 << 10);
+/// The room a thread that runs an engine needs on its stack beyond the
+/// JavaScript stack limit, for rho-script's own frames and the engine's
+/// native ones.
+pub(crate) const STACK_MARGIN: usize = 2 << 20;
 
 /// Runs one job: a call, whose answer is plain data made on this thread,
 /// or a definition check; and the job's engine, to be freed once the
@@ -109,6 +96,13 @@ impl Spent {
     /// Nothing to free (the job ran elsewhere).
     pub(crate) fn none() -> Self {
         Spent { _engine: None }
+    }
+
+    /// Frees the job's engine, after its answer was sent. A panic of the
+    /// binding while it frees is contained here like one while it runs
+    /// (the answer is already out); the payload is dropped on this thread.
+    pub(crate) fn free(self) {
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(self)));
     }
 }
 
@@ -269,29 +263,6 @@ fn halted_check(halt: Halt) -> CheckFailure {
     }
 }
 
-/// Why a definition's script was refused by its check. It crosses from a
-/// worker process as it is (`{"syntax": {...}}`, `"timed_out"`, ...).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub(crate) enum CheckFailure {
-    /// The source does not parse: where, and the engine's message.
-    Syntax {
-        line: u32,
-        column: u32,
-        message: String,
-    },
-    /// The top level ran but left no function `run`: what `typeof run`
-    /// was instead.
-    NoRun { found: String },
-    /// The top level threw, or ran past the memory or stack limit: the
-    /// text, made in the sandbox.
-    Failed(String),
-    /// The top level was still running at the check's deadline.
-    TimedOut,
-    /// The check could not run (the pool was busy, the engine failed).
-    Unavailable(String),
-}
-
 /// Checks a definition's script: loads it in a fresh sandbox with the
 /// call's caps and interrupt (which parses it, then runs its top level),
 /// and looks for a function `run`, without calling it.
@@ -306,104 +277,4 @@ fn check(sandbox: Sandbox<'_>) -> (Result<(), CheckFailure>, Spent) {
         Sandboxed::PastDeadline => Err(halted_check(Halt::PastDeadline)),
     };
     (verdict, spent)
-}
-
-/// The interrupt's check: the call's future is gone or its deadline passed.
-/// Sticky: once it says stop, every later check says so too.
-pub(super) fn interrupted(stop: &AtomicBool, deadline: Instant, why: &AtomicU8) -> bool {
-    if why.load(Ordering::Relaxed) != RUNNING {
-        return true;
-    }
-    if stop.load(Ordering::Acquire) {
-        why.store(DROPPED, Ordering::Release);
-        return true;
-    }
-    if Instant::now() >= deadline {
-        why.store(PAST_DEADLINE, Ordering::Release);
-        return true;
-    }
-    false
-}
-
-/// The memory or stack limit a thrown value stands for, if any: QuickJS's
-/// own out-of-memory and stack errors, or no exception value at all (when
-/// memory ran out before one could be made).
-pub(super) fn limit_of(thrown: &Value<'_>, spec: &JobSpec) -> Option<String> {
-    if thrown.type_of() == Type::Uninitialized {
-        return Some(memory_text(spec));
-    }
-    // Out of memory while it makes the error itself, the engine throws
-    // `null` instead; nothing tells that apart from a script's own
-    // `throw null`, so the text says both.
-    if thrown.is_null() {
-        return Some(format!(
-            "the script threw `null`, which is what the engine throws when a script exceeds its memory limit of {} (a script's own `throw null` reads the same)",
-            bytes_text(spec.limits.memory)
-        ));
-    }
-    if !thrown.is_error() {
-        return None;
-    }
-    let message: Value<'_> = thrown.as_object()?.get("message").ok()?;
-    let message = message.as_string()?.to_string().ok()?;
-    match message.as_str() {
-        OUT_OF_MEMORY => Some(memory_text(spec)),
-        STACK_EXCEEDED => Some(format!(
-            "the script exceeded its stack limit ({STACK_EXCEEDED}): recursion too deep"
-        )),
-        _ => None,
-    }
-}
-
-fn memory_text(spec: &JobSpec) -> String {
-    format!(
-        "the script exceeded its memory limit of {} and was stopped",
-        bytes_text(spec.limits.memory)
-    )
-}
-
-/// A failure of the engine's binding itself (not of the script).
-pub(super) fn engine_failure(spec: &JobSpec, doing: &str, error: &rquickjs::Error) -> ScriptOutput {
-    ScriptOutput::crashed(format!(
-        "tool `{}` crashed: the engine could not {doing}: {error}",
-        spec.name
-    ))
-}
-
-/// `64 MiB`, `512 KiB` or `1000 bytes`.
-pub(super) fn bytes_text(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
-        format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
-        format!("{} KiB", bytes >> 10)
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
-/// The most of a thrown error's text the model reads: 16 KiB.
-const MAX_THROWN_TEXT: usize = 16 << 10;
-
-pub(super) fn cut(mut text: String) -> String {
-    if text.len() > MAX_THROWN_TEXT {
-        let mut end = MAX_THROWN_TEXT;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push_str("… (cut)");
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn byte_counts_read_as_people_write_them() {
-        assert_eq!(bytes_text(64 << 20), "64 MiB");
-        assert_eq!(bytes_text(512 << 10), "512 KiB");
-        assert_eq!(bytes_text(1000), "1000 bytes");
-    }
 }

@@ -9,7 +9,6 @@ use std::time::Instant;
 use rho_tool_core::ToolOutput;
 use serde::{Deserialize, Serialize};
 
-use crate::sandbox::engine::CheckFailure;
 use crate::sandbox::limits::ScriptLimits;
 use crate::sandbox::output::{ScriptOutput, output_wire};
 
@@ -23,6 +22,29 @@ pub(crate) enum JobKind {
     /// Load the script (which runs its top level) and check that it
     /// defines a function `run`, without calling it.
     Check,
+}
+
+/// Why a definition's script was refused by its check. It crosses from a
+/// worker process as it is (`{"syntax": {...}}`, `"timed_out"`, ...).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum CheckFailure {
+    /// The source does not parse: where, and the engine's message.
+    Syntax {
+        line: u32,
+        column: u32,
+        message: String,
+    },
+    /// The top level ran but left no function `run`: what `typeof run`
+    /// was instead.
+    NoRun { found: String },
+    /// The top level threw, or ran past the memory or stack limit: the
+    /// text, made in the sandbox.
+    Failed(String),
+    /// The top level was still running at the check's deadline.
+    TimedOut,
+    /// The check could not run (the pool was busy, the engine failed).
+    Unavailable(String),
 }
 
 /// What the sandbox answers a job.

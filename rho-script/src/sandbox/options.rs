@@ -1,9 +1,7 @@
-//! How a [`ScriptPool`] is made ([`PoolOptions`], [`Isolation`]) and what
+//! How a [`ScriptPool`](crate::ScriptPool) is made ([`PoolOptions`], [`Isolation`]) and what
 //! it reports of itself ([`PoolState`]).
 
 use crate::ScriptLimits;
-#[cfg(doc)]
-use crate::sandbox::pool::ScriptPool;
 
 /// Where a pool runs its scripts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -20,7 +18,7 @@ pub enum Isolation {
     WorkerProcesses(crate::sandbox::worker::WorkerCommand),
 }
 
-/// How a [`ScriptPool`] is made: its threads, its queue and the JavaScript
+/// How a [`ScriptPool`](crate::ScriptPool) is made: its threads, its queue and the JavaScript
 /// stack limit of every call it runs.
 ///
 /// ```
@@ -99,7 +97,7 @@ impl PoolOptions {
     }
 }
 
-/// What a [`ScriptPool`] is doing, at one moment ([`ScriptPool::state`]).
+/// What a [`ScriptPool`](crate::ScriptPool) is doing, at one moment ([`ScriptPool::state`](crate::ScriptPool::state)).
 ///
 /// ```
 /// use rho::script::ScriptPool;

@@ -26,29 +26,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::Waker;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rho_tool_core::{ToolContext, ToolOutput};
 
-use crate::sandbox::engine::{self, CheckFailure, Engine, Halt, Halted, Spent};
+use crate::sandbox::engine::{self, Engine, Halt, Halted, STACK_MARGIN, Spent};
 use crate::sandbox::host::HostCalls;
-use crate::sandbox::job::{Answer, JobSpec};
+use crate::sandbox::interrupt::STUCK_AFTER;
+use crate::sandbox::job::{Answer, CheckFailure, JobSpec};
 use crate::sandbox::options::{Isolation, PoolOptions, PoolState};
 use crate::sandbox::output::ScriptOutput;
-use crate::sandbox::slot::{Reply, ScriptCall, Slot};
-
-/// The room each thread has on its stack beyond the JavaScript stack limit,
-/// for rho-script's own frames and the engine's native ones.
-pub(crate) const STACK_MARGIN: usize = 2 << 20;
-
-/// How long past a job's stop (its call's future dropped, or its own
-/// deadline) its script may take to give the thread back before the pool
-/// gives up on it: the thread is replaced (threads mode) or the worker
-/// killed (worker processes). A script stops at the engine's next
-/// interrupt check, microseconds away, unless it is inside one long native
-/// operation; the rest is room for a busy machine's scheduling, under the
-/// 50 ms within which the next call must find a thread.
-pub(crate) const STUCK_AFTER: Duration = Duration::from_millis(20);
+use crate::sandbox::slot::{PoolLink, Reply, ScriptCall, Slot};
 
 /// The threads that run script calls: a fixed number of std threads owned
 /// by rho-script, fed by a bounded queue.
@@ -181,19 +169,11 @@ impl Queue {
     }
 }
 
-/// A call's way back to its pool, to say it was dropped unanswered.
-pub(crate) struct PoolLink {
-    shared: Weak<Shared>,
-}
-
-impl PoolLink {
+impl PoolLink for Shared {
     /// The call whose stop flag is `stop` was dropped unanswered: the
     /// watchdog counts [`STUCK_AFTER`] from now if a thread runs it.
-    pub(crate) fn stopped(&self, stop: &Arc<AtomicBool>) {
-        let Some(shared) = self.shared.upgrade() else {
-            return;
-        };
-        let mut queue = shared.lock();
+    fn stopped(&self, stop: &Arc<AtomicBool>) {
+        let mut queue = self.lock();
         let Some(running) = queue
             .running
             .iter_mut()
@@ -206,7 +186,7 @@ impl PoolLink {
             running.stopped = Some(Instant::now());
         }
         let due = running.due();
-        queue.watch_by(due, &shared.watch);
+        queue.watch_by(due, &self.watch);
     }
 }
 
@@ -319,9 +299,8 @@ impl ScriptPool {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = &self.handle.shared;
         // Only the watchdog needs to hear of a stop.
-        let pool = (shared.options.isolation == Isolation::Threads).then(|| PoolLink {
-            shared: Arc::downgrade(shared),
-        });
+        let pool = (shared.options.isolation == Isolation::Threads)
+            .then(|| Arc::downgrade(shared) as Weak<dyn PoolLink>);
         let call = ScriptCall::new(
             Arc::clone(&slot),
             Arc::clone(&stop),
@@ -444,7 +423,7 @@ fn work(shared: &Shared, number: u64) {
                     // lets start never runs beside its memory.
                     if let Some((reply, _answer, spent)) = answered {
                         drop(reply);
-                        free(spent);
+                        spent.free();
                     }
                     shared.lock().abandoned -= 1;
                     // A stuck thread kept past the cap may be replaced now.
@@ -461,7 +440,7 @@ fn work(shared: &Shared, number: u64) {
         }
         if let Some((reply, answer, spent)) = answered {
             reply.send(answer);
-            free(spent);
+            spent.free();
         }
         // With nothing queued, the thread makes the next call's engine now
         // rather than when that call comes.
@@ -548,13 +527,6 @@ fn watchdog(shared: &Arc<Shared>) {
                 .unwrap_or_else(PoisonError::into_inner),
         };
     }
-}
-
-/// Frees a job's engine after its answer was sent. A panic of the binding
-/// while it frees is contained here like one while it runs (the answer is
-/// already out); the payload is dropped on this thread.
-pub(crate) fn free(spent: Spent) {
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(spent)));
 }
 
 /// Runs one job: its reply and answer, for the caller to send once the

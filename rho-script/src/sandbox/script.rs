@@ -14,12 +14,11 @@ use rquickjs::{Coerced, Ctx, Promise, Value};
 
 use crate::sandbox::base64::base64_decode;
 use crate::sandbox::convert::{Originals, WalkError, Walker};
-use crate::sandbox::engine::{
-    CheckFailure, THROWN_LIMITS, cut, engine_failure, interrupted, limit_of,
-};
+use crate::sandbox::failure::{THROWN_LIMITS, cut, engine_failure, limit_of};
 use crate::sandbox::global::{self, RhoGlobal};
 use crate::sandbox::host::HostAnswer;
-use crate::sandbox::job::{JobSpec, Origin};
+use crate::sandbox::interrupt::interrupted;
+use crate::sandbox::job::{CheckFailure, JobSpec, Origin};
 use crate::sandbox::output::ScriptOutput;
 use crate::sandbox::slot::{Slot, Woken};
 

@@ -15,7 +15,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
@@ -24,8 +24,7 @@ use rho_tool_core::untrusted::Plain;
 
 use crate::sandbox::host::{Callee, HostAnswer, HostAsk, HostCalls};
 use crate::sandbox::job::Answer;
-use crate::sandbox::pool::PoolLink;
-use crate::sandbox::worker::wire::FromWorker;
+use crate::sandbox::wire::FromWorker;
 
 /// How many partial results wait between the script's thread and the
 /// call's future: past it, the oldest is dropped for the newest.
@@ -345,13 +344,23 @@ impl Drop for Reply {
     }
 }
 
+/// What a call's future knows of the pool that runs its job: only whom to
+/// tell that the call was dropped unanswered, so that the pool can give up
+/// on a thread that does not come back from the script. The pool
+/// implements it; the future holds it weakly, so a call that outlives its
+/// pool tells nobody.
+pub(crate) trait PoolLink: Send + Sync {
+    /// The call whose stop flag is `stop` was dropped unanswered.
+    fn stopped(&self, stop: &Arc<AtomicBool>);
+}
+
 /// The future of one script call's answer.
 ///
 /// Dropping it before the answer came (rho does so at the call's timeout
 /// and on a host abort) stops the script: the engine's interrupt sees the
 /// flag at its next check and the thread is free for the next call; a
 /// thread inside a native operation that does not come back is replaced
-/// by the pool (see [`STUCK_AFTER`](crate::sandbox::pool::STUCK_AFTER)). Host calls
+/// by the pool (see [`STUCK_AFTER`](crate::sandbox::interrupt::STUCK_AFTER)). Host calls
 /// it runs for the script are dropped with it.
 ///
 /// While it waits it forwards the script's partial results to the call's
@@ -370,7 +379,7 @@ pub(crate) struct ScriptCall<T> {
     sleeping: Option<Pin<Box<dyn Future<Output = ()> + Send + 'static>>>,
     /// The pool to tell when the call is dropped unanswered, so that it
     /// can give up on a thread that does not come back from the script.
-    pool: Option<PoolLink>,
+    pool: Option<Weak<dyn PoolLink>>,
     /// The answer was taken: the job is over, nothing is left to stop.
     answered: bool,
 }
@@ -382,7 +391,7 @@ impl<T> ScriptCall<T> {
         read: fn(Answer) -> T,
         context: Option<ToolContext>,
         host: Option<Box<dyn HostCalls>>,
-        pool: Option<PoolLink>,
+        pool: Option<Weak<dyn PoolLink>>,
     ) -> Self {
         Self {
             slot,
@@ -476,7 +485,7 @@ impl<T> Drop for ScriptCall<T> {
         // the lock and the wake-up would only cost the call's thread.
         if !self.answered {
             self.slot.stop(&self.stop);
-            if let Some(pool) = &self.pool {
+            if let Some(pool) = self.pool.as_ref().and_then(Weak::upgrade) {
                 pool.stopped(&self.stop);
             }
         }

@@ -336,8 +336,10 @@ impl ScriptSourceBuilder {
     /// Tells `policy` of every call of the source's tools and asks it which
     /// are disabled: usually an [`Accounting`](rho_registry::Accounting)
     /// the host keeps an `Arc` of.
-    pub fn with_policy(mut self, policy: Arc<dyn SourcePolicy>) -> Self {
-        self.settings.policy = Some(policy);
+    pub fn with_policy(mut self, policy: impl SourcePolicy + 'static) -> Self {
+        self.settings.policy = Some(rho_tool_core::into_shared(policy, |policy| {
+            Arc::new(policy) as Arc<dyn SourcePolicy>
+        }));
         self
     }
 

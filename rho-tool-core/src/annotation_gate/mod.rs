@@ -94,14 +94,14 @@ use crate::tool::Tool;
 /// let runtime = tokio::runtime::Builder::new_multi_thread().enable_time().build().unwrap();
 /// runtime.block_on(async {
 ///     let runner = Runner::new(rho::tokio::TokioExecutor::current().unwrap())
-///         .with_gate(Arc::new(gate))
-///         .with_approver(Arc::new(move |request: ApprovalRequest| {
+///         .with_gate(gate)
+///         .with_approver(move |request: ApprovalRequest| {
 ///             counter.fetch_add(1, Ordering::SeqCst);
 ///             async move {
 ///                 // A real host would ask a person here, for as long as it takes.
 ///                 if request.tool == "write_file" { Verdict::Allow } else { Verdict::deny("no") }
 ///             }
-///         }));
+///         });
 ///     let call = |name: &str| ToolCall::new("call-1", name, serde_json::json!({}));
 ///
 ///     // Read-only: runs without asking.

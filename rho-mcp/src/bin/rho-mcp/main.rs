@@ -24,7 +24,6 @@ mod proxy;
 mod sample;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use listen::{HttpArgs, Transport};
@@ -170,8 +169,8 @@ async fn serve_sample(transport: Transport) -> Result<(), String> {
     let executor = TokioExecutor::current().map_err(|error| error.to_string())?;
     let asks = sample::approver();
     let runner = Runner::new(executor)
-        .with_gate(Arc::new(sample::gate()))
-        .with_approver(Arc::new(asks.clone()));
+        .with_gate(sample::gate())
+        .with_approver(asks.clone());
     let server = McpServer::new(runner, registry)
         .with_name("rho-mcp-sample", env!("CARGO_PKG_VERSION"))
         .with_elicitation(asks);

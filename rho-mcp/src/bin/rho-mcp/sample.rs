@@ -72,11 +72,11 @@ pub(crate) fn registry() -> Result<ToolRegistry, RegistryError> {
     let accounting = Arc::new(Accounting::new(QuarantineRule::after(2)));
     registry
         .add_source(Source::untrusted("agent").with_policy(accounting))?
-        .add(Arc::new(Sample {
+        .add(Sample {
             kind: Kind::Flaky,
             running,
             defined: dynamic,
-        }))?;
+        })?;
     Ok(registry)
 }
 

@@ -120,7 +120,6 @@ use rho_process::confine::{Confinement, Launcher};
 
 pub(crate) mod relay;
 mod serve;
-pub(crate) mod wire;
 
 /// The argument with which a pool starts the host's own executable as its
 /// worker ([`WorkerCommand::embedded`]), and by which [`serve_if_worker`]

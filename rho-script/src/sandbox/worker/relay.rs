@@ -22,12 +22,12 @@ use rho_tool_core::untrusted::lines::{LineSplitter, Taken};
 
 use crate::sandbox::engine::{Halt, Halted};
 use crate::sandbox::host::HostAsk;
+use crate::sandbox::interrupt::STUCK_AFTER;
 use crate::sandbox::job::{Answer, JobSpec};
 use crate::sandbox::output::ScriptOutput;
-use crate::sandbox::pool::STUCK_AFTER;
 use crate::sandbox::slot::{Relayed, Slot, Woken};
+use crate::sandbox::wire::{self, FromWorker, ToWorker, WorkerJob};
 use crate::sandbox::worker::WorkerCommand;
-use crate::sandbox::worker::wire::{self, FromWorker, ToWorker, WorkerJob};
 
 /// How long the pool's thread waits for a worker that closed its stdout
 /// to be reaped, for the exit status in the text.

@@ -18,10 +18,9 @@ use std::task::{Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::Instant;
 
-use crate::sandbox::engine;
-use crate::sandbox::pool::STACK_MARGIN;
+use crate::sandbox::engine::{self, STACK_MARGIN};
 use crate::sandbox::slot::{Outgoing, Reply, Slot};
-use crate::sandbox::worker::wire::{self, FromWorker, ToWorker, WorkerJob};
+use crate::sandbox::wire::{self, FromWorker, ToWorker, WorkerJob};
 
 /// The job that runs, as stdin's reader sees it.
 struct Running {
@@ -162,7 +161,7 @@ fn run(job: WorkerJob, current: &Current, out: &mut impl Write) -> io::Result<()
                 engine::run(&spec, &sandbox_stop, &sandbox_slot, stack_limit, None)
             })) {
                 reply.send(answer);
-                crate::sandbox::pool::free(spent);
+                spent.free();
             }
         });
     let sandbox = match started {

@@ -13,6 +13,12 @@ use serde::ser::{self, Serialize};
 use super::path;
 use super::{Limits, Plain, PlainError};
 
+// The modules below that import each other in a circle, each circle one
+// concept (`.ci/cycles.py` holds every other module to one-way imports):
+// One concept: compound, ctx, key, value — one serde `Serializer`, split by
+// role: the value serializer hands lists and maps to the compound ones, which
+// send their keys through `key` and their elements back through `value`,
+// all under one shared context (`Ctx`).
 mod compound;
 mod ctx;
 mod key;
