@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rho_registry::{Source, ToolRegistry};
-use rho_script::{CodeLimits, CodeMode, ScriptLimits, ScriptPool, ScriptTool};
+use rho_script::{CodeLimits, CodeMode, ScriptLimits, ScriptOptions, ScriptPool, ScriptTool};
 use rho_tool_core::{Executor, Outcome, Tool, ToolCall, ToolContext, ToolOutput, async_trait};
 use rho_turn::TurnRunner;
 
@@ -85,15 +85,19 @@ fn host<E: Executor>(executor: E, pool: &ScriptPool) -> TurnRunner<E> {
         .with_limits(CodeLimits::default().with_max_calls(usize::MAX));
     let scripts: [Arc<dyn Tool>; 2] = [
         Arc::new(
-            ScriptTool::new("sequential", "calls noop", SEQUENTIAL, pool)
-                .with_timeout(Duration::from_secs(600))
-                .with_code_mode(code.clone()),
+            ScriptTool::new("sequential", "calls noop", SEQUENTIAL, pool).with_options(
+                ScriptOptions::new()
+                    .with_timeout(Duration::from_secs(600))
+                    .with_code_mode(code.clone()),
+            ),
         ),
         Arc::new(
-            ScriptTool::new("fan_out", "calls noop", FAN_OUT, pool)
-                .with_timeout(Duration::from_secs(600))
-                .with_limits(ScriptLimits::default().with_memory(16 << 20))
-                .with_code_mode(code),
+            ScriptTool::new("fan_out", "calls noop", FAN_OUT, pool).with_options(
+                ScriptOptions::new()
+                    .with_timeout(Duration::from_secs(600))
+                    .with_limits(ScriptLimits::default().with_memory(16 << 20))
+                    .with_code_mode(code),
+            ),
         ),
     ];
     registry

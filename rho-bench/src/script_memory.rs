@@ -17,7 +17,7 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use rho_script::{ScriptLimits, ScriptPool, ScriptTool};
+use rho_script::{ScriptLimits, ScriptOptions, ScriptPool, ScriptTool};
 use rho_tool_core::{Executor, Outcome, Runner, Tool, ToolCall};
 
 use crate::Config;
@@ -75,8 +75,9 @@ fn measure<B: Bench>(bench: &B, warm_up: usize, count: usize) -> (u64, u64, Ends
     let pool = ScriptPool::new(rt::WORKERS).expect("the script threads start");
     let runner = Runner::new(bench.executor());
     let tool: Arc<dyn Tool> = Arc::new(
-        ScriptTool::new("hog", "Takes all it can.", HOG_SOURCE, &pool)
-            .with_limits(ScriptLimits::default().with_memory(CAP)),
+        ScriptTool::new("hog", "Takes all it can.", HOG_SOURCE, &pool).with_options(
+            ScriptOptions::new().with_limits(ScriptLimits::default().with_memory(CAP)),
+        ),
     );
     bench.block_on(hog_calls(&runner, &tool, warm_up));
     bench.settle();

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rho_script::{ScriptPool, ScriptTool};
+use rho_script::{ScriptOptions, ScriptPool, ScriptTool};
 use rho_tool_core::{CallEvent, Executor, Outcome, Runner, Tool, ToolCall};
 
 use crate::Config;
@@ -105,7 +105,8 @@ pub(crate) fn run<B: Bench>(bench: &B, config: &Config, report: &mut Report) {
     let stuck: Vec<Arc<dyn Tool>> = SCRIPTS
         .iter()
         .map(|(label, source)| {
-            let tool = ScriptTool::new(*label, "Never ends.", *source, &pool).with_timeout(TIMEOUT);
+            let tool = ScriptTool::new(*label, "Never ends.", *source, &pool)
+                .with_options(ScriptOptions::new().with_timeout(TIMEOUT));
             Arc::new(tool) as Arc<dyn Tool>
         })
         .collect();

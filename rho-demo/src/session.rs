@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rho::gate::{Match, Rule};
 use rho::process::ShellTool;
-use rho::script::{CodeMode, RunScript, ScriptLimits, ScriptPool, ScriptSource};
+use rho::script::{CodeMode, RunScript, ScriptLimits, ScriptOptions, ScriptPool, ScriptSource};
 use rho::turn::{EventBus, TurnAbort};
 use rho::{
     Accounting, AnnotationGate, ApprovalRequest, Approver, Executor, QuarantineRule, SessionEntry,
@@ -89,8 +89,11 @@ pub(crate) fn registry() -> (ToolRegistry, Arc<Accounting>, ScriptPool) {
         .unwrap_or_else(|error| fail(&format!("cannot start the script threads: {error}")));
     let scripts = ScriptSource::builder("agent-js", &pool)
         .with_policy(accounting.clone())
-        .with_timeout(SCRIPT_TIMEOUT)
-        .with_limits(ScriptLimits::default().with_memory(SCRIPT_MEMORY))
+        .with_options(
+            ScriptOptions::new()
+                .with_timeout(SCRIPT_TIMEOUT)
+                .with_limits(ScriptLimits::default().with_memory(SCRIPT_MEMORY)),
+        )
         .register(&registry)
         .unwrap_or_else(|error| fail(&format!("cannot start the script tools: {error}")));
     let builtin: [Arc<dyn Tool>; 9] = [
@@ -150,10 +153,12 @@ pub(crate) fn add_run_script<E: Executor>(turns: &TurnRunner<E>, pool: &ScriptPo
         .allow_tool("grep")
         .allow_tool("save_note")
         .allow_source("docs");
-    let run_script = RunScript::new(pool)
-        .with_timeout(SCRIPT_TIMEOUT)
-        .with_limits(ScriptLimits::default().with_memory(SCRIPT_MEMORY))
-        .with_code_mode(code);
+    let run_script = RunScript::new(pool).with_options(
+        ScriptOptions::new()
+            .with_timeout(SCRIPT_TIMEOUT)
+            .with_limits(ScriptLimits::default().with_memory(SCRIPT_MEMORY))
+            .with_code_mode(code),
+    );
     let added = turns
         .registry()
         .add_source(Source::trusted("code"))

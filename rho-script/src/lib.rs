@@ -96,8 +96,9 @@
 //!
 //! **Host functions granted by name.** Beyond those four a script has
 //! what the host grants it, tool by tool: a [`Grant`] is a host function
-//! under a name, given to a tool ([`ScriptTool::with_grant`]) or to every
-//! tool of a source ([`ScriptSourceBuilder::with_grant`]); the script
+//! under a name, given in a tool's [`ScriptOptions`]
+//! ([`ScriptOptions::with_grant`]) or in a source's, for every tool of it;
+//! the script
 //! calls it as `await rho.<name>(argument)`.
 //!
 //! ```js
@@ -362,7 +363,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use rho::script::{ScriptPool, ScriptTool};
+//! use rho::script::{ScriptOptions, ScriptPool, ScriptTool};
 //! use rho::{Executor, Outcome, Runner, ToolCall};
 //!
 //! async fn example<E: Executor>(runner: Runner<E>, pool: ScriptPool) {
@@ -380,7 +381,7 @@
 //!
 //!     // And this one never ends: rho stops it at its timeout.
 //!     let spin = ScriptTool::new("spin", "Spins.", "function run() { for (;;) {} }", &pool)
-//!         .with_timeout(Duration::from_millis(100));
+//!         .with_options(ScriptOptions::new().with_timeout(Duration::from_millis(100)));
 //!     let call = ToolCall::new("call-2", "spin", serde_json::json!({}));
 //!     let end = runner.start(call, Arc::new(spin)).await;
 //!     assert_eq!(end.outcome, Outcome::TimedOut);
@@ -410,7 +411,7 @@
 //!     .register(&registry)?;
 //! // The model defines tools itself through `define_tool` (in a trusted
 //! // source: it is the host's code).
-//! registry.add_source(Source::trusted("host"))?.add(Arc::new(scripts.define_tool()))?;
+//! registry.add_source(Source::trusted("host"))?.add(scripts.define_tool())?;
 //!
 //! let executors = rho::smol::SmolPool::new(1)?;
 //! let turns = TurnRunner::new(executors.executor(), registry);
@@ -473,6 +474,6 @@ pub use sandbox::{Isolation, PoolOptions, PoolState, ScriptLimits, ScriptPool};
 pub use source::{
     DefineError, DefineTool, Defined, ScriptDefinition, ScriptSource, ScriptSourceBuilder,
 };
-pub use tool::{Grant, GrantError, HostFunction, HostFuture, RunScript, ScriptTool};
+pub use tool::{Grant, GrantError, HostFunction, HostFuture, RunScript, ScriptOptions, ScriptTool};
 #[cfg(unix)]
 pub use worker::{WorkerCommand, WorkerNotFound};

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_registry::{Accounting, QuarantineRule, Source, ToolRegistry};
-use rho_script::{CodeLimits, CodeMode, RunScript, ScriptPool, ScriptTool};
+use rho_script::{CodeLimits, CodeMode, RunScript, ScriptOptions, ScriptPool, ScriptTool};
 use rho_tool_core::{
     Executor, Gate, Outcome, Runner, Tool, ToolCall, ToolContext, ToolOutput, Verdict, async_trait,
 };
@@ -208,9 +208,11 @@ impl<E: Executor> Host<E> {
         let code = CodeMode::new(&self.turns)
             .allow_source("files")
             .with_limits(limits);
-        let tool = ScriptTool::new(name, "a script", source, &self.pool)
-            .with_timeout(timeout)
-            .with_code_mode(code);
+        let tool = ScriptTool::new(name, "a script", source, &self.pool).with_options(
+            ScriptOptions::new()
+                .with_timeout(timeout)
+                .with_code_mode(code),
+        );
         let registry = self.turns.registry();
         let agent = registry
             .add_source(Source::untrusted(format!("agent-{name}")).with_policy(self.agent.clone()))
@@ -712,9 +714,11 @@ async fn run_script_runs_a_program_the_model_wrote_in_the_call<E: Executor>(
 ) {
     let host = Host::new(runner, pool.clone(), None);
     let accounting = Arc::new(Accounting::new(QuarantineRule::after(1)));
-    let run_script = RunScript::new(&pool)
-        .with_timeout(NEVER)
-        .with_code_mode(CodeMode::new(&host.turns).allow_source("files"));
+    let run_script = RunScript::new(&pool).with_options(
+        ScriptOptions::new()
+            .with_timeout(NEVER)
+            .with_code_mode(CodeMode::new(&host.turns).allow_source("files")),
+    );
     host.turns
         .registry()
         .add_source(Source::trusted("code").with_policy(accounting.clone()))

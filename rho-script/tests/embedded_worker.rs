@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rho_script::worker::{EMBEDDED_WORKER_ARG, WORKER_PROGRAM, serve_if_worker};
-use rho_script::{Isolation, PoolOptions, ScriptPool, ScriptTool, WorkerCommand};
+use rho_script::{Isolation, PoolOptions, ScriptOptions, ScriptPool, ScriptTool, WorkerCommand};
 use rho_tool_core::{Outcome, Runner, ToolCall};
 
 /// The role of a host whose `main` never calls `serve_if_worker`: it
@@ -114,7 +114,7 @@ fn an_embedded_worker_runs_scripts() {
     ));
     let spin = Arc::new(
         ScriptTool::new("spin", "Spins.", "function run() { for (;;) {} }", &pool)
-            .with_timeout(Duration::from_millis(200)),
+            .with_options(ScriptOptions::new().with_timeout(Duration::from_millis(200))),
     );
     smol::block_on(async {
         let call = ToolCall::new("c1", "add", serde_json::json!({ "a": 2, "b": 3 }));

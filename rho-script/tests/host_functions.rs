@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_registry::ToolRegistry;
-use rho_script::{Grant, ScriptDefinition, ScriptPool, ScriptSource, ScriptTool};
+use rho_script::{Grant, ScriptDefinition, ScriptOptions, ScriptPool, ScriptSource, ScriptTool};
 use rho_tool_core::untrusted::Plain;
 use rho_tool_core::{CallEvent, Executor, Outcome, Runner, ToolCall, ToolContext};
 use rho_turn::TurnRunner;
@@ -36,12 +36,13 @@ crate::on_both_executors!(
 );
 
 fn tool(pool: &ScriptPool, source: &str, grants: Vec<Grant>) -> Arc<ScriptTool> {
-    let mut tool =
-        ScriptTool::new("host_user", "uses host functions", source, pool).with_timeout(NEVER);
-    for grant in grants {
-        tool = tool.with_grant(grant);
-    }
-    Arc::new(tool)
+    let options = grants.into_iter().fold(
+        ScriptOptions::new().with_timeout(NEVER),
+        ScriptOptions::with_grant,
+    );
+    Arc::new(
+        ScriptTool::new("host_user", "uses host functions", source, pool).with_options(options),
+    )
 }
 
 fn echo() -> Grant {
@@ -246,8 +247,7 @@ async fn a_pending_host_call_is_dropped_when_the_call_times_out<E: Executor>(
             "async function run() { await rho.forever(); }",
             &pool,
         )
-        .with_timeout(SHORT)
-        .with_grant(forever),
+        .with_options(ScriptOptions::new().with_timeout(SHORT).with_grant(forever)),
     );
     let started = Instant::now();
     let end = call(&runner, &tool, json!({})).await;
@@ -382,8 +382,11 @@ async fn a_huge_host_answer_counts_against_the_memory_cap<E: Executor>(
             "async function run() { return (await rho.flood()).length; }",
             &pool,
         )
-        .with_limits(rho_script::ScriptLimits::default().with_memory(8 << 20))
-        .with_grant(flood),
+        .with_options(
+            ScriptOptions::new()
+                .with_limits(rho_script::ScriptLimits::default().with_memory(8 << 20))
+                .with_grant(flood),
+        ),
     );
     let end = call(&runner, &tool, json!({})).await;
     assert_eq!(end.outcome, Outcome::Crashed, "{}", end.result.text());
@@ -429,7 +432,7 @@ async fn a_sources_grant_reaches_the_tools_the_model_defines<E: Executor>(
 ) {
     let registry = ToolRegistry::new();
     let scripts = ScriptSource::builder("agent", &pool)
-        .with_grant(echo())
+        .with_options(ScriptOptions::new().with_grant(echo()))
         .register(&registry)
         .expect("a new source");
     let defined = scripts

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
-use rho_script::{ScriptDefinition, ScriptLimits, ScriptPool, ScriptSource, ScriptTool};
+use rho_script::{
+    ScriptDefinition, ScriptLimits, ScriptOptions, ScriptPool, ScriptSource, ScriptTool,
+};
 use rho_tool_core::untrusted::Limits;
 use rho_tool_core::{Executor, Outcome, Runner, ToolCall};
 use rho_turn::TurnRunner;
@@ -102,9 +104,11 @@ async fn memory_bombs_of_every_kind_end_naming_the_cap<E: Executor>(
             NEVER
         };
         let tool = Arc::new(
-            ScriptTool::new(name, "a memory bomb", source, &pool)
-                .with_timeout(timeout)
-                .with_limits(ScriptLimits::default().with_memory(16 << 20)),
+            ScriptTool::new(name, "a memory bomb", source, &pool).with_options(
+                ScriptOptions::new()
+                    .with_timeout(timeout)
+                    .with_limits(ScriptLimits::default().with_memory(16 << 20)),
+            ),
         );
         let end = call(&runner, &tool, json!({})).await;
         let text = end.result.text();
@@ -134,10 +138,9 @@ async fn a_huge_answer_is_refused_naming_the_limit<E: Executor>(
             "function run() { return new Array(200000).fill('0123456789'); }",
             &pool,
         )
-        .with_timeout(NEVER)
-        .with_limits(
+        .with_options(ScriptOptions::new().with_timeout(NEVER).with_limits(
             ScriptLimits::default().with_answer(Limits::default().with_max_bytes(1 << 20)),
-        ),
+        )),
     );
     let end = call(&runner, &tool, json!({})).await;
     assert_eq!(end.outcome, Outcome::Failed, "{}", end.result.text());

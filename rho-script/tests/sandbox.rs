@@ -545,7 +545,7 @@ async fn a_regex_that_backtracks_for_ever_is_stopped_at_the_deadline<E: Executor
 /// the executor plays no part, and each run moves 450 MiB.
 mod answers_of_one_to_eight_mib_a_hundred_in_a_row_all_arrive_whole {
     use super::*;
-    use rho_script::{ScriptLimits, ScriptTool};
+    use rho_script::{ScriptLimits, ScriptOptions, ScriptTool};
     use rho_tool_core::untrusted::Limits;
     use std::sync::Arc;
 
@@ -576,10 +576,9 @@ mod answers_of_one_to_eight_mib_a_hundred_in_a_row_all_arrive_whole {
                  }",
                 &pool,
             )
-            .with_timeout(NEVER)
-            .with_limits(
+            .with_options(ScriptOptions::new().with_timeout(NEVER).with_limits(
                 ScriptLimits::default().with_answer(Limits::default().with_max_string(8 * MIB)),
-            ),
+            )),
         );
         for round in 0..100_usize {
             // From 1 MiB to 8 MiB, and rarely a round number of bytes.

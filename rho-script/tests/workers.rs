@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use rho_registry::{Accounting, QuarantineRule, ToolRegistry};
 use rho_script::{
-    Isolation, PoolOptions, ScriptDefinition, ScriptLimits, ScriptPool, ScriptSource, ScriptTool,
-    WorkerCommand,
+    Isolation, PoolOptions, ScriptDefinition, ScriptLimits, ScriptOptions, ScriptPool,
+    ScriptSource, ScriptTool, WorkerCommand,
 };
 use rho_tool_core::untrusted::Limits;
 use rho_tool_core::{Executor, Outcome, Runner, ToolCall};
@@ -291,13 +291,13 @@ async fn an_endless_line_is_cut_at_its_bound_and_the_worker_killed<E: Executor>(
         "read job; head -c 100000000 /dev/zero | tr '\\0' x",
     ));
     let tool = Arc::new(
-        ScriptTool::new("endless", "floods", "function run() { return 1; }", &pool)
-            .with_timeout(NEVER)
-            .with_limits(
+        ScriptTool::new("endless", "floods", "function run() { return 1; }", &pool).with_options(
+            ScriptOptions::new().with_timeout(NEVER).with_limits(
                 ScriptLimits::default()
                     .with_memory(1 << 20)
                     .with_answer(Limits::default().with_max_bytes(1 << 20)),
             ),
+        ),
     );
     let end = call(&runner, &tool, json!({})).await;
     assert_eq!(end.outcome, Outcome::Crashed, "{}", end.result.text());

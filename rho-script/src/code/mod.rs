@@ -137,9 +137,9 @@ impl<E: Executor> Tools for TurnTools<E> {
 
 /// Which tools a script may call: the host's tools, by source or by name,
 /// through the host's [`TurnRunner`](rho_turn::TurnRunner). Give it to a
-/// tool ([`ScriptTool::with_code_mode`](crate::ScriptTool::with_code_mode))
-/// or to every tool of a source
-/// ([`ScriptSourceBuilder::with_code_mode`](crate::ScriptSourceBuilder::with_code_mode)).
+/// script tool, a `run_script` or every tool of a source in their
+/// [`ScriptOptions`](crate::ScriptOptions)
+/// ([`with_code_mode`](crate::ScriptOptions::with_code_mode)).
 ///
 /// Nothing is allowed until the host says so. The script finds the tools
 /// it may call as the global `tools`, one async function per tool, named

@@ -48,7 +48,8 @@ pub struct ScriptDefinition {
     /// `run` (see the crate docs).
     pub source: String,
     /// How long each call may run; `None`: the source's timeout
-    /// ([`ScriptSourceBuilder::with_timeout`]).
+    /// ([`ScriptOptions::with_timeout`](crate::ScriptOptions::with_timeout)
+    /// given to [`ScriptSourceBuilder::with_options`]).
     pub timeout: Option<Duration>,
 }
 

@@ -4,7 +4,6 @@
 //! which the model defines them. Built on the script tools
 //! ([`crate::tool`]), code mode ([`crate::code`]) and the sandbox.
 
-use rho_tool_core::Tool;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,8 +12,8 @@ use rho_registry::{RegistryError, Source, SourceHandle, SourcePolicy, ToolRegist
 use rho_tool_core::untrusted::call_contained;
 
 use crate::code::CodeMode;
-use crate::sandbox::{CheckFailure, Clock, JobKind, JobSpec, Origin, ScriptLimits, ScriptPool};
-use crate::tool::{Grant, GrantSet, ScriptTool};
+use crate::sandbox::{CheckFailure, Clock, JobKind, JobSpec, Origin, ScriptPool};
+use crate::tool::{ScriptOptions, ScriptTool};
 
 mod define_tool;
 mod definition;
@@ -105,30 +104,25 @@ pub struct ScriptSourceBuilder {
 struct Settings {
     policy: Option<Arc<dyn SourcePolicy>>,
     pool: ScriptPool,
-    limits: ScriptLimits,
-    timeout: Duration,
+    /// What every tool of the source runs with (the timeout of those
+    /// whose definition has none); the limits, grants and code mode also
+    /// bound a definition's check.
+    options: ScriptOptions,
     check_timeout: Duration,
     /// The largest source a definition may have, in bytes.
     max_source: usize,
     /// How many tools the source may hold.
     max_tools: usize,
-    /// The host functions every tool of the source is granted.
-    grants: GrantSet,
-    /// The tools every tool of the source may call (code mode).
-    code: Option<CodeMode>,
 }
 
 impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Settings")
             .field("policy", &self.policy.is_some())
-            .field("limits", &self.limits)
-            .field("timeout", &self.timeout)
+            .field("options", &self.options)
             .field("check_timeout", &self.check_timeout)
             .field("max_source", &self.max_source)
             .field("max_tools", &self.max_tools)
-            .field("grants", &self.grants)
-            .field("code", &self.code)
             .finish_non_exhaustive()
     }
 }
@@ -136,8 +130,8 @@ impl fmt::Debug for Settings {
 impl ScriptSource {
     /// A source named `name` whose tools run on `pool`'s threads, to be
     /// registered with [`ScriptSourceBuilder::register`]. Defaults: no
-    /// policy, [`ScriptLimits::default`], tools' timeout
-    /// `<dyn Tool>::DEFAULT_TIMEOUT`, check deadline [`ScriptSource::DEFAULT_CHECK_TIMEOUT`],
+    /// policy, [`ScriptOptions::new`] (the default limits and timeout, no
+    /// grants, no code mode), check deadline [`ScriptSource::DEFAULT_CHECK_TIMEOUT`],
     /// [`ScriptTool::DEFAULT_MAX_SOURCE`] bytes of source and [`ScriptSource::DEFAULT_MAX_TOOLS`]
     /// tools.
     pub fn builder(name: impl Into<String>, pool: &ScriptPool) -> ScriptSourceBuilder {
@@ -146,13 +140,10 @@ impl ScriptSource {
             settings: Settings {
                 policy: None,
                 pool: pool.clone(),
-                limits: ScriptLimits::default(),
-                timeout: <dyn Tool>::DEFAULT_TIMEOUT,
+                options: ScriptOptions::new(),
                 check_timeout: ScriptSource::DEFAULT_CHECK_TIMEOUT,
                 max_source: ScriptTool::DEFAULT_MAX_SOURCE,
                 max_tools: ScriptSource::DEFAULT_MAX_TOOLS,
-                grants: GrantSet::default(),
-                code: None,
             },
         }
     }
@@ -242,9 +233,9 @@ impl ScriptSource {
                 source: Arc::clone(&source),
                 origin: Origin::Defined,
                 kind: JobKind::Check,
-                limits: self.settings.limits.clone(),
-                grants: self.settings.grants.names(),
-                tools: self.settings.code.as_ref().map(CodeMode::names),
+                limits: self.settings.options.limits().clone(),
+                grants: self.settings.options.grants().names(),
+                tools: self.settings.options.code_mode().map(CodeMode::names),
                 // Counted again from when a thread takes the check: see
                 // `Clock::Taken`.
                 deadline: now + self.settings.check_timeout,
@@ -255,15 +246,13 @@ impl ScriptSource {
         if let Err(failure) = verdict {
             return Err(self.refusal(&name, failure));
         }
+        let mut options = self.settings.options.clone();
+        if let Some(timeout) = timeout {
+            options = options.with_timeout(timeout);
+        }
         let tool = ScriptTool::new(name.clone(), description, &*source, &self.settings.pool)
             .with_parameters(parameters)
-            .with_timeout(timeout.unwrap_or(self.settings.timeout))
-            .with_limits(self.settings.limits.clone())
-            .with_grant_set(self.settings.grants.clone());
-        let tool = match &self.settings.code {
-            Some(code) => tool.with_code_mode(code.clone()),
-            None => tool,
-        };
+            .with_options(options);
         // Counted again under the lock: the check above answers the model
         // before the script is checked, this one keeps the cap exact.
         let _registering = self
@@ -343,17 +332,13 @@ impl ScriptSourceBuilder {
         self
     }
 
-    /// Sets the memory cap and the answer's limits of every call, and of
-    /// the definition check.
-    pub fn with_limits(mut self, limits: ScriptLimits) -> Self {
-        self.settings.limits = limits;
-        self
-    }
-
-    /// Sets the timeout of tools whose definition has none (all those the
-    /// model defines with [`DefineTool`](DefineTool)).
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.settings.timeout = timeout;
+    /// Runs every tool of the source with `options` (see
+    /// [`ScriptOptions`]): its timeout is that of tools whose definition
+    /// has none (all those the model defines with [`DefineTool`]); its
+    /// limits bound each definition's check too, which sees the names of
+    /// its grants and code mode's tools but cannot call them.
+    pub fn with_options(mut self, options: ScriptOptions) -> Self {
+        self.settings.options = options;
         self
     }
 
@@ -374,22 +359,6 @@ impl ScriptSourceBuilder {
     /// past it is refused (redefining a held one is not).
     pub fn with_max_tools(mut self, tools: usize) -> Self {
         self.settings.max_tools = tools;
-        self
-    }
-
-    /// Grants `grant` to every tool of the source, as `rho.<name>`
-    /// (replacing an earlier grant of the same name). A definition's check
-    /// sees the name but cannot call it.
-    pub fn with_grant(mut self, grant: Grant) -> Self {
-        self.settings.grants = self.settings.grants.with(grant);
-        self
-    }
-
-    /// Lets every tool of the source call the tools `code` allows, as
-    /// `tools.<name>` (code mode). A definition's check sees their names
-    /// but cannot call them.
-    pub fn with_code_mode(mut self, code: CodeMode) -> Self {
-        self.settings.code = Some(code);
         self
     }
 

@@ -70,9 +70,9 @@ const MAX_GRANT_NAME: usize = 64;
 /// A host function granted to scripts under a name: a script calls it as
 /// `await rho.<name>(argument)`.
 ///
-/// Give it to a tool ([`ScriptTool::with_grant`](crate::ScriptTool::with_grant))
-/// or to every tool of a source
-/// ([`ScriptSourceBuilder::with_grant`](crate::ScriptSourceBuilder::with_grant)).
+/// Give it to a script tool, a `run_script` or every tool of a source in
+/// their [`ScriptOptions`](crate::ScriptOptions)
+/// ([`with_grant`](crate::ScriptOptions::with_grant)).
 /// Cheap to clone.
 ///
 /// ```

@@ -7,11 +7,13 @@
 //! agent-tools source ([`crate::source`]) builds on it.
 
 mod grant;
+mod options;
 mod run_script;
 mod script_tool;
 
 pub(crate) use grant::GrantSet;
 pub use grant::{Grant, GrantError, HostFunction, HostFuture};
+pub use options::ScriptOptions;
 pub use run_script::RunScript;
 pub use script_tool::ScriptTool;
 

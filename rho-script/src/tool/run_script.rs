@@ -9,15 +9,14 @@ use std::time::Duration;
 use rho_tool_core::{Concurrency, Tool, ToolAnnotations, ToolContext, ToolOutput, async_trait};
 use serde_json::{Value, json};
 
-use crate::code::CodeMode;
-use crate::sandbox::{Origin, ScriptLimits, ScriptPool};
-use crate::tool::Grant;
+use crate::sandbox::{Origin, ScriptPool};
+use crate::tool::ScriptOptions;
 use crate::tool::script_tool::Runs;
 
 /// The tool `run_script`: the model writes a JavaScript program in the
 /// call (`{ source, args }`) and gets what it answers, in one call.
 ///
-/// With a [`CodeMode`] it is code mode's usual shape: the program calls
+/// With a [`CodeMode`](crate::CodeMode) it is code mode's usual shape: the program calls
 /// the host's tools (`await tools.read_file({ path })`), each call a rho
 /// call, and only its answer reaches the model. The source is the same
 /// shape as a script tool's (it defines `run`, called with `args`); it
@@ -62,32 +61,17 @@ impl RunScript {
         self
     }
 
-    /// Sets the timeout of each program.
+    /// Runs each program with `options`: its timeout, limits, grants and
+    /// code mode (see [`ScriptOptions`]).
     #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.runs.timeout = timeout;
+    pub fn with_options(mut self, options: ScriptOptions) -> Self {
+        self.runs.options = options;
         self
     }
 
-    /// Sets the memory cap and the answer's limits of each program.
-    #[must_use]
-    pub fn with_limits(mut self, limits: ScriptLimits) -> Self {
-        self.runs.limits = limits;
-        self
-    }
-
-    /// Grants `grant` to each program, as `rho.<name>`.
-    #[must_use]
-    pub fn with_grant(mut self, grant: Grant) -> Self {
-        self.runs.grants = self.runs.grants.with(grant);
-        self
-    }
-
-    /// Lets each program call the tools `code` allows, as `tools.<name>`.
-    #[must_use]
-    pub fn with_code_mode(mut self, code: CodeMode) -> Self {
-        self.runs.code = Some(code);
-        self
+    /// What each program runs with.
+    pub fn options(&self) -> &ScriptOptions {
+        &self.runs.options
     }
 
     /// Sets the largest program, in bytes; a larger one is refused before
@@ -138,7 +122,7 @@ impl Tool for RunScript {
     }
 
     fn timeout(&self) -> Duration {
-        self.runs.timeout
+        self.runs.options.timeout()
     }
 
     fn concurrency(&self) -> Concurrency {
@@ -177,10 +161,7 @@ impl fmt::Debug for RunScript {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RunScript")
             .field("name", &self.runs.name)
-            .field("timeout", &self.runs.timeout)
-            .field("limits", &self.runs.limits)
-            .field("grants", &self.runs.grants)
-            .field("code", &self.runs.code)
+            .field("options", &self.runs.options)
             .field("max_source", &self.max_source)
             .finish_non_exhaustive()
     }

@@ -10,10 +10,9 @@ use rho_tool_core::{Concurrency, Tool, ToolContext, ToolOutput, async_trait};
 
 use crate::code::{CodeCalls, CodeMode};
 use crate::sandbox::{
-    Callee, Clock, HostAnswer, HostAsk, HostCalls, JobKind, JobSpec, Origin, ScriptLimits,
-    ScriptPool,
+    Callee, Clock, HostAnswer, HostAsk, HostCalls, JobKind, JobSpec, Origin, ScriptPool,
 };
-use crate::tool::{Grant, GrantSet, HostFuture};
+use crate::tool::{GrantSet, HostFuture, ScriptOptions};
 
 /// How long past the tool's timeout the sandbox stops a script on its own,
 /// in case nothing drops the call's future (rho's runner drops it at the
@@ -65,38 +64,11 @@ impl ScriptTool {
         self
     }
 
-    /// Sets the timeout, after which rho stops the call.
+    /// Runs each call with `options`: its timeout, limits, grants and
+    /// code mode (see [`ScriptOptions`]).
     #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.runs.timeout = timeout;
-        self
-    }
-
-    /// Sets the memory cap and the answer's limits.
-    #[must_use]
-    pub fn with_limits(mut self, limits: ScriptLimits) -> Self {
-        self.runs.limits = limits;
-        self
-    }
-
-    /// Grants `grant` to the script, as `rho.<name>` (replacing an earlier
-    /// grant of the same name).
-    #[must_use]
-    pub fn with_grant(mut self, grant: Grant) -> Self {
-        self.runs.grants = self.runs.grants.with(grant);
-        self
-    }
-
-    /// Lets the script call the tools `code` allows, as `tools.<name>`
-    /// (code mode): each call a rho call of its own. See [`CodeMode`].
-    #[must_use]
-    pub fn with_code_mode(mut self, code: CodeMode) -> Self {
-        self.runs.code = Some(code);
-        self
-    }
-
-    pub(crate) fn with_grant_set(mut self, grants: GrantSet) -> Self {
-        self.runs.grants = grants;
+    pub fn with_options(mut self, options: ScriptOptions) -> Self {
+        self.runs.options = options;
         self
     }
 
@@ -105,9 +77,9 @@ impl ScriptTool {
         &self.source
     }
 
-    /// The limits of each call.
-    pub fn limits(&self) -> &ScriptLimits {
-        &self.runs.limits
+    /// What each call runs with.
+    pub fn options(&self) -> &ScriptOptions {
+        &self.runs.options
     }
 }
 
@@ -126,7 +98,7 @@ impl Tool for ScriptTool {
     }
 
     fn timeout(&self) -> Duration {
-        self.runs.timeout
+        self.runs.options.timeout()
     }
 
     fn is_untrusted(&self) -> bool {
@@ -154,10 +126,7 @@ impl Tool for ScriptTool {
 #[derive(Clone)]
 pub(crate) struct Runs {
     pub(crate) name: Arc<str>,
-    pub(crate) timeout: Duration,
-    pub(crate) limits: ScriptLimits,
-    pub(crate) grants: GrantSet,
-    pub(crate) code: Option<CodeMode>,
+    pub(crate) options: ScriptOptions,
     pub(crate) pool: ScriptPool,
 }
 
@@ -167,10 +136,7 @@ impl Runs {
     pub(crate) fn new(name: String, pool: &ScriptPool) -> Self {
         Self {
             name: Arc::from(name),
-            timeout: <dyn Tool>::DEFAULT_TIMEOUT,
-            limits: ScriptLimits::default(),
-            grants: GrantSet::default(),
-            code: None,
+            options: ScriptOptions::new(),
             pool: pool.clone(),
         }
     }
@@ -180,7 +146,7 @@ impl Runs {
     /// it runs side by side; one with a host function or code mode may
     /// write through them, so it keeps the model's order.
     pub(crate) fn concurrency(&self) -> Concurrency {
-        if self.grants.is_empty() && self.code.is_none() {
+        if self.options.grants().is_empty() && self.options.code_mode().is_none() {
             Concurrency::Shared
         } else {
             Concurrency::Exclusive
@@ -199,12 +165,17 @@ impl Runs {
         // In code mode a call of a tool may wait for a person, which
         // rho's clock does not count, up to the runner's most: so may the
         // sandbox's own deadline.
-        let own = match &self.code {
-            Some(_) => self
-                .timeout
+        let ScriptOptions {
+            timeout,
+            limits,
+            grants,
+            code,
+        } = &self.options;
+        let own = match code {
+            Some(_) => timeout
                 .saturating_add(context.max_clock_pause())
                 .saturating_add(OWN_DEADLINE_GRACE),
-            None => self.timeout.saturating_add(OWN_DEADLINE_GRACE),
+            None => timeout.saturating_add(OWN_DEADLINE_GRACE),
         };
         let deadline = now
             .checked_add(own)
@@ -216,18 +187,18 @@ impl Runs {
                     source,
                     origin,
                     kind: JobKind::Call(arguments),
-                    limits: self.limits.clone(),
-                    grants: self.grants.names(),
-                    tools: self.code.as_ref().map(CodeMode::names),
+                    limits: limits.clone(),
+                    grants: grants.names(),
+                    tools: code.as_ref().map(CodeMode::names),
                     deadline,
-                    timeout: self.timeout,
+                    timeout: *timeout,
                     clock: Clock::Submitted,
                 },
                 context,
                 Box::new(ToolCalls {
-                    grants: self.grants.clone(),
+                    grants: grants.clone(),
                     calls: Vec::new(),
-                    code: self.code.clone().map(CodeCalls::new),
+                    code: code.clone().map(CodeCalls::new),
                 }),
             )
             .await
@@ -286,10 +257,7 @@ impl fmt::Debug for ScriptTool {
         f.debug_struct("ScriptTool")
             .field("name", &self.runs.name)
             .field("source_bytes", &self.source.len())
-            .field("timeout", &self.runs.timeout)
-            .field("limits", &self.runs.limits)
-            .field("grants", &self.runs.grants)
-            .field("code", &self.runs.code)
+            .field("options", &self.runs.options)
             .finish_non_exhaustive()
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rho_exec_smol::{SmolExecutor, SmolPool};
 use rho_exec_tokio::TokioExecutor;
-use rho_script::{Isolation, PoolOptions, ScriptPool, ScriptTool, WorkerCommand};
+use rho_script::{Isolation, PoolOptions, ScriptOptions, ScriptPool, ScriptTool, WorkerCommand};
 use rho_tool_core::{CallEnd, Executor, Runner, ToolCall};
 
 /// The timeout of calls that are meant to answer: no test reaches it
@@ -127,7 +127,10 @@ pub(crate) fn script(
     source: &str,
     timeout: Duration,
 ) -> Arc<ScriptTool> {
-    Arc::new(ScriptTool::new(name, "a test script", source, pool).with_timeout(timeout))
+    Arc::new(
+        ScriptTool::new(name, "a test script", source, pool)
+            .with_options(ScriptOptions::new().with_timeout(timeout)),
+    )
 }
 
 /// Runs one call of `tool` with `arguments` and gives how it ended.
