@@ -59,7 +59,9 @@ impl SourceHandle {
         self.add_all([shared(tool)])
     }
 
-    /// Adds `tools`, all of them or (on an error) none.
+    /// Adds `tools`, all of them or (on an error) none. Tools of different
+    /// types in one list are `Arc<dyn Tool>`s (one tool:
+    /// [`add`](SourceHandle::add) takes it as a value).
     ///
     /// # Errors
     ///

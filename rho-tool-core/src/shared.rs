@@ -12,8 +12,10 @@ use std::sync::Arc;
 /// `with_approver`, `with_watch`, `with_policy`, ...) takes `impl Gate`
 /// (or `impl Approver`, ...) and passes it through here, so a host wires a
 /// turn with values and no `Arc::new`, and one that shares a gate passes
-/// its `Arc<dyn Gate>` (every `Arc` of one is one too) without a second
-/// `Arc` around it: calls reach the gate through one pointer either way.
+/// its `Arc` of it (every `Arc` of a gate is a gate). An `Arc<dyn Gate>`
+/// is kept as it is, so calls reach the gate through one pointer; an
+/// `Arc` of a concrete gate (`Arc<AnnotationGate>`) is a value like any
+/// other and goes in an `Arc` of its own, one pointer further away.
 ///
 /// ```
 /// use std::sync::Arc;

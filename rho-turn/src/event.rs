@@ -112,8 +112,9 @@ impl TurnEvent {
         self.about().call_id
     }
 
-    /// The tool's name (as the model called it; at the end, as the tool
-    /// that ran calls itself, which is the same for every registered tool).
+    /// The tool's name: at the start as the model called it, after it as
+    /// the core's record names it (the tool that runs calls itself that,
+    /// which is the same for every registered tool).
     pub fn tool(&self) -> &str {
         self.about().tool
     }

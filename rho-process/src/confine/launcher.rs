@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::Support;
+#[cfg(target_os = "linux")]
 use super::launch::PROBE_ARG;
 
 /// The argument with which a host's own executable is started as the

@@ -302,7 +302,13 @@ mod raw_errno {
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Option<Errno>, D::Error> {
-        Ok(Option::<i32>::deserialize(deserializer)?.map(Errno::from_raw_os_error))
+        // rustix asserts an errno's range: a number outside it (a report
+        // corrupted on its way) is refused here, not a panic of outer.
+        match Option::<i32>::deserialize(deserializer)? {
+            None => Ok(None),
+            Some(raw @ 1..=4095) => Ok(Some(Errno::from_raw_os_error(raw))),
+            Some(raw) => Err(serde::de::Error::custom(format!("{raw} is not an errno"))),
+        }
     }
 }
 
@@ -383,5 +389,22 @@ mod tests {
             failed(Step::Seccomp)(Errno::INVAL).exit_code(),
             SETUP_FAILED
         );
+    }
+
+    /// A report whose errno is no errno (corrupted on its way) fails to
+    /// decode; it does not panic the reader, as rustix's range assertion
+    /// would.
+    #[test]
+    fn an_errno_out_of_range_is_refused_not_a_panic() {
+        let mut report =
+            serde_json::to_value(failed(Step::Seccomp)(Errno::INVAL)).expect("encoded");
+        for raw in [0, -1, 4096, i32::MAX] {
+            report["errno"] = raw.into();
+            let decoded = serde_json::from_value::<LaunchError>(report.clone());
+            assert!(decoded.is_err(), "{raw}: {decoded:?}");
+        }
+        report["errno"] = 22.into();
+        let decoded: LaunchError = serde_json::from_value(report).expect("in range");
+        assert_eq!(decoded.errno(), Some(Errno::INVAL));
     }
 }

@@ -6,7 +6,6 @@
 //! pulling in an async netlink stack for one message. The kernel then
 //! gives `lo` 127.0.0.1/8 and ::1 itself.
 
-use rustix::io::Errno;
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketType, netlink::SocketAddrNetlink};
 
 use super::{LaunchError, Step, failed};
@@ -57,7 +56,11 @@ pub(super) fn loopback_up() -> Result<(), LaunchError> {
     }
     let errno = i32::from_ne_bytes([got[16], got[17], got[18], got[19]]);
     if errno != 0 {
-        return Err(failed(Step::Loopback)(Errno::from_raw_os_error(-errno)));
+        // Through `io::Error`, which takes any number: rustix's `Errno`
+        // asserts the range, and the kernel's answer is not ours to trust
+        // that far.
+        let error = std::io::Error::from_raw_os_error(errno.saturating_neg());
+        return Err(failed(Step::Loopback)(error));
     }
     Ok(())
 }

@@ -181,6 +181,7 @@ fn probe_here() -> Support {
     };
     match start_init(&plan, &[OsString::from(init::PROBE_COMMAND)], None) {
         Ok(Report::Probe(support)) => support,
+        Ok(Report::Failed(error)) => Support::none(error.to_string()),
         Ok(other) => Support::none(format!("the probe's init answered {other:?}")),
         Err(error) => Support::none(error.to_string()),
     }

@@ -287,11 +287,12 @@ fn proc_dev_tmp(confinement: &Confinement) -> Result<(), LaunchError> {
         std::os::unix::fs::symlink(target, format!("/newroot/dev/{link}")).map_err(err(link))?;
     }
     fs::create_dir("/newroot/dev/shm").map_err(err("/dev/shm"))?;
-    let mut options = format!("mode=1777,size={}", confinement.scratch_size());
-    if let Some(files) = confinement.limits().files {
-        // The root directory is one of its inodes.
-        options.push_str(&format!(",nr_inodes={}", files.saturating_add(1)));
-    }
+    // The root directory is one of its inodes.
+    let inodes = confinement
+        .limits()
+        .files
+        .map(|files| files.saturating_add(1));
+    let options = writes::tmpfs_options("1777", confinement.scratch_size(), inodes);
     let scratch = std::ffi::CString::new(options).map_err(tmpfs_err("scratch options"))?;
     let scratches: &[&str] = match confinement.rest() {
         Rest::Hidden => {

@@ -92,13 +92,10 @@ pub(super) fn mount_store(
     // Without a byte bound, the scratch size's: a tmpfs is memory, and
     // its own default (half of it) is no bound at all.
     let bytes = limits.written.unwrap_or(scratch_size);
-    // tmpfs rounds up to pages; zero would mean "no limit".
-    let mut options = format!("mode=0700,size={}", bytes.max(1));
-    if let Some(files) = limits.files {
-        let own = OWN_INODES + INODES_PER_PATH * paths as u64;
-        options.push_str(&format!(",nr_inodes={}", files.saturating_add(own)));
-    }
-    let options = CString::new(options).map_err(err("options"))?;
+    let inodes = limits
+        .files
+        .map(|files| files.saturating_add(OWN_INODES + INODES_PER_PATH * paths as u64));
+    let options = CString::new(tmpfs_options("0700", bytes, inodes)).map_err(err("options"))?;
     rustix::mount::mount(
         "tmpfs",
         STORE,
@@ -400,4 +397,16 @@ fn remove(dir: &impl AsFd, name: &OsStr) -> io::Result<bool> {
         rustix::fs::unlinkat(dir, name, AtFlags::empty())?;
     }
     Ok(true)
+}
+/// A tmpfs's mount options: `mode`, at most `bytes` and, when files are
+/// bounded, at most `inodes`. One rule for every tmpfs the launcher
+/// mounts, each of which is a bound on what the command writes: the size
+/// is at least one byte, because tmpfs takes zero for "no limit" (and
+/// rounds any other size up to a page).
+pub(super) fn tmpfs_options(mode: &str, bytes: u64, inodes: Option<u64>) -> String {
+    let mut options = format!("mode={mode},size={}", bytes.max(1));
+    if let Some(inodes) = inodes {
+        options.push_str(&format!(",nr_inodes={inodes}"));
+    }
+    options
 }
