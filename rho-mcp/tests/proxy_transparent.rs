@@ -73,6 +73,9 @@ fn highlevel() -> Peer {
                 { "name": "add", "arguments": { "a": 1, "b": 2 } },
                 { "name": "forecast", "arguments": { "city": "Oslo", "days": 2 } },
                 { "name": "fail", "arguments": { "reason": "on purpose" } },
+                // Asks the client its name: the calls' fourth, see
+                // `WHOAMI`.
+                { "name": "whoami" },
             ],
             "prompts": [
                 { "name": "review", "arguments": { "code": "fn main() {}" } },
@@ -189,6 +192,37 @@ fn without_named_differences(mut record: Value) -> Value {
     record
 }
 
+/// The other difference the README names, taken out of `through` where
+/// it is exactly that: a call the server answered with a protocol error
+/// (a JSON-RPC error, `direct`'s record) ends through the proxy as an
+/// error result naming the tool, the server, the code and the server's
+/// message, for every call through rho ends in one result.
+fn with_protocol_errors_named(direct: &Value, through: &mut Value) {
+    let Some(calls) = through["calls"].as_array_mut() else {
+        return;
+    };
+    for (index, call) in calls.iter_mut().enumerate() {
+        let Some(error) = direct["calls"][index].get("error") else {
+            continue;
+        };
+        // The TypeScript SDK shows a JSON-RPC error's message after
+        // "MCP error CODE: ".
+        let message = error["message"].as_str().unwrap_or_default();
+        let message = message
+            .strip_prefix(&format!("MCP error {}: ", error["code"]))
+            .unwrap_or(message);
+        let said = format!(
+            "failed with a protocol error ({}): {message}",
+            error["code"]
+        );
+        let result = &call["ok"];
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        if result["isError"] == true && text.starts_with("tool `") && text.ends_with(&said) {
+            *call = direct["calls"][index].clone();
+        }
+    }
+}
+
 /// Every path where `a` and `b` differ.
 fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
     match (a, b) {
@@ -228,6 +262,29 @@ fn open_gap(mode: &str, difference: &str) -> bool {
 /// The differences between `direct` and `through` (records of the
 /// server `name` at `mode`) that neither the README names nor
 /// [`open_gap`] lists, each named by `name`, into `unexplained`.
+/// Where the high-level server's `whoami` call, which asks the client's
+/// name, sits among its record's calls.
+const WHOAMI: usize = 3;
+
+/// For the Python SDK's client, which answers an elicitation: the high-
+/// level server asks the way most servers still do, a request to the
+/// client while the call runs, and a client that opened with `initialize`
+/// is asked, directly and through the proxy alike (through the proxy it
+/// was not, when the proxy spoke 2026-07-28 to the server for every
+/// client).
+fn check_asked_its_name(mode: &str, name: &str, direct: &Value, through: &Value) {
+    if mode != "legacy" || direct["server_info"]["name"] != "transparency-peer" {
+        return;
+    }
+    for (record, way) in [(direct, "directly"), (through, "through the proxy")] {
+        assert_eq!(
+            record["calls"][WHOAMI]["ok"]["content"][0]["text"], "Hello, Ada.",
+            "{name}: the server asked a 2025-11-25 client its name {way}: {}",
+            record["calls"][WHOAMI]
+        );
+    }
+}
+
 fn compare_records(
     mode: &str,
     name: &str,
@@ -251,6 +308,8 @@ fn compare_records(
                 .is_some_and(|items| !items.is_empty())),
         "{name}: nothing listed directly: {direct}"
     );
+    let mut through = through;
+    with_protocol_errors_named(&direct, &mut through);
     let mut found = Vec::new();
     differences(
         &without_named_differences(direct),
@@ -271,6 +330,7 @@ fn compare(mode: &str) {
     for peer in peers() {
         let direct = record(mode, &peer.script, &peer.command);
         let through = record(mode, &peer.script, &proxied(&peer.command));
+        check_asked_its_name(mode, peer.name, &direct, &through);
         compare_records(mode, peer.name, direct, through, &mut unexplained);
     }
     assert!(
@@ -292,6 +352,7 @@ fn compare_over_http(mode: &str) {
     upstream.extend(peer.command.iter().cloned());
     let (_proxy, url) = http_proxy(&upstream);
     let through = record_at(mode, &peer.script, &["http".to_owned(), url]);
+    check_asked_its_name(mode, "--http, stdio server", &direct, &through);
     compare_records(
         mode,
         "--http, stdio server",
@@ -308,6 +369,7 @@ fn compare_over_http(mode: &str) {
     let mut over_stdio = proxy_options();
     over_stdio.extend(["--url".to_owned(), server_url.clone()]);
     let through = record(mode, &peer.script, &over_stdio);
+    check_asked_its_name(mode, "--url server", &direct, &through);
     compare_records(
         mode,
         "--url server",
@@ -317,6 +379,7 @@ fn compare_over_http(mode: &str) {
     );
     let (_proxy, url) = http_proxy(&["--url".to_owned(), server_url]);
     let through = record_at(mode, &peer.script, &http(&url));
+    check_asked_its_name(mode, "--http, --url server", &direct, &through);
     compare_records(
         mode,
         "--http, --url server",
@@ -413,6 +476,49 @@ fn the_typescript_sdk_over_http_sees_the_server_through_the_proxy_as_directly() 
         "the proxy changed what the TypeScript SDK's client sees:\n{}",
         unexplained.join("\n")
     );
+}
+
+/// Each 2025-11-25 client of an HTTP proxy, in front of a stdio server
+/// that speaks both revisions, has its calls go to a server process of
+/// its own (opened with `initialize`, so the server asks that client its
+/// questions), which ends with the client's session: two clients one
+/// after another are each asked their name, and after each the proxy runs
+/// its first server alone again.
+#[test]
+fn a_2025_clients_own_server_ends_with_its_session() {
+    let marker = format!("lanes-{}", std::process::id());
+    let mut upstream = vec!["--".to_owned()];
+    upstream.extend(highlevel().command);
+    // Ignored by the server: it tells this test's servers from others'.
+    upstream.push(marker.clone());
+    let (proxy, url) = http_proxy(&upstream);
+    // The proxy's own command line names the marker too.
+    let running = || -> Vec<u32> {
+        import_support::processes_with(&marker)
+            .into_iter()
+            .filter(|&pid| pid != proxy.0.id())
+            .collect()
+    };
+    let servers = || running().len();
+    let script = json!({ "calls": [{ "name": "whoami" }] });
+    for client in ["first", "second"] {
+        let seen = record_at("legacy", &script, &["http".to_owned(), url.clone()]);
+        assert_eq!(
+            seen["calls"][0]["ok"]["content"][0]["text"], "Hello, Ada.",
+            "the {client} client was asked its name: {}",
+            seen["calls"][0]
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while servers() != 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(
+            servers(),
+            1,
+            "after the {client} client's session, only the proxy's first server runs: {:?}",
+            running()
+        );
+    }
 }
 
 /// At 2025-11-25, over HTTP on either side of the proxy: the same.

@@ -228,6 +228,55 @@ impl Answering {
     pub(crate) fn is_set(&self) -> bool {
         self.0.is_some()
     }
+
+    /// The same answers, declared to a server as what `client` offered
+    /// and the host answers: for a connection opened for one client
+    /// before 2026-07-28, whose server learns at the handshake, once, what
+    /// it may ask (and lists tools by it).
+    pub(crate) fn declaring(&self, client: &ClientCapabilities) -> Self {
+        let Some(inner) = &self.0 else {
+            return Self(None);
+        };
+        let answered = inner.capabilities();
+        let mut declared = ClientCapabilities::default();
+        declared.elicitation = answered.elicitation.and(client.elicitation.clone());
+        declared.sampling = answered.sampling.and(client.sampling.clone());
+        declared.roots = answered.roots.and(client.roots.clone());
+        Self::new(Arc::new(Declaring {
+            inner: Arc::clone(inner),
+            declared,
+        }))
+    }
+}
+
+/// An answerer that declares less than it answers: see
+/// [`Answering::declaring`].
+struct Declaring {
+    inner: Arc<dyn Answerer>,
+    declared: ClientCapabilities,
+}
+
+#[async_trait]
+impl Answerer for Declaring {
+    fn capabilities(&self) -> ClientCapabilities {
+        self.declared.clone()
+    }
+
+    fn capabilities_for(&self, _call: &ToolContext) -> ClientCapabilities {
+        self.declared.clone()
+    }
+
+    async fn answer(
+        &self,
+        questions: Questions,
+        call: Option<ToolContext>,
+    ) -> Result<Answers, String> {
+        self.inner.answer(questions, call).await
+    }
+
+    async fn missing_capabilities(&self, missing: ClientCapabilities, call: ToolContext) {
+        self.inner.missing_capabilities(missing, call).await;
+    }
 }
 
 /// The calls in flight on one connection, so that a question the server

@@ -173,7 +173,7 @@ enum Round {
 
 impl Request {
     async fn run(self, progress: mpsc::Sender<Value>) -> ToolOutput {
-        let connection = match self.server.connection().await {
+        let connection = match self.server.connection_for(&self.context).await {
             Ok(connection) => connection,
             Err(why) => return self.unavailable(why),
         };

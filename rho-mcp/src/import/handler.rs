@@ -15,12 +15,12 @@
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    ClientConfig, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
-    InputRequest, ListRootsResult, LoggingLevel, LoggingMessageNotification,
-    LoggingMessageNotificationParam, ProgressNotificationParam, PromptListChangedNotification,
-    ProtocolVersion, ResourceListChangedNotification, ResourceUpdatedNotification,
-    ResourceUpdatedNotificationParam,
+    ClientCapabilities, ClientConfig, CreateMessageRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ErrorCode, Implementation, InputRequest, ListRootsResult, LoggingLevel,
+    LoggingMessageNotification, LoggingMessageNotificationParam, ProgressNotificationParam,
+    PromptListChangedNotification, ProtocolVersion, ResourceListChangedNotification,
+    ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
@@ -104,6 +104,24 @@ impl Handler {
     }
 }
 
+impl Handler {
+    /// Whether this connection declared what a server's request asks for
+    /// (`declared` says): when it did not, the request gets what a client
+    /// that does not offer it answers, JSON-RPC's "Method not found", as
+    /// the client the connection was opened for would answer it directly.
+    fn offered(&self, declared: impl Fn(&ClientCapabilities) -> bool) -> Result<(), ErrorData> {
+        if declared(&self.answering.capabilities()) {
+            Ok(())
+        } else {
+            Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "Method not found",
+                None,
+            ))
+        }
+    }
+}
+
 /// The key of a question a server sends as a request of its own.
 const QUESTION: &str = "question";
 
@@ -178,6 +196,7 @@ impl ClientHandler for Handler {
         if !self.answering.is_set() {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         }
+        self.offered(|declared| declared.elicitation.is_some())?;
         match self
             .ask(InputRequest::Elicitation(ElicitRequest::new(request)))
             .await?
@@ -192,6 +211,7 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
+        self.offered(|declared| declared.sampling.is_some())?;
         match self
             .ask(InputRequest::CreateMessage(CreateMessageRequest::new(
                 params,
@@ -210,6 +230,7 @@ impl ClientHandler for Handler {
         if !self.answering.is_set() {
             return Ok(ListRootsResult::default());
         }
+        self.offered(|declared| declared.roots.is_some())?;
         match self
             .ask(InputRequest::ListRoots(Default::default()))
             .await?

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::connection::{Connection, Limits, wait_for_death};
 use super::handler::Heard;
+use super::handshake::Handshake;
 use super::health::Health;
 use super::http::{self, HttpSpec};
 use super::listen;
@@ -22,7 +23,12 @@ use super::runtime::SourceRuntime;
 use super::stdio::{self, CommandSpec};
 use super::tool::{ImportedTool, ToolSpec};
 use crate::concurrency;
-use crate::serve::ToolListing;
+use crate::serve::{McpClient, ToolListing};
+
+/// The most clients before 2026-07-28 that get a connection of their own
+/// at once (see [`Server::connection_for`]); past it, a call goes on the
+/// shared connection, as every call did before there were lanes.
+const MAX_LANES: usize = 64;
 
 /// Where the server is.
 #[derive(Debug, Clone)]
@@ -88,6 +94,12 @@ pub(crate) struct Server {
     turns: OnceLock<Arc<Semaphore>>,
     /// Each tool as the last listing gave it, by the registry's name.
     listed: Mutex<HashMap<String, ToolListing>>,
+    /// The connections opened for one client each (see
+    /// [`connection_for`](Server::connection_for)), by the number of the
+    /// client's session.
+    lanes: Mutex<HashMap<u64, Arc<Connection>>>,
+    /// Held while a lane starts, so that two calls of one client open one.
+    opening_lane: tokio::sync::Mutex<()>,
 }
 
 /// The turns of a server that takes `calls` calls at once.
@@ -130,6 +142,8 @@ impl Server {
             heard: Heard::default(),
             turns,
             listed: Mutex::default(),
+            lanes: Mutex::default(),
+            opening_lane: tokio::sync::Mutex::default(),
         }
     }
 
@@ -222,15 +236,120 @@ impl Server {
         }
     }
 
-    /// Starts a connection and the task that counts its death.
-    async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
-        let limits = self.settings.limits.clone();
-        let heard = self.heard.clone();
-        let connection = match &self.endpoint {
-            Endpoint::Stdio(spec) => stdio::start(spec, limits, heard).await?,
-            Endpoint::Http(spec) => http::start(spec, limits, heard).await?,
+    /// The connection for `call`: its own client's lane, for a client
+    /// before 2026-07-28 of a server that speaks both revisions; the
+    /// shared connection for any other.
+    ///
+    /// The shared connection speaks 2026-07-28 to such a server, where a
+    /// server asks its client only by answering a call with questions. A
+    /// server written to ask the older way (a request of its own while the
+    /// call runs, as most SDKs' `elicit` still does) then has no way back
+    /// to an older client. So each older client gets a connection opened
+    /// the way it opened its own, with `initialize` at 2025-11-25, that
+    /// declares what it offered (elicitation, sampling, roots) and nothing
+    /// else: the server asks it as it would have asked it directly, and
+    /// lists and refuses by what it can do. The lane closes when the
+    /// client's session does (or the source), and at most [`MAX_LANES`]
+    /// are open at once.
+    pub(crate) async fn connection_for(
+        self: &Arc<Self>,
+        call: &rho_tool_core::ToolContext,
+    ) -> Result<Arc<Connection>, Unavailable> {
+        let shared = self.connection().await?;
+        if !shared.speaks_2026() || self.settings.limits.handshake != Handshake::Either {
+            // An older server speaks each client's revision already; a
+            // source told to discover only has a server that may not know
+            // `initialize`.
+            return Ok(shared);
+        }
+        let Some(client) = McpClient::of(call) else {
+            return Ok(shared);
         };
-        let connection = Arc::new(connection);
+        let (Some(session), Some(info)) = (client.session().cloned(), client.info()) else {
+            return Ok(shared);
+        };
+        let _opening = self.opening_lane.lock().await;
+        if let Some(lane) = self.lane(session.number) {
+            return Ok(lane);
+        }
+        if session.closed.is_cancelled() || self.lanes_open() >= MAX_LANES {
+            return Ok(shared);
+        }
+        let mut limits = self.settings.limits.clone();
+        limits.handshake = Handshake::Initialize;
+        limits.answering = limits.answering.declaring(&info.capabilities);
+        let started = tokio::select! {
+            started = self.start_connection(limits) => started,
+            () = self.closing.cancelled() => return Err(Unavailable::Closed),
+        };
+        let lane = match started {
+            Ok(lane) => lane,
+            Err(why) => {
+                self.health
+                    .died(&format!("MCP server `{}` {why}", self.name));
+                return Err(Unavailable::StartFailed(why));
+            }
+        };
+        if self.is_closed() {
+            lane.kill();
+            return Err(Unavailable::Closed);
+        }
+        self.lanes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.number, Arc::clone(&lane));
+        // Closed with the client's session.
+        let server = Arc::downgrade(self);
+        let closing = self.closing.clone();
+        self.runtime.handle().spawn(async move {
+            tokio::select! {
+                () = session.closed.cancelled() => {}
+                () = closing.cancelled() => {}
+            }
+            if let Some(server) = server.upgrade() {
+                server.close_lane(session.number);
+            }
+        });
+        Ok(lane)
+    }
+
+    /// Client `number`'s live lane.
+    fn lane(&self, number: u64) -> Option<Arc<Connection>> {
+        let lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+        lanes
+            .get(&number)
+            .filter(|lane| lane.death().is_none())
+            .cloned()
+    }
+
+    /// How many lanes are open (a dead one is still counted until its
+    /// client's session ends, so that a client whose server keeps dying
+    /// does not open a lane after another past the bound).
+    fn lanes_open(&self) -> usize {
+        self.lanes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Closes client `number`'s lane: its server killed (an HTTP session
+    /// closed), its calls in flight ended.
+    fn close_lane(&self, number: u64) {
+        let lane = self
+            .lanes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&number);
+        if let Some(lane) = lane {
+            lane.kill();
+        }
+    }
+
+    /// Starts the shared connection: [`start_connection`](Server::start_connection)
+    /// with the source's limits, then what the server's announcements and
+    /// subscriptions need.
+    async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
+        let connection = self.start_connection(self.settings.limits.clone()).await?;
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Arc::clone(&connection));
         if let Some(info) = connection.server_info()
@@ -261,6 +380,18 @@ impl Server {
             // or one already in use, stays.
             let _ = self.turns.set(turns_for(calls));
         }
+        Ok(connection)
+    }
+
+    /// Starts a connection with `limits` and the task that counts its
+    /// death against the server's health.
+    async fn start_connection(self: &Arc<Self>, limits: Limits) -> Result<Arc<Connection>, String> {
+        let heard = self.heard.clone();
+        let connection = match &self.endpoint {
+            Endpoint::Stdio(spec) => stdio::start(spec, limits, heard).await?,
+            Endpoint::Http(spec) => http::start(spec, limits, heard).await?,
+        };
+        let connection = Arc::new(connection);
         let mut died = connection.death_watch();
         let server = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -449,6 +580,16 @@ impl Server {
             .take();
         if let Some(connection) = current {
             connection.kill();
+        }
+        let lanes: Vec<_> = self
+            .lanes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .map(|(_, lane)| lane)
+            .collect();
+        for lane in lanes {
+            lane.kill();
         }
         // The task that follows tool changes wakes, sees the source
         // closed, and ends (on the host's runtime nothing else ends it).

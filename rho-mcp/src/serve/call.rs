@@ -32,7 +32,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{LogThreshold, McpClient, McpClientError};
+use super::client::{ClientSession, LogThreshold, McpClient, McpClientError};
 use super::closing::ConnectionClosed;
 use super::follow::{Following, Step, stop_call};
 use super::input::{self, Pending, Taken, Waiting};
@@ -86,7 +86,11 @@ pub(crate) async fn run<E: Executor>(
             let call_id = format!("mcp-{session_number}-{}", context.id);
             let call = ToolCall::new(call_id, params.name.into_owned(), arguments);
             let asks = modern.then(|| declared.clone());
-            begin(shared, call, context, log_threshold, asks)?
+            let session = ClientSession {
+                number: session_number,
+                closed: session.clone(),
+            };
+            begin(shared, call, context, log_threshold, asks, session)?
         }
     };
     let mut progress = context
@@ -165,6 +169,7 @@ fn begin<E: Executor>(
     context: &RequestContext<RoleServer>,
     log_threshold: &LogThreshold,
     modern: Option<Option<ClientCapabilities>>,
+    session: ClientSession,
 ) -> Result<Box<Following<E>>, ErrorData> {
     let takes_tasks = modern
         .as_ref()
@@ -179,7 +184,8 @@ fn begin<E: Executor>(
         let asked_as = (call.name.clone(), call.arguments.clone());
         (client, Some(questions), Some(asked_as))
     } else {
-        let client = McpClient::new(context.peer.clone(), log_threshold.clone());
+        let client =
+            McpClient::new(context.peer.clone(), log_threshold.clone()).in_session(session);
         (client, None, None)
     };
     let asks_this_client = shared

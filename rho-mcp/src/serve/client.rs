@@ -37,6 +37,7 @@ use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use super::input::{Answer, Answers, Asker, Question, Questions, lacking};
 
@@ -87,6 +88,20 @@ pub struct McpClient {
     /// Set when the client is on 2026-07-28 or later: questions go to
     /// whoever follows the call, as input-required results.
     modern: Option<Modern>,
+    /// The session of a client before 2026-07-28, whose calls rho serves.
+    session: Option<ClientSession>,
+}
+
+/// The session of a client before 2026-07-28: what its handshake set (its
+/// revision, its capabilities) holds for each of its calls, until it ends.
+/// A proxy keeps what it opened upstream for that client this long.
+#[derive(Clone)]
+pub(crate) struct ClientSession {
+    /// The session's number among its server's: no two sessions of one
+    /// server have the same.
+    pub(crate) number: u64,
+    /// Cancelled when the session ends.
+    pub(crate) closed: CancellationToken,
 }
 
 /// A client on 2026-07-28 or later.
@@ -104,7 +119,23 @@ impl McpClient {
             threshold,
             context: None,
             modern: None,
+            session: None,
         }
+    }
+
+    /// The client of a call of `session`, a session before 2026-07-28.
+    pub(crate) fn in_session(self, session: ClientSession) -> Self {
+        Self {
+            session: Some(session),
+            ..self
+        }
+    }
+
+    /// The session of a client before 2026-07-28 (whose handshake said
+    /// what it is), when rho serves it; `None` on 2026-07-28 or later,
+    /// where each request says it.
+    pub(crate) fn session(&self) -> Option<&ClientSession> {
+        self.session.as_ref()
     }
 
     /// The client that sent `context`'s request, to be asked outside any

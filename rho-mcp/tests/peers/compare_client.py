@@ -2,7 +2,8 @@
 MCP Python SDK's client, as one JSON object on stdout: the server's
 identity, capabilities and instructions, every list (tools, resources,
 resource templates, prompts), every listed resource read, and the calls,
-prompt gets, reads and completions a script asks for. The Rust test
+prompt gets, reads and completions a script asks for. It answers an
+elicitation as a person would, with the name "Ada". The Rust test
 (`tests/proxy_transparent.rs`) runs it against a server directly and
 through `rho-mcp proxy` and compares the two records item by item.
 
@@ -49,6 +50,11 @@ async def recorded(step):
         return {"failed": f"{type(error).__name__}: {error}"}
 
 
+async def answer_elicitation(context, params):
+    """The person at this client: gives the name asked for."""
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
 async def everything_listed(list_page, field):
     items = []
     cursor = None
@@ -66,7 +72,8 @@ async def record(mode, script, target):
     else:
         server = StdioServerParameters(command=target[1], args=target[2:])
     out = {}
-    async with Client(server, mode={"legacy": "legacy", "modern": "auto"}[mode]) as client:
+    chosen = {"legacy": "legacy", "modern": "auto"}[mode]
+    async with Client(server, mode=chosen, elicitation_callback=answer_elicitation) as client:
         out["protocol_version"] = client.protocol_version
         out["server_info"] = plain(client.server_info)
         out["capabilities"] = plain(client.server_capabilities)

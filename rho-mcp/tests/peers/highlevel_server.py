@@ -2,7 +2,7 @@
 writes one (`mcp` 2.3.0, its high-level `MCPServer` API): tools with
 titles, annotations, icons, their own `_meta` and structured output,
 static resources, resource templates, prompts with arguments, and
-completions. It is a peer for the proxy's transparency tests
+completions, and a tool that asks its client a question. It is a peer for the proxy's transparency tests
 (`tests/proxy_transparent.rs`): everything a client sees of it directly
 must be what it sees through `rho-mcp proxy`.
 
@@ -14,7 +14,7 @@ must be what it sees through `rho-mcp proxy`.
 
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import (
     Annotations,
     Completion,
@@ -58,6 +58,21 @@ class Forecast(BaseModel):
 def forecast(city: str, days: int = 1) -> Forecast:
     """The forecast for a city, as structured data."""
     return Forecast(city=city, celsius=21.5 + days, summary=f"sunny for {days} day(s)")
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def whoami(ctx: Context) -> str:
+    """Asks the user's name and greets them: elicitation the way the SDK's
+    documentation writes it (a request to the client while the call runs,
+    which only a client that opened with `initialize` can be sent)."""
+    answer = await ctx.elicit("What is your name?", schema=Name)
+    if answer.action == "accept":
+        return f"Hello, {answer.data.name}."
+    return f"No name: {answer.action}."
 
 
 @server.tool(annotations=ToolAnnotations(destructive_hint=True))
