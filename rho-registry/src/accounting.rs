@@ -269,3 +269,10 @@ impl fmt::Debug for Accounting {
             .finish()
     }
 }
+/// Taken by value where a policy is asked for
+/// ([`Source::with_policy`](crate::Source::with_policy)).
+impl rho_tool_core::IntoShared<dyn SourcePolicy> for Accounting {
+    fn into_shared(self) -> std::sync::Arc<dyn SourcePolicy> {
+        std::sync::Arc::new(self)
+    }
+}

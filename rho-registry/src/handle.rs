@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
-use rho_tool_core::Tool;
+use rho_tool_core::{IntoShared, Tool};
 
 use crate::entry::Entry;
 use crate::error::RegistryError;
@@ -55,8 +55,8 @@ impl SourceHandle {
     /// # Errors
     ///
     /// See [`add_all`](SourceHandle::add_all).
-    pub fn add(&self, tool: impl Tool + 'static) -> Result<(), RegistryError> {
-        self.add_all([shared(tool)])
+    pub fn add(&self, tool: impl IntoShared<dyn Tool>) -> Result<(), RegistryError> {
+        self.add_all([tool.into_shared()])
     }
 
     /// Adds `tools`, all of them or (on an error) none. Tools of different
@@ -85,8 +85,8 @@ impl SourceHandle {
     ///
     /// As [`add_all`](SourceHandle::add_all): another source's name is never
     /// taken over.
-    pub fn replace(&self, tool: impl Tool + 'static) -> Result<bool, RegistryError> {
-        let entry = Arc::new(Entry::new(shared(tool), &self.source)?);
+    pub fn replace(&self, tool: impl IntoShared<dyn Tool>) -> Result<bool, RegistryError> {
+        let entry = Arc::new(Entry::new(tool.into_shared(), &self.source)?);
         self.change(|snapshot| {
             let swapped = self.owns(snapshot, entry.name());
             insert(snapshot, vec![entry], |held| {
@@ -224,9 +224,4 @@ impl fmt::Debug for SourceHandle {
             .field("registered", &self.is_registered())
             .finish_non_exhaustive()
     }
-}
-
-/// `tool` as the registry keeps it: an `Arc<dyn Tool>` as it is.
-fn shared(tool: impl Tool + 'static) -> Arc<dyn Tool> {
-    rho_tool_core::into_shared(tool, |tool| Arc::new(tool) as Arc<dyn Tool>)
 }

@@ -208,6 +208,14 @@ impl fmt::Debug for Drain {
     }
 }
 
+/// Taken by value where a policy is asked for
+/// ([`Source::with_policy`](crate::Source::with_policy)).
+impl rho_tool_core::IntoShared<dyn SourcePolicy> for OffLoop {
+    fn into_shared(self) -> std::sync::Arc<dyn SourcePolicy> {
+        std::sync::Arc::new(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;

@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use rho_tool_core::Watch;
+use std::sync::Arc;
+
+use rho_tool_core::{IntoShared, Watch};
 
 use crate::changes::ToolListNotifier;
 
@@ -56,15 +58,19 @@ pub trait SourcePolicy: Watch {
     }
 }
 
-/// An `Arc` of a policy is the policy, so a host that keeps one (to read
-/// an [`Accounting`](crate::Accounting)'s counts, say) passes its `Arc`.
-impl<P: SourcePolicy + ?Sized> SourcePolicy for std::sync::Arc<P> {
-    fn disabled(&self, tool: &str) -> Option<Disabled> {
-        (**self).disabled(tool)
+/// A policy's ways into [`Source::with_policy`](crate::Source::with_policy):
+/// an `Arc` of any policy or of the trait object, as it is, and rho's own
+/// policies by value (their modules say so). (A policy of the host's own type is passed in an
+/// `Arc`: Rust lets only the crate of `IntoShared` take any value.)
+impl<P: SourcePolicy + 'static> IntoShared<dyn SourcePolicy> for Arc<P> {
+    fn into_shared(self) -> Arc<dyn SourcePolicy> {
+        self
     }
+}
 
-    fn attach(&self, notifier: ToolListNotifier) {
-        (**self).attach(notifier);
+impl IntoShared<dyn SourcePolicy> for Arc<dyn SourcePolicy> {
+    fn into_shared(self) -> Arc<dyn SourcePolicy> {
+        self
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rho_tool_core::untrusted::call_contained;
-use rho_tool_core::{CallEnd, TaskId, ToolCall};
+use rho_tool_core::{CallEnd, IntoShared, TaskId, ToolCall};
 
 use crate::bound::Bound;
 use crate::changes::ToolListNotifier;
@@ -64,10 +64,8 @@ impl Source {
     /// Tells `policy` of every call of the source's tools, and asks it which
     /// are disabled: a value, or an `Arc` of one the host keeps to read its
     /// counts.
-    pub fn with_policy(mut self, policy: impl SourcePolicy + 'static) -> Self {
-        self.policy = Some(rho_tool_core::into_shared(policy, |policy| {
-            Arc::new(policy) as Arc<dyn SourcePolicy>
-        }));
+    pub fn with_policy(mut self, policy: impl IntoShared<dyn SourcePolicy>) -> Self {
+        self.policy = Some(policy.into_shared());
         self
     }
 

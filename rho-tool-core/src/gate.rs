@@ -132,15 +132,6 @@ pub trait Gate: Send + Sync {
     async fn check(&self, call: &ToolCall, tool: &dyn Tool) -> Verdict;
 }
 
-/// An `Arc` of a gate is the gate, so a host that shares one passes its
-/// `Arc` where a gate is asked for.
-#[async_trait]
-impl<G: Gate + ?Sized> Gate for std::sync::Arc<G> {
-    async fn check(&self, call: &ToolCall, tool: &dyn Tool) -> Verdict {
-        (**self).check(call, tool).await
-    }
-}
-
 /// The default gate: allows every call at once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AllowAll;
@@ -242,14 +233,6 @@ where
 {
     async fn approve(&self, request: ApprovalRequest) -> Verdict {
         self(request).await
-    }
-}
-
-/// An `Arc` of an approver is the approver.
-#[async_trait]
-impl<A: Approver + ?Sized> Approver for std::sync::Arc<A> {
-    async fn approve(&self, request: ApprovalRequest) -> Verdict {
-        (**self).approve(request).await
     }
 }
 

@@ -111,7 +111,7 @@ pub use output::{AnswerError, ToolOutput};
 pub use queue::{Wait, WaitingFor};
 pub use result::ToolResult;
 pub use runner::Runner;
-pub use shared::into_shared;
+pub use shared::IntoShared;
 pub use start::Start;
 pub use tool::{ClockPause, Tool, ToolContext};
 pub use watch::Watch;

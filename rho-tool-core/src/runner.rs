@@ -16,6 +16,7 @@ use crate::gate::{AllowAll, ApprovalRequest, Approver, Gate, Verdict};
 use crate::handle::CallHandle;
 use crate::notice::{Beside, Names, Notice};
 use crate::result::ToolResult;
+use crate::shared::IntoShared;
 use crate::start::{Start, What};
 use crate::tool::{ClockPause, ExecutorTimer, Timer, Tool, ToolContext};
 use crate::watch::Watch;
@@ -119,10 +120,9 @@ impl<E: Executor> Runner<E> {
     }
 
     /// Uses `gate` for every call: a value, or an `Arc` of one the host
-    /// keeps (see [`into_shared`](crate::into_shared)).
-    pub fn with_gate(mut self, gate: impl Gate + 'static) -> Self {
-        Arc::make_mut(&mut self.parts).gate =
-            crate::into_shared(gate, |gate| Arc::new(gate) as Arc<dyn Gate>);
+    /// keeps (see [`IntoShared`](crate::IntoShared)).
+    pub fn with_gate(mut self, gate: impl IntoShared<dyn Gate>) -> Self {
+        Arc::make_mut(&mut self.parts).gate = gate.into_shared();
         self
     }
 
@@ -131,10 +131,8 @@ impl<E: Executor> Runner<E> {
     /// Without one, such a call is denied with a text that says no
     /// approver is set. A closure will do (see [`Approver`]), as will an
     /// `Arc` of one the host keeps.
-    pub fn with_approver(mut self, approver: impl Approver + 'static) -> Self {
-        Arc::make_mut(&mut self.parts).approver = Some(crate::into_shared(approver, |approver| {
-            Arc::new(approver) as Arc<dyn Approver>
-        }));
+    pub fn with_approver(mut self, approver: impl IntoShared<dyn Approver>) -> Self {
+        Arc::make_mut(&mut self.parts).approver = Some(approver.into_shared());
         self
     }
 
@@ -164,10 +162,8 @@ impl<E: Executor> Runner<E> {
     }
 
     /// Tells `watch` of every call's task and how it ended.
-    pub fn with_watch(mut self, watch: impl Watch + 'static) -> Self {
-        Arc::make_mut(&mut self.parts).watch = Some(crate::into_shared(watch, |watch| {
-            Arc::new(watch) as Arc<dyn Watch>
-        }));
+    pub fn with_watch(mut self, watch: impl IntoShared<dyn Watch>) -> Self {
+        Arc::make_mut(&mut self.parts).watch = Some(watch.into_shared());
         self
     }
 

@@ -1,69 +1,86 @@
-//! What a builder does with the trait object it is given: a host passes a
-//! value, or an `Arc` it keeps a handle of, alike.
+//! What a builder takes where it keeps a trait object: a value, or an
+//! `Arc` a host keeps a handle of, alike.
 
-use std::any::Any;
 use std::sync::Arc;
 
-/// `value` as the shared trait object `T`: an `Arc<T>` the caller already
-/// holds is kept as it is; any other value is put in a new `Arc` by
-/// `share` (which unsizes it: `|gate| Arc::new(gate) as Arc<dyn Gate>`).
+use crate::gate::{Approver, Gate};
+use crate::tool::Tool;
+use crate::watch::Watch;
+
+/// A value a builder keeps as the shared trait object `T`: the value put
+/// in an `Arc` of its own, or an `Arc` the host keeps, as it is.
 ///
-/// Every builder of rho that keeps a trait object (`with_gate`,
-/// `with_approver`, `with_watch`, `with_policy`, ...) takes `impl Gate`
-/// (or `impl Approver`, ...) and passes it through here, so a host wires a
-/// turn with values and no `Arc::new`, and one that shares a gate passes
-/// its `Arc` of it (every `Arc` of a gate is a gate). An `Arc<dyn Gate>`
-/// is kept as it is, so calls reach the gate through one pointer; an
-/// `Arc` of a concrete gate (`Arc<AnnotationGate>`) is a value like any
-/// other and goes in an `Arc` of its own, one pointer further away.
+/// Every builder of rho that keeps a trait object takes one (`with_gate`
+/// takes `impl IntoShared<dyn Gate>`, `with_approver`, `with_watch`,
+/// `SourceHandle::add`, `with_policy` the same), so a host wires a turn
+/// with values and no `Arc::new`, and one that shares a gate passes its
+/// `Arc`: an `Arc<G>` or an `Arc<dyn Gate>` is used as it is, never put in
+/// a second `Arc`.
+///
+/// A trait rather than an `impl Gate for Arc<G>`: calls of a gate, a tool
+/// or an approver are `async` trait methods, each of which boxes its
+/// future, and through such an impl every call would box two (the `Arc`'s
+/// and the gate's), and every `Arc<dyn Gate>` in rho would resolve its
+/// methods to the `Arc`'s.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use rho_tool_core::{AllowAll, Gate, into_shared};
+/// use rho_tool_core::{AllowAll, Gate, IntoShared};
 ///
 /// let kept: Arc<dyn Gate> = Arc::new(AllowAll);
-/// let shared = into_shared(kept.clone(), |gate| Arc::new(gate) as Arc<dyn Gate>);
-/// assert!(Arc::ptr_eq(&kept, &shared));
+/// assert!(Arc::ptr_eq(&kept, &kept.clone().into_shared()));
+/// let from_value: Arc<dyn Gate> = AllowAll.into_shared();
+/// # let _ = from_value;
 /// ```
-pub fn into_shared<T, V>(value: V, share: impl FnOnce(V) -> Arc<T>) -> Arc<T>
-where
-    T: ?Sized + 'static,
-    V: 'static,
-{
-    let mut slot = Some(value);
-    // `Any` tells whether `V` is `Arc<T>` itself: the only way to do so on
-    // stable Rust without a second trait the caller would have to name.
-    let given = (&mut slot as &mut dyn Any)
-        .downcast_mut::<Option<Arc<T>>>()
-        .and_then(Option::take);
-    match (given, slot) {
-        (Some(shared), _) => shared,
-        (None, Some(value)) => share(value),
-        (None, None) => unreachable!("the slot is emptied only when V is Arc<T>"),
-    }
+pub trait IntoShared<T: ?Sized> {
+    /// The shared trait object.
+    fn into_shared(self) -> Arc<T>;
 }
+
+/// The three ways in for each of the core's traits: a value, an `Arc` of
+/// one, an `Arc` of the trait object.
+macro_rules! into_shared {
+    ($($object:ident),+) => {$(
+        impl<V: $object + 'static> IntoShared<dyn $object> for V {
+            fn into_shared(self) -> Arc<dyn $object> {
+                Arc::new(self)
+            }
+        }
+
+        impl<V: $object + 'static> IntoShared<dyn $object> for Arc<V> {
+            fn into_shared(self) -> Arc<dyn $object> {
+                self
+            }
+        }
+
+        impl IntoShared<dyn $object> for Arc<dyn $object> {
+            fn into_shared(self) -> Arc<dyn $object> {
+                self
+            }
+        }
+    )+};
+}
+
+into_shared!(Gate, Approver, Tool, Watch);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AllowAll, Gate};
+    use crate::AllowAll;
 
     #[test]
-    fn an_arc_of_the_trait_object_is_kept_and_a_value_is_shared_once() {
+    fn an_arc_is_kept_as_it_is_and_a_value_is_shared_once() {
         let kept: Arc<dyn Gate> = Arc::new(AllowAll);
-        let mut wrapped = 0;
-        let shared = into_shared(kept.clone(), |gate| {
-            wrapped += 1;
-            Arc::new(gate) as Arc<dyn Gate>
-        });
+        let shared = kept.clone().into_shared();
         assert!(Arc::ptr_eq(&kept, &shared));
-        assert_eq!(wrapped, 0);
         assert_eq!(Arc::strong_count(&kept), 2);
 
-        let _value = into_shared(AllowAll, |gate| {
-            wrapped += 1;
-            Arc::new(gate) as Arc<dyn Gate>
-        });
-        assert_eq!(wrapped, 1);
+        let concrete = Arc::new(AllowAll);
+        let shared: Arc<dyn Gate> = Arc::clone(&concrete).into_shared();
+        assert_eq!(Arc::strong_count(&concrete), 2, "the same allocation");
+        drop(shared);
+
+        let value: Arc<dyn Gate> = AllowAll.into_shared();
+        assert_eq!(Arc::strong_count(&value), 1);
     }
 }

@@ -160,47 +160,6 @@ pub trait Tool: Send + Sync {
     async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput;
 }
 
-/// An `Arc` of a tool is the tool (every method asks the tool itself), so
-/// a host that keeps one passes its `Arc` where a tool is asked for.
-#[async_trait]
-impl<T: Tool + ?Sized> Tool for Arc<T> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
-    fn description(&self) -> &str {
-        (**self).description()
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        (**self).parameters()
-    }
-
-    fn timeout(&self) -> Duration {
-        (**self).timeout()
-    }
-
-    fn is_untrusted(&self) -> bool {
-        (**self).is_untrusted()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        (**self).annotations()
-    }
-
-    fn concurrency(&self) -> Concurrency {
-        (**self).concurrency()
-    }
-
-    fn output_schema(&self) -> Option<serde_json::Value> {
-        (**self).output_schema()
-    }
-
-    async fn run(&self, arguments: serde_json::Value, context: ToolContext) -> ToolOutput {
-        (**self).run(arguments, context).await
-    }
-}
-
 /// What a running tool knows about its call, and the runtime's timer.
 ///
 /// Cheap to clone.

@@ -32,14 +32,3 @@ pub trait Watch: Send + Sync {
         let _ = end;
     }
 }
-
-/// An `Arc` of a watch is the watch.
-impl<W: Watch + ?Sized> Watch for std::sync::Arc<W> {
-    fn started(&self, call: &ToolCall, task: TaskId) {
-        (**self).started(call, task);
-    }
-
-    fn ended(&self, end: &CallEnd) {
-        (**self).ended(end);
-    }
-}

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use rho_registry::{Bound, ToolRegistry};
 use rho_tool_core::{
-    Allowances, Approver, Concurrency, Executor, Gate, Runner, ToolCall, ToolContext, WaitingFor,
+    Allowances, Approver, Concurrency, Executor, Gate, IntoShared, Runner, ToolCall, ToolContext,
+    WaitingFor,
 };
 
 use crate::bus::EventBus;
@@ -117,13 +118,13 @@ impl<E: Executor> TurnRunner<E> {
 
     /// Checks every call with `gate` before its tool runs (default: allow
     /// all); see [`Runner::with_gate`].
-    pub fn with_gate(self, gate: impl Gate + 'static) -> Self {
+    pub fn with_gate(self, gate: impl IntoShared<dyn Gate>) -> Self {
         self.change(|config| config.runner = config.runner.clone().with_gate(gate))
     }
 
     /// Asks `approver` about every call the gate asks about (a person,
     /// usually); see [`Runner::with_approver`].
-    pub fn with_approver(self, approver: impl Approver + 'static) -> Self {
+    pub fn with_approver(self, approver: impl IntoShared<dyn Approver>) -> Self {
         self.change(|config| config.runner = config.runner.clone().with_approver(approver))
     }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rho_registry::{RegistryError, Source, SourceHandle, SourcePolicy, ToolRegistry};
+use rho_tool_core::IntoShared;
 use rho_tool_core::untrusted::call_contained;
 
 use crate::code::CodeMode;
@@ -325,10 +326,8 @@ impl ScriptSourceBuilder {
     /// Tells `policy` of every call of the source's tools and asks it which
     /// are disabled: usually an [`Accounting`](rho_registry::Accounting)
     /// the host keeps an `Arc` of.
-    pub fn with_policy(mut self, policy: impl SourcePolicy + 'static) -> Self {
-        self.settings.policy = Some(rho_tool_core::into_shared(policy, |policy| {
-            Arc::new(policy) as Arc<dyn SourcePolicy>
-        }));
+    pub fn with_policy(mut self, policy: impl IntoShared<dyn SourcePolicy>) -> Self {
+        self.settings.policy = Some(policy.into_shared());
         self
     }
 
