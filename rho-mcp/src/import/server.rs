@@ -268,7 +268,14 @@ impl Server {
         let (Some(session), Some(info)) = (client.session().cloned(), client.info()) else {
             return Ok(shared);
         };
+        // A client's calls after its first find its lane without waiting
+        // behind another client's lane that is starting.
+        if let Some(lane) = self.lane(session.number) {
+            return Ok(lane);
+        }
         let _opening = self.opening_lane.lock().await;
+        // Looked for again: a call of the same client may have opened it
+        // while this one waited.
         if let Some(lane) = self.lane(session.number) {
             return Ok(lane);
         }
