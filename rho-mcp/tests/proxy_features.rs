@@ -1,14 +1,16 @@
 //! A host's prompts and resources through the proxy, where the proxy does
 //! more than carry them.
 //!
-//! A server on 2026-07-28 may answer `prompts/get` or `resources/read`
-//! with questions for its client (an input-required result), which a
-//! client before 2026-07-28 cannot read: the proxy asks that client on its
-//! session (`elicitation/create`) and sends the request again with its
-//! answer and the server's state, so the client gets the prompt or the
-//! resource in one answer. And a request the client cancels is cancelled
-//! all the way: the proxy stops waiting, tells the server, and the
-//! server's host stops working on it.
+//! A host's features may answer `prompts/get` or `resources/read` with
+//! questions for its client (an input-required result, the 2026-07-28
+//! way), which a client before 2026-07-28 cannot read: rho's server asks
+//! that client on its session (`elicitation/create`) and asks the features
+//! again with its answer and their state, so the client gets the prompt or
+//! the resource in one answer, directly and through the proxy (on the
+//! older client's own connection, where the server asks it so, or on a
+//! 2026-07-28 connection, where the proxy's own server asks it). And a
+//! request the client cancels is cancelled all the way: the proxy stops
+//! waiting, tells the server, and the server's host stops working on it.
 //!
 //! The server is rho's own over HTTP serving a host's prompts and
 //! resources (rmcp's types); the client is rmcp's, at 2025-11-25, reading
@@ -20,6 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rho_exec_tokio::TokioExecutor;
+use rho_mcp::import::Handshake;
 use rho_mcp::proxy::ProxyOptions;
 use rho_mcp::rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequest, ElicitRequestParams, ElicitResult,
@@ -28,6 +31,7 @@ use rho_mcp::rmcp::model::{
     ReadResourceResponse, ReadResourceResult, ServerCapabilities,
 };
 use rho_mcp::rmcp::service::{RequestContext, RunningService};
+use rho_mcp::rmcp::transport::StreamableHttpClientTransport;
 use rho_mcp::rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServiceExt};
 use rho_mcp::{HttpOptions, HttpServer, McpFeatures, McpServer};
 use rho_registry::ToolRegistry;
@@ -178,21 +182,37 @@ impl ClientHandler for OlderClient {
     }
 }
 
-/// The host's server over HTTP, and `client` connected to a proxy in
-/// front of it (over an in-process pipe).
-async fn through_the_proxy(
-    client: OlderClient,
-    host: AsksForAName,
-) -> (HttpServer, RunningService<RoleClient, OlderClient>) {
-    let server = McpServer::new(
+/// The host's server over HTTP.
+async fn host_server(host: AsksForAName) -> HttpServer {
+    McpServer::new(
         TokioExecutor::current().expect("a tokio runtime"),
         ToolRegistry::new(),
     )
     .with_features(Arc::new(host))
     .serve_http(HttpOptions::new())
     .await
-    .expect("serves on loopback");
+    .expect("serves on loopback")
+}
+
+/// The host's server over HTTP, and `client` connected to a proxy in
+/// front of it (over an in-process pipe).
+async fn through_the_proxy(
+    client: OlderClient,
+    host: AsksForAName,
+) -> (HttpServer, RunningService<RoleClient, OlderClient>) {
+    through_a_proxy_speaking(client, host, Handshake::Either).await
+}
+
+/// [`through_the_proxy`], with the proxy greeting its server by
+/// `handshake`.
+async fn through_a_proxy_speaking(
+    client: OlderClient,
+    host: AsksForAName,
+    handshake: Handshake,
+) -> (HttpServer, RunningService<RoleClient, OlderClient>) {
+    let server = host_server(host).await;
     let proxy = ProxyOptions::http(server.url())
+        .handshake(handshake)
         .start()
         .await
         .expect("the proxy connects");
@@ -227,29 +247,79 @@ async fn an_older_client_is_asked_the_servers_question_and_gets_the_prompt() {
     )
     .await;
 
+    gets_the_prompt_and_the_resource(&client, &asked, "through the proxy").await;
+
+    client.cancel().await.expect("the client stops");
+    server.shutdown().await.expect("the server stops");
+}
+
+/// The older client asked for the prompt and the resource, once each:
+/// each is what the host gives for the name "Ada".
+async fn gets_the_prompt_and_the_resource(
+    client: &RunningService<RoleClient, OlderClient>,
+    asked: &AtomicUsize,
+    way: &str,
+) {
     let prompt = client
         .get_prompt_once(GetPromptRequestParams::new("greeting"))
         .await
-        .expect("an answer");
+        .unwrap_or_else(|error| panic!("{way}: a prompt: {error}"));
     let GetPromptResponse::Complete(prompt) = prompt else {
-        panic!("the client got the server's questions: {prompt:?}");
+        panic!("{way}: the client got the server's questions: {prompt:?}");
     };
     assert_eq!(
         text_of(&prompt)["messages"][0]["content"]["text"],
-        "Hello, Ada"
+        "Hello, Ada",
+        "{way}"
     );
-    assert_eq!(asked.load(Ordering::SeqCst), 1);
-
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "{way}");
     let resource = client
         .read_resource_once(ReadResourceRequestParams::new("note://mine"))
         .await
-        .expect("an answer");
+        .unwrap_or_else(|error| panic!("{way}: a resource: {error}"));
     let ReadResourceResponse::Complete(resource) = resource else {
-        panic!("the client got the server's questions: {resource:?}");
+        panic!("{way}: the client got the server's questions: {resource:?}");
     };
-    assert_eq!(text_of(&resource)["contents"][0]["text"], "Ada's note");
-    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        text_of(&resource)["contents"][0]["text"],
+        "Ada's note",
+        "{way}"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "{way}");
+}
 
+/// rho's own server asks an older client the questions its host's
+/// features answer with, the older way, by itself: the client connected
+/// to it directly gets the prompt and the resource in one answer each (it
+/// got an error saying such an answer needs 2026-07-28). A proxy that
+/// speaks only 2026-07-28 to that server gets the questions as they are,
+/// and its own server asks its older client the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rhos_server_asks_an_older_client_its_hosts_questions_directly_and_through_a_2026_proxy() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let server = host_server(AsksForAName::default()).await;
+    let client = OlderClient {
+        answers: true,
+        asked: asked.clone(),
+    }
+    .serve(StreamableHttpClientTransport::from_uri(server.url()))
+    .await
+    .expect("the MCP handshake succeeds");
+    gets_the_prompt_and_the_resource(&client, &asked, "directly").await;
+    client.cancel().await.expect("the client stops");
+    server.shutdown().await.expect("the server stops");
+
+    let asked = Arc::new(AtomicUsize::new(0));
+    let (server, client) = through_a_proxy_speaking(
+        OlderClient {
+            answers: true,
+            asked: asked.clone(),
+        },
+        AsksForAName::default(),
+        Handshake::Discover,
+    )
+    .await;
+    gets_the_prompt_and_the_resource(&client, &asked, "through a 2026-07-28 proxy").await;
     client.cancel().await.expect("the client stops");
     server.shutdown().await.expect("the server stops");
 }

@@ -3,11 +3,13 @@
 //!
 //! - one client's unsubscribe does not stop the updates another client
 //!   still subscribes to. The server behind the proxy is rho's own on
-//!   2026-07-28, whose host announces resource updates (`Notifier`); the
-//!   proxy hears them on its `subscriptions/listen` stream, whose filter
-//!   names what its clients follow;
+//!   2026-07-28, whose host announces resource updates (`Notifier`); a
+//!   proxy that speaks only 2026-07-28 to it hears them on its
+//!   `subscriptions/listen` stream, whose filter names what its clients
+//!   follow, and one that gives each client a connection of its own
+//!   subscribes each there;
 //! - a server before 2026-07-28 that dies and is started again is
-//!   subscribed again to what the clients follow. The server is the MCP
+//!   subscribed again to what its client follows. The server is the MCP
 //!   reference server (`@modelcontextprotocol/server-everything`) over
 //!   stdio, which keeps subscriptions per process.
 
@@ -18,6 +20,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rho_mcp::import::Handshake;
 use rho_mcp::proxy::{ProxyHttp, ProxyOptions};
 use rho_mcp::rmcp::model::{
     CallToolRequestParams, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
@@ -30,7 +33,7 @@ use rho_mcp::{HttpServer, Notifier};
 mod import_support;
 mod support;
 
-use import_support::{alive, eventually, everything, kill_9, node};
+use import_support::{alive, eventually, everything, kill_9, node, processes_with};
 use support::announcing::served;
 use support::{http_client, proxy_over_http};
 
@@ -82,21 +85,29 @@ async fn connect(proxy: &ProxyHttp) -> (Hearing, RunningService<RoleClient, Hear
 }
 
 /// rho's server over HTTP with the announcing host, and a proxy over
-/// HTTP in front of it.
-async fn proxied() -> (Notifier, HttpServer, ProxyHttp) {
+/// HTTP in front of it, greeting it by `handshake`.
+async fn proxied(handshake: Handshake) -> (Notifier, HttpServer, ProxyHttp) {
     let (notifier, server) = served().await;
-    let proxy = proxy_over_http(ProxyOptions::http(server.url())).await;
+    let proxy = proxy_over_http(ProxyOptions::http(server.url()).handshake(handshake)).await;
     (notifier, server, proxy)
 }
 
 /// Property: a resource two clients subscribed to is still followed after
-/// one of them unsubscribes: the other hears its updates. A later
+/// one of them unsubscribes: the other hears its updates. Through a proxy
+/// that speaks 2026-07-28 alone (one stream for all its clients), a later
 /// subscription of the first client (to another resource) makes the
 /// proxy open its stream again, so what is heard after it was asked for
-/// after the unsubscribe.
+/// after the unsubscribe; through one that gives each client a
+/// connection of its own, each subscribes there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_clients_unsubscribe_does_not_end_anothers_updates() {
-    let (notifier, server, proxy) = proxied().await;
+    for handshake in [Handshake::Discover, Handshake::Either] {
+        unsubscribe_leaves_the_other(handshake).await;
+    }
+}
+
+async fn unsubscribe_leaves_the_other(handshake: Handshake) {
+    let (notifier, server, proxy) = proxied(handshake).await;
     let (staying, stays) = connect(&proxy).await;
     let (leaving, leaves) = connect(&proxy).await;
     for client in [&stays, &leaves] {
@@ -159,16 +170,34 @@ async fn start_updates(client: &RunningService<RoleClient, Hearing>) {
     panic!("no server ran `{UPDATES}`");
 }
 
+/// The reference servers running now.
+fn everything_servers() -> Vec<u32> {
+    processes_with(everything().to_str().expect("a UTF-8 path"))
+}
+
+/// The one server in `now` that is not in `before`.
+fn the_new_one(before: &[u32], now: &[u32]) -> u32 {
+    let new: Vec<_> = now.iter().filter(|pid| !before.contains(pid)).collect();
+    match new.as_slice() {
+        [pid] => **pid,
+        _ => panic!("one new server: {before:?} before, {now:?} now"),
+    }
+}
+
 /// Property: a server before 2026-07-28 that keeps subscriptions per
 /// process, killed and started again by the proxy's next call, is
-/// subscribed again to what a client follows through the proxy, before
-/// anything is called on it: the client hears the new server's updates
-/// without subscribing again.
+/// subscribed again to what its client follows through the proxy,
+/// before anything is called on it: the client hears the new server's
+/// updates without subscribing again. Over HTTP the client's server is a
+/// connection of its own, started as the client initialized, and that is
+/// the one killed and replaced (the proxy's first connection, whose
+/// renewal the same code does, serves a client over stdio).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_server_is_subscribed_again_to_what_its_clients_follow() {
     const DOCUMENT: &str = "demo://resource/dynamic/text/1";
     let server = everything().to_str().expect("a UTF-8 path");
     let proxy = proxy_over_http(ProxyOptions::new(node()).args([server, "stdio"])).await;
+    let shared = everything_servers();
     let (hearing, client) = connect(&proxy).await;
     client
         .subscribe(SubscribeRequestParams::new(DOCUMENT))
@@ -177,7 +206,8 @@ async fn a_restarted_server_is_subscribed_again_to_what_its_clients_follow() {
     start_updates(&client).await;
     heard_within(&hearing, DOCUMENT, Duration::from_secs(10)).await;
 
-    let first = proxy.proxy().source().server_pid().expect("running");
+    let running = everything_servers();
+    let first = the_new_one(&shared, &running);
     kill_9(first);
     assert!(
         eventually(Duration::from_secs(5), || !alive(first)),
@@ -185,7 +215,7 @@ async fn a_restarted_server_is_subscribed_again_to_what_its_clients_follow() {
     );
     hearing.0.lock().expect("not poisoned").clear();
     start_updates(&client).await;
-    let second = proxy.proxy().source().server_pid().expect("running");
+    let second = the_new_one(&running, &everything_servers());
     assert_ne!(first, second, "a new server");
     // The new server sends at once what it was subscribed to, and again
     // every 5 s: 10 s leaves room for one more.

@@ -76,6 +76,9 @@ fn highlevel() -> Peer {
                 // Asks the client its name: the calls' fourth, see
                 // `WHOAMI`.
                 { "name": "whoami" },
+                // Kept in the client's session, read back after the
+                // calls: a session's state is its client's.
+                { "name": "remember", "arguments": { "note": "kept" } },
             ],
             "prompts": [
                 { "name": "review", "arguments": { "code": "fn main() {}" } },
@@ -83,6 +86,7 @@ fn highlevel() -> Peer {
                 { "name": "nowhere" },
             ],
             "reads": ["notes://proxies/summary", "notes://nothing-here"],
+            "reads_after": ["session://note"],
             "completions": [
                 { "ref": { "type": "ref/prompt", "name": "review" },
                   "argument": { "name": "language", "value": "r" } },
@@ -246,22 +250,6 @@ fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-/// Differences not yet closed (issue 39 of the project's tracker), each
-/// with its cause; the test fails on any difference outside them, and a
-/// closed one is taken off this list.
-///
-/// - A 2025-11-25 client gets the server's answers as the server gives
-///   them at 2026-07-28 (the revision the proxy speaks to it): the
-///   capabilities it declares there, and an error it words otherwise
-///   there (the Python SDK's unknown prompt: code 0 and its name at
-///   2025-11-25, an internal error at 2026-07-28).
-fn open_gap(mode: &str, difference: &str) -> bool {
-    mode == "legacy" && (difference.starts_with("/capabilities/") || difference.contains("/error/"))
-}
-
-/// The differences between `direct` and `through` (records of the
-/// server `name` at `mode`) that neither the README names nor
-/// [`open_gap`] lists, each named by `name`, into `unexplained`.
 /// Where the high-level server's `whoami` call, which asks the client's
 /// name, sits among its record's calls.
 const WHOAMI: usize = 3;
@@ -285,6 +273,9 @@ fn check_asked_its_name(mode: &str, name: &str, direct: &Value, through: &Value)
     }
 }
 
+/// The differences between `direct` and `through` (records of the
+/// server `name` at `mode`) that the README does not name, each named by
+/// `name`, into `unexplained`.
 fn compare_records(
     mode: &str,
     name: &str,
@@ -320,7 +311,6 @@ fn compare_records(
     unexplained.extend(
         found
             .into_iter()
-            .filter(|difference| !open_gap(mode, difference))
             .map(|difference| format!("{name}: {difference}")),
     );
 }
@@ -518,6 +508,56 @@ fn a_2025_clients_own_server_ends_with_its_session() {
             "after the {client} client's session, only the proxy's first server runs: {:?}",
             running()
         );
+    }
+}
+
+/// What the SDK's two clients of `url` at once (`sessions_client.py`)
+/// record: each client's note read back, and the log messages each was
+/// sent.
+fn two_sessions(url: &str) -> Value {
+    let output = Command::new(support::python())
+        .arg(support::peers_dir().join("sessions_client.py"))
+        .arg(url)
+        .output()
+        .expect("the venv's python runs");
+    support::client_json(&output)
+}
+
+/// Two 2025-11-25 clients of one HTTP proxy at once keep their sessions
+/// apart, as they would at the server directly: what one keeps in its
+/// session (a call of `remember`) is not what the other reads
+/// (`session://note`), each reads its own back, and the log messages the
+/// server sends in one client's session reach that client alone. Through
+/// the proxy each client's calls, reads and announcements go on a
+/// connection of its own, with the server over stdio and over `--url`,
+/// and with a server the proxy speaks 2025-11-25 to (a read went on the
+/// proxy's shared connection, where no call had left a note, and every
+/// client heard every log message; at 2025-11-25 every request did).
+#[test]
+fn two_2025_clients_of_one_http_proxy_keep_their_sessions_apart() {
+    let expected = json!({
+        "second_before": ["(nothing yet)"],
+        "first": ["alpha"],
+        "second": ["beta"],
+        "logs": { "first": ["remembered alpha"], "second": ["remembered beta"] },
+    });
+    let script = support::peers_dir().join("highlevel_server.py");
+    let (_server, server_url) =
+        support::python_http_peer(&[script.to_str().expect("UTF-8"), "http"]);
+    assert_eq!(two_sessions(&server_url), expected, "directly");
+    let mut stdio = vec!["--".to_owned()];
+    stdio.extend(highlevel().command);
+    // Spoken to at 2025-11-25 only, the server keeps a session for each
+    // connection: one for all clients unless each has its own.
+    let mut older = vec!["--handshake".to_owned(), "initialize".to_owned()];
+    older.extend(stdio.iter().cloned());
+    for (name, upstream) in [
+        ("stdio server", stdio),
+        ("--url server", vec!["--url".to_owned(), server_url.clone()]),
+        ("stdio server at 2025-11-25", older),
+    ] {
+        let (_proxy, url) = http_proxy(&upstream);
+        assert_eq!(two_sessions(&url), expected, "through the proxy, {name}");
     }
 }
 

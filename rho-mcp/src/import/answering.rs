@@ -91,6 +91,26 @@ pub trait Answerer: Send + Sync + 'static {
         call: Option<ToolContext>,
     ) -> Result<Answers, String>;
 
+    /// Answers `questions` that a server asked outside any call rho knows
+    /// of, on a connection opened for `client` alone: one client before
+    /// 2026-07-28 of the host's MCP server, which serves what it imports
+    /// (see [`McpSource::features`](super::McpSource::features)). The
+    /// server asked while it answered that client's read or prompt, or
+    /// during one of several calls of it in flight at once. Default: as
+    /// [`answer`](Answerer::answer) with no call.
+    ///
+    /// # Errors
+    ///
+    /// As for [`answer`](Answerer::answer).
+    async fn answer_for_client(
+        &self,
+        questions: Questions,
+        client: McpClient,
+    ) -> Result<Answers, String> {
+        let _ = client;
+        self.answer(questions, None).await
+    }
+
     /// A server on 2026-07-28 refused `call` because its client lacks
     /// `missing` (MCP's missing-capability error, `-32021`): what was
     /// declared for the call ([`capabilities_for`](Answerer::capabilities_for))
@@ -147,6 +167,18 @@ impl Answerer for AskTheClient {
             .as_ref()
             .and_then(McpClient::of)
             .ok_or_else(|| "there is no client to ask: no call rho serves asked".to_owned())?;
+        client
+            .ask(questions)
+            .await
+            .map_err(|error| error.to_string())
+    }
+
+    /// The connection's own client is asked.
+    async fn answer_for_client(
+        &self,
+        questions: Questions,
+        client: McpClient,
+    ) -> Result<Answers, String> {
         client
             .ask(questions)
             .await
@@ -229,31 +261,36 @@ impl Answering {
         self.0.is_some()
     }
 
-    /// The same answers, declared to a server as what `client` offered
-    /// and the host answers: for a connection opened for one client
-    /// before 2026-07-28, whose server learns at the handshake, once, what
-    /// it may ask (and lists tools by it).
-    pub(crate) fn declaring(&self, client: &ClientCapabilities) -> Self {
+    /// The same answers, for a connection opened for `client` alone (a
+    /// client before 2026-07-28, whose server learns at the handshake,
+    /// once, what it may ask, and lists tools by it): declared to the
+    /// server as what that client offered and the host answers, and a
+    /// question asked outside a known call put to the host as that
+    /// client's ([`Answerer::answer_for_client`]).
+    pub(crate) fn for_client(&self, client: &McpClient) -> Self {
         let Some(inner) = &self.0 else {
             return Self(None);
         };
+        let offered = client.capabilities().unwrap_or_default();
         let answered = inner.capabilities();
         let mut declared = ClientCapabilities::default();
-        declared.elicitation = answered.elicitation.and(client.elicitation.clone());
-        declared.sampling = answered.sampling.and(client.sampling.clone());
-        declared.roots = answered.roots.and(client.roots.clone());
+        declared.elicitation = answered.elicitation.and(offered.elicitation);
+        declared.sampling = answered.sampling.and(offered.sampling);
+        declared.roots = answered.roots.and(offered.roots);
         Self::new(Arc::new(Declaring {
             inner: Arc::clone(inner),
             declared,
+            client: client.outside_call(),
         }))
     }
 }
 
-/// An answerer that declares less than it answers: see
-/// [`Answering::declaring`].
+/// An answerer for one client's connection, which declares what that
+/// client offered: see [`Answering::for_client`].
 struct Declaring {
     inner: Arc<dyn Answerer>,
     declared: ClientCapabilities,
+    client: McpClient,
 }
 
 #[async_trait]
@@ -271,7 +308,15 @@ impl Answerer for Declaring {
         questions: Questions,
         call: Option<ToolContext>,
     ) -> Result<Answers, String> {
-        self.inner.answer(questions, call).await
+        match call {
+            Some(call) => self.inner.answer(questions, Some(call)).await,
+            // Whatever the server asked about, it asked this client.
+            None => {
+                self.inner
+                    .answer_for_client(questions, self.client.clone())
+                    .await
+            }
+        }
     }
 
     async fn missing_capabilities(&self, missing: ClientCapabilities, call: ToolContext) {

@@ -3,18 +3,20 @@
 //! imports.
 //!
 //! rho governs tools; the rest it only carries. Each request goes to the
-//! server as the client sent it, on the source's connection (started
-//! again if the server died), and the server's answer or error comes back
-//! as the server gave it. The source's timeout bounds each request, so a
-//! server that hangs costs the client an error, not a session.
+//! server as the client sent it, on the connection that client's requests
+//! go on (the source's, or one of the client's own: see
+//! `Server::route_for`; started again if the server died), and the
+//! server's answer or error comes back as the server gave it, without
+//! what only 2026-07-28 has for an older client. The source's timeout
+//! bounds each request, so a server that hangs costs the client an error,
+//! not a session.
 //!
-//! One thing is translated, not carried: a server on 2026-07-28 may answer
-//! `prompts/get` or `resources/read` with questions for its client (an
-//! input-required result). A client on that revision answers them and
-//! retries itself, so it gets the result as it is; an older client cannot
-//! read one, so rho asks it the questions the way its revision asks
-//! (requests on its session: elicitation, sampling, roots) and sends the
-//! request again with its answers and the server's state.
+//! A server on 2026-07-28 may answer `prompts/get` or `resources/read`
+//! with questions for its client (an input-required result). They go back
+//! as they are: a client on that revision answers them and retries
+//! itself, and rho's server asks an older client the way its revision
+//! asks (requests on its session) and sends the request again with its
+//! answers and the server's state, as for any host's features.
 
 use std::future::Future;
 use std::sync::{Arc, PoisonError};
@@ -22,9 +24,9 @@ use std::sync::{Arc, PoisonError};
 use rho_tool_core::async_trait;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
-    InputRequiredResult, InputResponses, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ResultType, ServerCapabilities, SubscribeRequestParams, UnsubscribeRequestParams,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -32,14 +34,14 @@ use serde_json::Value;
 // Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
 // still set their level.
 #[allow(deprecated)]
-use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{LoggingLevel, SetLevelRequestParams};
 use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 
-use super::call::QUESTION_ROUNDS;
 use super::connection::speaks_2026;
+use super::handler::Heard;
 use super::server::{Server, Unavailable};
-use crate::serve::{McpClient, McpFeatures, Notifier, SERVER_INFO, is_modern, severity};
+use crate::serve::{Audience, McpClient, McpFeatures, Notifier, SERVER_INFO, is_modern, severity};
 
 /// The features of the server behind a source.
 pub(crate) struct Forwarded {
@@ -47,26 +49,40 @@ pub(crate) struct Forwarded {
 }
 
 impl Forwarded {
-    /// Sends `request` to the server on the source's runtime, within the
-    /// source's timeout: the server's answer, or why there is none.
-    async fn forward<T, F, Fut>(&self, method: &'static str, request: F) -> Result<T, ErrorData>
+    /// Sends `request`, from the client of `context`, to the server on the
+    /// source's runtime, within the source's timeout: the server's answer,
+    /// or why there is none. It goes where that client's requests go
+    /// ([`Server::route_for`]: a lane of its own for a client before
+    /// 2026-07-28, when there are lanes), and `request` is given what is
+    /// heard there (the followed resources, the log level).
+    async fn forward<T, F, Fut>(
+        &self,
+        method: &'static str,
+        context: &RequestContext<RoleServer>,
+        request: F,
+    ) -> Result<T, ErrorData>
     where
         T: Send + 'static,
-        F: FnOnce(Peer<RoleClient>) -> Fut + Send + 'static,
+        F: FnOnce(Peer<RoleClient>, Heard) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, ServiceError>> + Send + 'static,
     {
         let server = Arc::clone(&self.server);
         let timeout = server.settings.timeout;
+        let client = (!is_modern(context)).then(|| McpClient::of_request(context));
         let reached = async move {
             let name = &server.name;
-            let connection = server.connection().await.map_err(|unavailable| {
-                Refused::Failed(match unavailable {
-                    Unavailable::Closed => format!("the MCP source `{name}` was closed"),
-                    Unavailable::Quarantined(quarantine) => quarantine.to_string(),
-                    Unavailable::StartFailed(why) => format!("MCP server `{name}` {why}"),
-                })
-            })?;
-            match tokio::time::timeout(timeout, request(connection.peer().clone())).await {
+            let route = server
+                .route_for(client.as_ref())
+                .await
+                .map_err(|unavailable| {
+                    Refused::Failed(match unavailable {
+                        Unavailable::Closed => format!("the MCP source `{name}` was closed"),
+                        Unavailable::Quarantined(quarantine) => quarantine.to_string(),
+                        Unavailable::StartFailed(why) => format!("MCP server `{name}` {why}"),
+                    })
+                })?;
+            let asked = request(route.connection.peer().clone(), route.heard);
+            match tokio::time::timeout(timeout, asked).await {
                 Ok(Ok(answer)) => Ok(answer),
                 Ok(Err(ServiceError::McpError(error))) => Err(Refused::Server(error)),
                 Ok(Err(error)) => Err(Refused::Failed(format!(
@@ -92,112 +108,6 @@ impl Forwarded {
             )),
             Err(why) => Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, why, None)),
         }
-    }
-
-    /// Forwards `request`, a request the server may answer with questions
-    /// for the client that sent it (`context`'s): a client on 2026-07-28
-    /// gets them as they are, an older one is asked them on its session
-    /// and the request goes again with its answers, for at most
-    /// [`QUESTION_ROUNDS`] rounds.
-    async fn forward_asking<R: Asks>(
-        &self,
-        mut request: R,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<R::Response, ErrorData> {
-        let modern = is_modern(context);
-        for _ in 0..QUESTION_ROUNDS {
-            let sent = request.clone();
-            let response = self.forward(R::METHOD, |peer| sent.send(peer)).await?;
-            let asked = match R::questions(response) {
-                Err(answer) => return Ok(answer.for_client(modern)),
-                Ok(asked) if modern => return Ok(R::Response::from(asked)),
-                Ok(asked) => asked,
-            };
-            let questions = asked.input_requests.unwrap_or_default().into();
-            let answers = McpClient::of_request(context)
-                .ask(questions)
-                .await
-                .map_err(|error| {
-                    ErrorData::new(
-                        ErrorCode::INTERNAL_ERROR,
-                        format!(
-                            "`{}`: MCP server `{}` asked the client a question that was not \
-                             answered: {error}",
-                            R::METHOD,
-                            self.server.name
-                        ),
-                        None,
-                    )
-                })?;
-            request.retry(answers.to_responses(), asked.request_state);
-        }
-        Err(ErrorData::new(
-            ErrorCode::INTERNAL_ERROR,
-            format!(
-                "`{}`: MCP server `{}` asked {QUESTION_ROUNDS} rounds of questions without an \
-                 answer; rho gave up on it",
-                R::METHOD,
-                self.server.name
-            ),
-            None,
-        ))
-    }
-}
-
-/// A request a server on 2026-07-28 may answer with questions for its
-/// client (an input-required result): its answer type, how it is sent,
-/// and how it goes again with the client's answers.
-trait Asks: Clone + Send + 'static {
-    /// The answer: a result, or the server's questions.
-    type Response: Completed + From<InputRequiredResult> + Send + 'static;
-    /// The request's method, for error texts.
-    const METHOD: &'static str;
-    /// Sends the request once, without following its questions.
-    fn send(
-        self,
-        peer: Peer<RoleClient>,
-    ) -> impl Future<Output = Result<Self::Response, ServiceError>> + Send + 'static;
-    /// The server's questions, or the result when it asked none.
-    fn questions(response: Self::Response) -> Result<InputRequiredResult, Self::Response>;
-    /// The same request with the client's answers and the server's state.
-    fn retry(&mut self, answers: InputResponses, state: Option<String>);
-}
-
-impl Asks for GetPromptRequestParams {
-    type Response = GetPromptResponse;
-    const METHOD: &'static str = "prompts/get";
-    async fn send(self, peer: Peer<RoleClient>) -> Result<GetPromptResponse, ServiceError> {
-        peer.get_prompt_once(self).await
-    }
-    fn questions(response: GetPromptResponse) -> Result<InputRequiredResult, GetPromptResponse> {
-        match response {
-            GetPromptResponse::InputRequired(asked) => Ok(asked),
-            answer => Err(answer),
-        }
-    }
-    fn retry(&mut self, answers: InputResponses, state: Option<String>) {
-        self.input_responses = Some(answers);
-        self.request_state = state;
-    }
-}
-
-impl Asks for ReadResourceRequestParams {
-    type Response = ReadResourceResponse;
-    const METHOD: &'static str = "resources/read";
-    async fn send(self, peer: Peer<RoleClient>) -> Result<ReadResourceResponse, ServiceError> {
-        peer.read_resource_once(self).await
-    }
-    fn questions(
-        response: ReadResourceResponse,
-    ) -> Result<InputRequiredResult, ReadResourceResponse> {
-        match response {
-            ReadResourceResponse::InputRequired(asked) => Ok(asked),
-            answer => Err(answer),
-        }
-    }
-    fn retry(&mut self, answers: InputResponses, state: Option<String>) {
-        self.input_responses = Some(answers);
-        self.request_state = state;
     }
 }
 
@@ -303,6 +213,15 @@ impl Completed for GetPromptResponse {
     }
 }
 
+/// The more verbose of the level asked `before` (if any) and `level`.
+#[allow(deprecated)]
+fn most_verbose(before: Option<LoggingLevel>, level: LoggingLevel) -> LoggingLevel {
+    match before {
+        Some(before) if severity(before) < severity(level) => before,
+        _ => level,
+    }
+}
+
 /// Why a forwarded request has no answer.
 enum Refused {
     /// The server answered with an error.
@@ -329,12 +248,40 @@ impl McpFeatures for Forwarded {
         capabilities
     }
 
+    /// What the server declared on the connection opened for this client
+    /// (see [`Server::route_for`]), which is opened now: the client is
+    /// told what its own session with the server has, as it would be
+    /// directly (a server may declare otherwise at 2025-11-25 than at
+    /// 2026-07-28, the revision of the shared connection). `None` for a
+    /// client whose requests share the source's connection.
+    async fn capabilities_for(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Option<ServerCapabilities> {
+        let client = McpClient::of_request(&context);
+        client.session()?;
+        let server = Arc::clone(&self.server);
+        let route = super::source::on_runtime(&self.server, async move {
+            Ok(server.route_for(Some(&client)).await.ok())
+        })
+        .await
+        .ok()
+        .flatten()?;
+        if route.heard.audience == Audience::Everyone {
+            return None;
+        }
+        route
+            .connection
+            .server_info()
+            .map(|info| info.capabilities.clone())
+    }
+
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.forward("resources/list", |peer| async move {
+        self.forward("resources/list", &context, |peer, _| async move {
             peer.list_resources(request).await
         })
         .await
@@ -346,28 +293,35 @@ impl McpFeatures for Forwarded {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.forward("resources/templates/list", |peer| async move {
+        self.forward("resources/templates/list", &context, |peer, _| async move {
             peer.list_resource_templates(request).await
         })
         .await
         .map(|result| result.for_client(is_modern(&context)))
     }
 
+    /// The server's questions, if it answers with them, go back as they
+    /// are: rho's server puts them to a client before 2026-07-28 and
+    /// sends the request again with its answers.
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.forward_asking(request, &context).await
+        self.forward("resources/read", &context, |peer, _| async move {
+            peer.read_resource_once(request).await
+        })
+        .await
+        .map(|result| result.for_client(is_modern(&context)))
     }
 
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let followed = self.server.heard.followed.clone();
-        self.forward("resources/subscribe", |peer| async move {
+        self.forward("resources/subscribe", &context, |peer, heard| async move {
+            let followed = heard.followed;
             if speaks_2026(&peer) {
                 // Such a server has no `resources/subscribe`: the source's
                 // stream asks for the resource's updates from now on.
@@ -390,22 +344,26 @@ impl McpFeatures for Forwarded {
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let followed = self.server.heard.followed.clone();
-        self.forward("resources/unsubscribe", |peer| async move {
-            if speaks_2026(&peer) {
-                followed.unfollow(&request.uri);
-                return Ok(());
-            }
-            // Another client may still follow it: the server hears of
-            // the last unsubscribe only.
-            if !followed.unfollow(&request.uri) {
-                return Ok(());
-            }
-            #[allow(deprecated)]
-            peer.unsubscribe(request).await
-        })
+        self.forward(
+            "resources/unsubscribe",
+            &context,
+            |peer, heard| async move {
+                let followed = heard.followed;
+                if speaks_2026(&peer) {
+                    followed.unfollow(&request.uri);
+                    return Ok(());
+                }
+                // Another client may still follow it: the server hears of
+                // the last unsubscribe only.
+                if !followed.unfollow(&request.uri) {
+                    return Ok(());
+                }
+                #[allow(deprecated)]
+                peer.unsubscribe(request).await
+            },
+        )
         .await
     }
 
@@ -414,19 +372,25 @@ impl McpFeatures for Forwarded {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.forward("prompts/list", |peer| async move {
+        self.forward("prompts/list", &context, |peer, _| async move {
             peer.list_prompts(request).await
         })
         .await
         .map(|result| result.for_client(is_modern(&context)))
     }
 
+    /// The server's questions go back as they are, as for
+    /// `resources/read`.
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.forward_asking(request, &context).await
+        self.forward("prompts/get", &context, |peer, _| async move {
+            peer.get_prompt_once(request).await
+        })
+        .await
+        .map(|result| result.for_client(is_modern(&context)))
     }
 
     async fn complete(
@@ -434,7 +398,7 @@ impl McpFeatures for Forwarded {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.forward("completion/complete", |peer| async move {
+        self.forward("completion/complete", &context, |peer, _| async move {
             peer.complete(request).await
         })
         .await
@@ -443,37 +407,43 @@ impl McpFeatures for Forwarded {
 
     /// The level goes to the server too, so it sends what the client
     /// asked for: set on a server before 2026-07-28, sent with each call
-    /// to one on 2026-07-28. With several clients (the proxy over HTTP)
-    /// the server is asked for the most verbose level any of them asked
-    /// for, and each client's session passes on only what its own level
-    /// lets through: one client's `error` does not silence another's
-    /// `debug`. The level is never made less verbose again (the source
-    /// does not know when a client leaves), which costs messages nobody
-    /// reads, never messages that are wanted.
+    /// to one on 2026-07-28. A client with a lane of its own (see
+    /// [`Server::route_for`]) sets its lane's level, as it would set its
+    /// session's directly. On the shared connection, with several clients
+    /// (the proxy over HTTP) the server is asked for the most verbose
+    /// level any of them asked for, and each client's session passes on
+    /// only what its own level lets through: one client's `error` does not
+    /// silence another's `debug`. That level is never made less verbose
+    /// again (the source does not know when a client leaves), which costs
+    /// messages nobody reads, never messages that are wanted.
     #[allow(deprecated)]
     async fn set_level(
         &self,
         mut request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        {
+        if self.server.capabilities().logging.is_none() {
+            // Only the level kept, for the calls on 2026-07-28.
             let mut asked = self
                 .server
                 .heard
                 .log_level
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if let Some(before) = *asked
-                && severity(before) < severity(request.level)
-            {
-                request.level = before;
-            }
-            *asked = Some(request.level);
-        }
-        if self.server.capabilities().logging.is_none() {
+            *asked = Some(most_verbose(*asked, request.level));
             return Ok(());
         }
-        self.forward("logging/setLevel", |peer| async move {
+        self.forward("logging/setLevel", &context, |peer, heard| async move {
+            {
+                let mut asked = heard
+                    .log_level
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if heard.audience == Audience::Everyone {
+                    request.level = most_verbose(*asked, request.level);
+                }
+                *asked = Some(request.level);
+            }
             if speaks_2026(&peer) {
                 return Ok(());
             }

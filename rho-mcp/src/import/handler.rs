@@ -20,7 +20,7 @@ use rmcp::model::{
     ErrorCode, Implementation, InputRequest, ListRootsResult, LoggingLevel,
     LoggingMessageNotification, LoggingMessageNotificationParam, ProgressNotificationParam,
     PromptListChangedNotification, ProtocolVersion, ResourceListChangedNotification,
-    ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
+    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerNotification,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 use super::answering::{Answering, InFlight};
 use super::listen::Followed;
 use super::progress::{HandlerTally, ProgressRoutes, route};
-use crate::serve::{Answer, Notifier, Questions};
+use crate::serve::{Answer, Audience, Notifier, Questions};
 
 /// What a server tells its client, as the source hears it: kept by the
 /// source across the connections it starts.
@@ -39,6 +39,9 @@ pub(crate) struct Heard {
     pub(crate) tools_changed: Arc<Notify>,
     /// Where the rest goes, for the source's features to pass on.
     pub(crate) notifier: Notifier,
+    /// Whose it is: every client's, or, on a connection opened for one
+    /// client (a proxy's lane), that client's alone.
+    pub(crate) audience: Audience,
     /// The resources the features follow (asked of a server on
     /// 2026-07-28 when the source listens to it).
     pub(crate) followed: Followed,
@@ -48,15 +51,31 @@ pub(crate) struct Heard {
 }
 
 impl Heard {
+    /// What a connection opened for the client of session `number` alone
+    /// hears: its announcements go to that client, its subscriptions and
+    /// log level are its own, and a change of its tools is the source's.
+    pub(crate) fn of_session(&self, number: u64) -> Self {
+        Self {
+            tools_changed: Arc::clone(&self.tools_changed),
+            notifier: self.notifier.clone(),
+            audience: Audience::Session(number),
+            followed: Followed::default(),
+            log_level: Arc::default(),
+        }
+    }
+
+    /// Passes `notification` on to whoever hears this connection.
+    pub(crate) fn announce(&self, notification: ServerNotification) {
+        self.notifier.notify_to(self.audience, notification);
+    }
+
     /// A restarted server may offer other tools, resources and prompts
     /// (a server before 2026-07-28 is subscribed again as it starts: see
     /// `Server::renew_subscriptions`).
     pub(crate) fn restarted(&self) {
         self.tools_changed.notify_one();
-        self.notifier
-            .notify(ResourceListChangedNotification::default().into());
-        self.notifier
-            .notify(PromptListChangedNotification::default().into());
+        self.announce(ResourceListChangedNotification::default().into());
+        self.announce(PromptListChangedNotification::default().into());
     }
 }
 
@@ -158,14 +177,12 @@ impl ClientHandler for Handler {
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.heard
-            .notifier
-            .notify(ResourceListChangedNotification::default().into());
+            .announce(ResourceListChangedNotification::default().into());
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.heard
-            .notifier
-            .notify(PromptListChangedNotification::default().into());
+            .announce(PromptListChangedNotification::default().into());
     }
 
     async fn on_resource_updated(
@@ -174,8 +191,7 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         self.heard
-            .notifier
-            .notify(ResourceUpdatedNotification::new(params).into());
+            .announce(ResourceUpdatedNotification::new(params).into());
     }
 
     async fn on_logging_message(
@@ -184,8 +200,7 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         self.heard
-            .notifier
-            .notify(LoggingMessageNotification::new(params).into());
+            .announce(LoggingMessageNotification::new(params).into());
     }
 
     async fn create_elicitation(

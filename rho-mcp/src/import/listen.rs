@@ -165,17 +165,13 @@ pub(crate) async fn follow(peer: Peer<RoleClient>, declared: ServerCapabilities,
 fn missed_while_deaf(heard: &Heard, asked: &SubscriptionFilter) {
     heard.tools_changed.notify_one();
     if asked.resources_list_changed == Some(true) {
-        heard
-            .notifier
-            .notify(ResourceListChangedNotification::default().into());
+        heard.announce(ResourceListChangedNotification::default().into());
     }
     if asked.prompts_list_changed == Some(true) {
-        heard
-            .notifier
-            .notify(PromptListChangedNotification::default().into());
+        heard.announce(PromptListChangedNotification::default().into());
     }
     for uri in asked.resource_subscriptions.iter().flatten() {
-        heard.notifier.notify(
+        heard.announce(
             ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri.clone()))
                 .into(),
         );
@@ -198,7 +194,7 @@ fn hear(heard: &Heard, notification: ServerNotification) {
         ServerNotification::ToolListChangedNotification(_) => heard.tools_changed.notify_one(),
         other @ (ServerNotification::ResourceListChangedNotification(_)
         | ServerNotification::ResourceUpdatedNotification(_)
-        | ServerNotification::PromptListChangedNotification(_)) => heard.notifier.notify(other),
+        | ServerNotification::PromptListChangedNotification(_)) => heard.announce(other),
         _ => {}
     }
 }

@@ -87,7 +87,12 @@
 //!   resources, prompts and completions to the server, and announces what
 //!   the server announces (log messages, its lists changed, resource
 //!   updates), so a host that serves its imports (the proxy) passes them
-//!   through.
+//!   through. A client before 2026-07-28 whom a server that speaks both
+//!   revisions could not ask the older way, or any such client of a
+//!   source served to many (the proxy over HTTP), gets a connection of
+//!   its own as it initializes, declaring what it offered: its calls and
+//!   requests go there, and what the server announces there reaches it
+//!   alone, so it has the session it would have had directly.
 //! - **Garbage is a clear error, in bounded memory.** A line on stdout
 //!   that is not an MCP message, a line longer than the cap
 //!   ([`McpSource::DEFAULT_MAX_MESSAGE`] unless set), or an answer to a request that

@@ -95,16 +95,30 @@ pub(crate) struct Server {
     /// Each tool as the last listing gave it, by the registry's name.
     listed: Mutex<HashMap<String, ToolListing>>,
     /// The connections opened for one client each (see
-    /// [`connection_for`](Server::connection_for)), by the number of the
-    /// client's session.
-    lanes: Mutex<HashMap<u64, Arc<Connection>>>,
+    /// [`route_for`](Server::route_for)), by the number of the client's
+    /// session.
+    lanes: Mutex<HashMap<u64, Route>>,
     /// Held while a lane starts, so that two calls of one client open one.
     opening_lane: tokio::sync::Mutex<()>,
+    /// Whether every client before 2026-07-28 gets a lane, and not only
+    /// the clients of a server that speaks 2026-07-28: set when the source
+    /// serves many clients (a proxy over HTTP), where sharing the source's
+    /// connection would share one session of the server among them.
+    lanes_for_all: AtomicBool,
 }
 
 /// The turns of a server that takes `calls` calls at once.
 fn turns_for(calls: usize) -> Arc<Semaphore> {
     Arc::new(Semaphore::new(calls.clamp(1, Semaphore::MAX_PERMITS)))
+}
+
+/// A connection to the server and what is heard on it: the shared
+/// connection with the source's [`Heard`], or a client's lane with that
+/// client's own.
+#[derive(Clone)]
+pub(crate) struct Route {
+    pub(crate) connection: Arc<Connection>,
+    pub(crate) heard: Heard,
 }
 
 #[derive(Default)]
@@ -144,6 +158,7 @@ impl Server {
             listed: Mutex::default(),
             lanes: Mutex::default(),
             opening_lane: tokio::sync::Mutex::default(),
+            lanes_for_all: AtomicBool::new(false),
         }
     }
 
@@ -236,9 +251,21 @@ impl Server {
         }
     }
 
-    /// The connection for `call`: its own client's lane, for a client
-    /// before 2026-07-28 of a server that speaks both revisions; the
-    /// shared connection for any other.
+    /// The connection for `call`: its client's lane or the shared one,
+    /// as [`route_for`](Server::route_for) says.
+    pub(crate) async fn connection_for(
+        self: &Arc<Self>,
+        call: &rho_tool_core::ToolContext,
+    ) -> Result<Arc<Connection>, Unavailable> {
+        let client = McpClient::of(call);
+        Ok(self.route_for(client.as_ref()).await?.connection)
+    }
+
+    /// Where a request of `client` goes: its own lane, for a client before
+    /// 2026-07-28 of a server that speaks both revisions (or of any server
+    /// that speaks 2025-11-25, once the source serves many clients: see
+    /// [`lanes_for_all`](Server::lanes_for_all)); the shared connection
+    /// for any other (and for a request of no client).
     ///
     /// The shared connection speaks 2026-07-28 to such a server, where a
     /// server asks its client only by answering a call with questions. A
@@ -248,49 +275,71 @@ impl Server {
     /// the way it opened its own, with `initialize` at 2025-11-25, that
     /// declares what it offered (elicitation, sampling, roots) and nothing
     /// else: the server asks it as it would have asked it directly, and
-    /// lists and refuses by what it can do. The lane closes when the
-    /// client's session does (or the source), and at most [`MAX_LANES`]
-    /// are open at once.
-    pub(crate) async fn connection_for(
+    /// lists and refuses by what it can do. Its calls, reads, prompts,
+    /// completions, subscriptions and log level all go there, and what the
+    /// server announces there reaches that client alone (which then no
+    /// longer hears the shared connection's announcements): it has the
+    /// session of its own it would have had directly. The lane closes when
+    /// the client's session does (or the source), and at most
+    /// [`MAX_LANES`] are open at once.
+    pub(crate) async fn route_for(
         self: &Arc<Self>,
-        call: &rho_tool_core::ToolContext,
-    ) -> Result<Arc<Connection>, Unavailable> {
+        client: Option<&McpClient>,
+    ) -> Result<Route, Unavailable> {
         let shared = self.connection().await?;
-        if !shared.speaks_2026() || self.settings.limits.handshake != Handshake::Either {
-            // An older server speaks each client's revision already; a
-            // source told to discover only has a server that may not know
-            // `initialize`.
+        let shared = Route {
+            connection: shared,
+            heard: self.heard.clone(),
+        };
+        // An older server speaks each client's revision already, and a
+        // source with one client (a proxy over stdio) has it share the
+        // source's session; a source told to discover only has a server
+        // that may not know `initialize`.
+        let lanes = shared.connection.speaks_2026() || self.lanes_for_all.load(Ordering::Acquire);
+        if !lanes || self.settings.limits.handshake == Handshake::Discover {
             return Ok(shared);
         }
-        let Some(client) = McpClient::of(call) else {
+        let Some(client) = client else {
             return Ok(shared);
         };
-        let (Some(session), Some(info)) = (client.session().cloned(), client.info()) else {
+        // A client whose handshake said what it offers, which its lane
+        // declares.
+        let (Some(session), true) = (client.session().cloned(), client.info().is_some()) else {
             return Ok(shared);
         };
-        // A client's calls after its first find its lane without waiting
-        // behind another client's lane that is starting.
+        // A client's requests after its first find its lane without
+        // waiting behind another client's lane that is starting.
         if let Some(lane) = self.lane(session.number) {
             return Ok(lane);
         }
         let _opening = self.opening_lane.lock().await;
-        // Looked for again: a call of the same client may have opened it
-        // while this one waited.
+        // Looked for again: a request of the same client may have opened
+        // it while this one waited.
         if let Some(lane) = self.lane(session.number) {
             return Ok(lane);
         }
-        if session.closed.is_cancelled() || self.lanes_open() >= MAX_LANES {
+        // A lane that died is replaced, for the client whose it was.
+        let before = self
+            .lanes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&session.number)
+            .map(|lane| lane.heard.clone());
+        if session.closed.is_cancelled() || (before.is_none() && self.lanes_open() >= MAX_LANES) {
             return Ok(shared);
         }
+        let heard = before
+            .clone()
+            .unwrap_or_else(|| self.heard.of_session(session.number));
         let mut limits = self.settings.limits.clone();
         limits.handshake = Handshake::Initialize;
-        limits.answering = limits.answering.declaring(&info.capabilities);
+        limits.answering = limits.answering.for_client(client);
         let started = tokio::select! {
-            started = self.start_connection(limits) => started,
+            started = self.start_connection(limits, heard.clone()) => started,
             () = self.closing.cancelled() => return Err(Unavailable::Closed),
         };
-        let lane = match started {
-            Ok(lane) => lane,
+        let connection = match started {
+            Ok(connection) => connection,
             Err(why) => {
                 self.health
                     .died(&format!("MCP server `{}` {why}", self.name));
@@ -298,34 +347,53 @@ impl Server {
             }
         };
         if self.is_closed() {
-            lane.kill();
+            connection.kill();
             return Err(Unavailable::Closed);
         }
+        if before.is_some() {
+            // The server the client had is gone with what it was asked
+            // to do for it: asked again, and told the lists may differ.
+            self.renew_subscriptions(&connection, &heard).await;
+            self.renew_log_level(&connection, &heard).await;
+            heard.restarted();
+        }
+        let lane = Route { connection, heard };
         self.lanes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(session.number, Arc::clone(&lane));
-        // Closed with the client's session.
-        let server = Arc::downgrade(self);
-        let closing = self.closing.clone();
-        self.runtime.handle().spawn(async move {
-            tokio::select! {
-                () = session.closed.cancelled() => {}
-                () = closing.cancelled() => {}
-            }
-            if let Some(server) = server.upgrade() {
-                server.close_lane(session.number);
-            }
-        });
+            .insert(session.number, lane.clone());
+        self.heard.notifier.set_apart(session.number, true);
+        if before.is_none() {
+            // Closed with the client's session.
+            let server = Arc::downgrade(self);
+            let closing = self.closing.clone();
+            self.runtime.handle().spawn(async move {
+                tokio::select! {
+                    () = session.closed.cancelled() => {}
+                    () = closing.cancelled() => {}
+                }
+                if let Some(server) = server.upgrade() {
+                    server.close_lane(session.number);
+                }
+            });
+        }
         Ok(lane)
     }
 
+    /// Gives every client before 2026-07-28 a lane of its own from now
+    /// on (see [`route_for`](Server::route_for)): the source serves many
+    /// clients, each of which would have a session of its own with the
+    /// server directly.
+    pub(crate) fn lanes_for_all(&self) {
+        self.lanes_for_all.store(true, Ordering::Release);
+    }
+
     /// Client `number`'s live lane.
-    fn lane(&self, number: u64) -> Option<Arc<Connection>> {
+    fn lane(&self, number: u64) -> Option<Route> {
         let lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
         lanes
             .get(&number)
-            .filter(|lane| lane.death().is_none())
+            .filter(|lane| lane.connection.death().is_none())
             .cloned()
     }
 
@@ -347,8 +415,9 @@ impl Server {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&number);
+        self.heard.notifier.set_apart(number, false);
         if let Some(lane) = lane {
-            lane.kill();
+            lane.connection.kill();
         }
     }
 
@@ -356,7 +425,9 @@ impl Server {
     /// with the source's limits, then what the server's announcements and
     /// subscriptions need.
     async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
-        let connection = self.start_connection(self.settings.limits.clone()).await?;
+        let connection = self
+            .start_connection(self.settings.limits.clone(), self.heard.clone())
+            .await?;
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Arc::clone(&connection));
         if let Some(info) = connection.server_info()
@@ -377,7 +448,7 @@ impl Server {
                 }
             });
         } else {
-            self.renew_subscriptions(&connection).await;
+            self.renew_subscriptions(&connection, &self.heard).await;
         }
         if let Some(calls) = connection
             .server_info()
@@ -390,10 +461,13 @@ impl Server {
         Ok(connection)
     }
 
-    /// Starts a connection with `limits` and the task that counts its
-    /// death against the server's health.
-    async fn start_connection(self: &Arc<Self>, limits: Limits) -> Result<Arc<Connection>, String> {
-        let heard = self.heard.clone();
+    /// Starts a connection with `limits`, heard by `heard`, and the task
+    /// that counts its death against the server's health.
+    async fn start_connection(
+        self: &Arc<Self>,
+        limits: Limits,
+        heard: Heard,
+    ) -> Result<Arc<Connection>, String> {
         let connection = match &self.endpoint {
             Endpoint::Stdio(spec) => stdio::start(spec, limits, heard).await?,
             Endpoint::Http(spec) => http::start(spec, limits, heard).await?,
@@ -414,15 +488,16 @@ impl Server {
     }
 
     /// Subscribes a server before 2026-07-28 (which keeps subscriptions
-    /// per connection) to every resource the source's features follow:
-    /// a restarted server forgot them, and the clients that subscribed
+    /// per connection) to every resource followed on the connection
+    /// `heard` hears (the source's features, or one client's lane): a
+    /// restarted server forgot them, and the clients that subscribed
     /// through the source would hear no more updates. Done before the
     /// connection is handed out, so nothing is called on the new server
     /// before it knows what it is followed for; each subscribe is
     /// bounded by the start-up timeout, and one the server refuses (the
     /// resource may be gone) is left to the next subscribe to renew.
-    async fn renew_subscriptions(&self, connection: &Connection) {
-        let uris = self.heard.followed.uris();
+    async fn renew_subscriptions(&self, connection: &Connection, heard: &Heard) {
+        let uris = heard.followed.uris();
         let subscribes = connection
             .server_info()
             .and_then(|info| info.capabilities.resources.as_ref()?.subscribe)
@@ -442,6 +517,29 @@ impl Server {
             });
         }
         renewals.join_all().await;
+    }
+
+    /// Sets the log level a lane's client asked for on the server that
+    /// replaced its lane's (before 2026-07-28, the level is the
+    /// connection's), within the start-up timeout; a refusal leaves the
+    /// server's default, as a failed subscribe is left.
+    async fn renew_log_level(&self, connection: &Connection, heard: &Heard) {
+        let level = *heard
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let logs = connection
+            .server_info()
+            .is_some_and(|info| info.capabilities.logging.is_some());
+        if let Some(level) = level
+            && logs
+        {
+            #[allow(deprecated)]
+            let set = connection
+                .peer()
+                .set_level(rmcp::model::SetLevelRequestParams::new(level));
+            let _ = tokio::time::timeout(self.settings.limits.startup_timeout, set).await;
+        }
     }
 
     /// Lists the server's tools and makes them the source's.
@@ -593,7 +691,7 @@ impl Server {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .drain()
-            .map(|(_, lane)| lane)
+            .map(|(_, lane)| lane.connection)
             .collect();
         for lane in lanes {
             lane.kill();

@@ -187,6 +187,14 @@ impl McpSource {
         })
     }
 
+    /// Gives each client before 2026-07-28 of the source's features and
+    /// tools, when served over MCP, a connection to the server of its own,
+    /// with a session of its own there, as it would have directly: for a
+    /// source served to many clients at once (a proxy over HTTP).
+    pub(crate) fn serve_older_clients_apart(&self) {
+        self.server.lanes_for_all();
+    }
+
     /// Closes the source now, as dropping it does.
     pub fn close(&self) {
         // Only this source: the host may have removed it and registered

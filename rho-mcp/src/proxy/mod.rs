@@ -42,7 +42,12 @@
 //! server for 2026-07-28, where those questions come back as the call's
 //! own result and each request says what the proxy's client of that call
 //! takes, and falls back to 2025-11-25 for an older server
-//! ([`ProxyOptions::handshake`]).
+//! ([`ProxyOptions::handshake`]). A client on 2025-11-25 gets a
+//! connection to the server of its own, opened as it initializes,
+//! whenever the server speaks both revisions or the proxy serves over
+//! HTTP: it is asked the server's questions the older way, and has the
+//! session of its own it would have directly, apart from every other
+//! client's.
 //!
 //! The client sees the server it asked for: the proxy gives the
 //! server's identity at `initialize` and lists each tool as the server

@@ -582,6 +582,9 @@ impl Proxy {
     /// [`ProxyError::Serve`] when the options do not fit together or the
     /// address cannot be bound.
     pub async fn serve_http(self, options: HttpOptions) -> Result<ProxyHttp, ProxyError> {
+        // Each client has a session of its own with the server, as it
+        // would directly: none sees or changes another's.
+        self.source.serve_older_clients_apart();
         let http = self.server.serve_http(options).await?;
         Ok(ProxyHttp { proxy: self, http })
     }

@@ -139,11 +139,24 @@ impl McpClient {
     }
 
     /// The client that sent `context`'s request, to be asked outside any
-    /// call (a forwarded feature request's questions). Only for a client
-    /// before 2026-07-28, which is asked with requests on its session: a
-    /// later one answers an input-required result itself.
+    /// call (a forwarded feature request's questions), in its session
+    /// when rho's server put the session in the request's context. Only
+    /// for a client before 2026-07-28, which is asked with requests on its
+    /// session: a later one answers an input-required result itself.
     pub(crate) fn of_request(context: &RequestContext<RoleServer>) -> Self {
-        Self::new(context.peer.clone(), LogThreshold::of_request(None))
+        Self {
+            session: context.extensions.get::<ClientSession>().cloned(),
+            ..Self::new(context.peer.clone(), LogThreshold::of_request(None))
+        }
+    }
+
+    /// The same client, asked outside any call: no call's clock is held
+    /// while it answers.
+    pub(crate) fn outside_call(&self) -> Self {
+        Self {
+            context: None,
+            ..self.clone()
+        }
     }
 
     /// The client of a call whose request is on 2026-07-28 or later: its

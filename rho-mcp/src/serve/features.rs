@@ -14,8 +14,6 @@
 //! host's future for it is dropped, so a host need not watch the
 //! request's cancellation token itself.
 
-use std::sync::Arc;
-
 use rho_tool_core::async_trait;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
@@ -90,7 +88,12 @@ pub trait McpFeatures: Send + Sync + 'static {
         Err(not_served("resources/templates/list"))
     }
 
-    /// `resources/read`.
+    /// `resources/read`. The answer may be questions for the client (an
+    /// input-required result, the 2026-07-28 way), whatever its revision:
+    /// a client on 2026-07-28 answers them and reads again itself; rho
+    /// asks an older one the older way (requests on its session) and
+    /// calls this again with its answers and the state given
+    /// (`input_responses`, `request_state`), at most 8 rounds.
     async fn read_resource(
         &self,
         _request: ReadResourceRequestParams,
@@ -126,7 +129,8 @@ pub trait McpFeatures: Send + Sync + 'static {
         Err(not_served("prompts/list"))
     }
 
-    /// `prompts/get`.
+    /// `prompts/get`. The answer may be questions for the client, as for
+    /// [`read_resource`](McpFeatures::read_resource).
     async fn get_prompt(
         &self,
         _request: GetPromptRequestParams,
@@ -172,6 +176,22 @@ pub trait McpFeatures: Send + Sync + 'static {
         None
     }
 
+    /// What the features declare to the client of `context` alone, when
+    /// that is not what [`capabilities`](McpFeatures::capabilities) says:
+    /// asked once for each client before 2026-07-28, as it initializes
+    /// its session (the context is that of its `initialize`, and carries
+    /// its session as each of its requests does), before rho answers it.
+    /// Read as `capabilities` is; behind a proxy, whose tools and logs are
+    /// its server's, its tools and logging too. A proxy that opens a
+    /// connection of its own for such a client answers with what its
+    /// server declared there. Default: `None`, what `capabilities` says.
+    async fn capabilities_for(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Option<ServerCapabilities> {
+        None
+    }
+
     /// Where the features send their notifications to the clients (lists
     /// changed, a resource updated, log messages), if they send any. Asked
     /// once per session. Default: none.
@@ -202,14 +222,13 @@ fn not_served(method: &'static str) -> ErrorData {
     ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None)
 }
 
-/// `capabilities` with the resources, prompts and completions of
-/// `features`, if any.
+/// `capabilities` with the resources, prompts and completions the
+/// features declare, if there are features.
 pub(crate) fn merged(
     mut capabilities: ServerCapabilities,
-    features: Option<&Arc<dyn McpFeatures>>,
+    features: Option<ServerCapabilities>,
 ) -> ServerCapabilities {
-    if let Some(features) = features {
-        let theirs = features.capabilities();
+    if let Some(theirs) = features {
         capabilities.resources = theirs.resources;
         capabilities.prompts = theirs.prompts;
         capabilities.completions = theirs.completions;

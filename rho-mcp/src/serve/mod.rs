@@ -11,7 +11,8 @@
 //! client a served call came from, handed to its tool, `input` asks
 //! clients on 2026-07-28 and later through input-required results,
 //! `features` serves a host's resources, prompts and completions beside
-//! the tools, `notify` passes on what those features tell the clients,
+//! the tools, `older` puts their questions to a client before 2026-07-28,
+//! `notify` passes on what those features tell the clients,
 //! `elicit` asks the client's user to approve a call,
 //! `observe` reports each call's end (an audit log's hook), `stdio`
 //! serves over a byte stream on rmcp's transport (`stdio_fd` reading
@@ -41,6 +42,7 @@ mod list_changed;
 mod listing;
 mod notify;
 mod observe;
+mod older;
 mod progress;
 mod result;
 mod server;
@@ -58,6 +60,7 @@ pub use elicit::ElicitationApprover;
 pub use features::{McpFeatures, ToolListing};
 pub use http::{HttpOptions, HttpServer};
 pub use input::{Answer, Answers, Questions};
+pub(crate) use notify::Audience;
 pub use notify::Notifier;
 pub use observe::{CallObserver, ServedCall};
 pub use server::McpServer;

@@ -8,6 +8,12 @@
 //! before 2026-07-28 hears them from its `initialized` on; one on
 //! 2026-07-28 only on a `subscriptions/listen` stream, as that stream's
 //! filter allows (rmcp applies it).
+//!
+//! A notification may also be for one session alone ([`Audience`]): what
+//! a proxy's server said on the connection the proxy opened for that
+//! session's client. Such a session is then served apart: it hears what
+//! is sent to it, and no longer what is sent to every session (that came
+//! from a connection that is not its own).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -46,7 +52,19 @@ const BACKLOG: usize = 256;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Notifier {
-    sender: broadcast::Sender<ServerNotification>,
+    sender: broadcast::Sender<(Audience, ServerNotification)>,
+    /// The sessions that hear only what is sent to them alone.
+    apart: Arc<Mutex<HashSet<u64>>>,
+}
+
+/// Who a notification sent on a [`Notifier`] is for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Audience {
+    /// Every session not served apart.
+    #[default]
+    Everyone,
+    /// The session of this number alone.
+    Session(u64),
 }
 
 impl Notifier {
@@ -54,6 +72,7 @@ impl Notifier {
     pub fn new() -> Self {
         Self {
             sender: broadcast::Sender::new(BACKLOG),
+            apart: Arc::default(),
         }
     }
 
@@ -65,11 +84,40 @@ impl Notifier {
     /// the rest (tools, progress, tasks) are rho's to send, and sessions
     /// pass them on to nobody.
     pub fn notify(&self, notification: ServerNotification) {
-        // An error only says no session is open.
-        let _ = self.sender.send(notification);
+        self.notify_to(Audience::Everyone, notification);
     }
 
-    fn hear(&self) -> broadcast::Receiver<ServerNotification> {
+    /// Sends `notification` to `audience`, which passes it on as
+    /// [`notify`](Notifier::notify) says.
+    pub(crate) fn notify_to(&self, audience: Audience, notification: ServerNotification) {
+        // An error only says no session is open.
+        let _ = self.sender.send((audience, notification));
+    }
+
+    /// Serves session `number` apart (`true`: it hears only what is sent
+    /// to it alone) or with every session again (`false`).
+    pub(crate) fn set_apart(&self, number: u64, apart: bool) {
+        let mut sessions = self.apart.lock().unwrap_or_else(PoisonError::into_inner);
+        if apart {
+            sessions.insert(number);
+        } else {
+            sessions.remove(&number);
+        }
+    }
+
+    /// Whether session `number` hears what was sent to `audience`.
+    fn reaches(&self, audience: Audience, number: u64) -> bool {
+        match audience {
+            Audience::Session(only) => only == number,
+            Audience::Everyone => !self
+                .apart
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(&number),
+        }
+    }
+
+    fn hear(&self) -> broadcast::Receiver<(Audience, ServerNotification)> {
         self.sender.subscribe()
     }
 }
@@ -133,23 +181,28 @@ fn relisted() -> [ServerNotification; 2] {
     ]
 }
 
-/// Passes what `notifier` sends on to `peer`, as its client asked, until
-/// `closed` is cancelled or the client is gone (a session before
-/// 2026-07-28, from its `initialized` on).
+/// Passes what `notifier` sends on to `peer`, the client of session
+/// `number`, as it asked, until `closed` is cancelled or the client is
+/// gone (a session before 2026-07-28, from its `initialized` on).
 pub(crate) fn forward(
     notifier: &Notifier,
+    number: u64,
     peer: Peer<RoleServer>,
     subscribed: Subscribed,
     threshold: LogThreshold,
     closed: CancellationToken,
 ) {
     let mut heard = notifier.hear();
+    let notifier = notifier.clone();
     tokio::spawn(async move {
         loop {
             let notifications = tokio::select! {
                 () = closed.cancelled() => break,
                 received = heard.recv() => match received {
-                    Ok(notification) if wanted(&notification, &subscribed, &threshold) => {
+                    Ok((audience, notification))
+                        if notifier.reaches(audience, number)
+                            && wanted(&notification, &subscribed, &threshold) =>
+                    {
                         vec![notification]
                     }
                     Ok(_) => continue,
@@ -167,10 +220,11 @@ pub(crate) fn forward(
 }
 
 /// Passes what `notifier` sends on to the client listening on
-/// `subscription`, as far as its filter allows, until it stops listening,
-/// the session is `closed`, or the stream fails.
+/// `subscription` in session `number`, as far as its filter allows, until
+/// it stops listening, the session is `closed`, or the stream fails.
 pub(crate) async fn listen(
     notifier: &Notifier,
+    number: u64,
     subscription: &SubscriptionContext,
     closed: &CancellationToken,
 ) {
@@ -181,7 +235,10 @@ pub(crate) async fn listen(
             () = subscription.cancelled() => break,
             () = closed.cancelled() => break,
             received = heard.recv() => match received {
-                Ok(notification) => vec![notification],
+                Ok((audience, notification)) if notifier.reaches(audience, number) => {
+                    vec![notification]
+                }
+                Ok(_) => continue,
                 Err(RecvError::Lagged(_)) => relisted().into(),
                 Err(RecvError::Closed) => break,
             },

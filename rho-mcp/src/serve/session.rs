@@ -8,10 +8,10 @@ use rho_tool_core::Executor;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
     CompleteResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
-    GetTaskResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams, UpdateTaskParams,
+    GetTaskResult, InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 // Deprecated by SEP-2577 with the rest of logging; clients on 2025-11-25
 // still set their level.
@@ -22,10 +22,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::Semaphore;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::client::LogThreshold;
+use super::client::{ClientSession, LogThreshold};
 use super::contain::{contained, failure_text};
 use super::features::{self, McpFeatures};
 use super::notify::{self, Subscribed};
+use super::older::{self, Retried};
 use super::progress::ProgressSink;
 use super::server::Shared;
 use super::stamp::{self, Stamp};
@@ -147,20 +148,16 @@ impl<E: Executor> Session<E> {
 }
 
 impl<E: Executor> Session<E> {
-    /// Answers `method` from the host's [`McpFeatures`] by `ask`, a panic
-    /// of the host's code contained; "method not found" when the host
-    /// serves none.
-    ///
-    /// The host's future is dropped as soon as the client cancels the
-    /// request (`cancelled`, the request's token) or the host closes the
-    /// session: rmcp only cancels the token, and a host's handler that
-    /// does not watch it (an imported server's request, waiting on its
-    /// answer) would otherwise run on for nobody.
+    /// Answers `method`, the request of `context`, from the host's
+    /// [`McpFeatures`] by `ask`, a panic of the host's code contained;
+    /// "method not found" when the host serves none. A client before
+    /// 2026-07-28 is asked in its session: the request's context carries
+    /// its [`ClientSession`], which a proxy keeps a connection for.
     async fn features<T, F>(
         &self,
         method: &'static str,
-        cancelled: CancellationToken,
-        ask: impl FnOnce(Arc<dyn McpFeatures>) -> F,
+        mut context: RequestContext<RoleServer>,
+        ask: impl FnOnce(Arc<dyn McpFeatures>, RequestContext<RoleServer>) -> F,
     ) -> Result<T, ErrorData>
     where
         F: Future<Output = Result<T, ErrorData>>,
@@ -168,17 +165,84 @@ impl<E: Executor> Session<E> {
         let Some(features) = self.calls.shared.features.clone() else {
             return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None));
         };
+        if !call::is_modern(&context) {
+            context.extensions.insert(ClientSession {
+                number: self.calls.number,
+                closed: self.calls.closed.clone(),
+            });
+        }
+        let cancelled = context.ct.clone();
+        let answer = async {
+            contained(ask(features, context))
+                .await
+                .unwrap_or_else(|caught| {
+                    Err(ErrorData::internal_error(
+                        failure_text(method, &caught),
+                        None,
+                    ))
+                })
+        };
+        self.until_stopped(method, &cancelled, answer).await
+    }
+
+    /// `work`, the answer to `method`, unless the request is `cancelled`
+    /// or the host closes the session first: then the error saying so.
+    ///
+    /// The work is dropped at once then: rmcp only cancels the request's
+    /// token, and a host's handler that does not watch it (an imported
+    /// server's request, waiting on its answer) would otherwise run on
+    /// for nobody.
+    async fn until_stopped<T>(
+        &self,
+        method: &'static str,
+        cancelled: &CancellationToken,
+        work: impl Future<Output = Result<T, ErrorData>>,
+    ) -> Result<T, ErrorData> {
         tokio::select! {
             biased;
             () = cancelled.cancelled() => Err(ended(method, "the client cancelled it")),
             () = self.calls.closed.cancelled() => Err(ended(method, "the session was closed")),
-            answer = contained(ask(features)) => answer.unwrap_or_else(|caught| {
-                Err(ErrorData::internal_error(
-                    failure_text(method, &caught),
-                    None,
-                ))
-            }),
+            answer = work => answer,
         }
+    }
+
+    /// Answers `request` of `context` from the features by `ask`, as
+    /// [`features`](Session::features) does; for a client before
+    /// 2026-07-28, the features' questions are put to it and `request`
+    /// asked again with its answers (see `older`).
+    async fn asking<R, F>(
+        &self,
+        mut request: R,
+        context: RequestContext<RoleServer>,
+        ask: impl Fn(Arc<dyn McpFeatures>, R, RequestContext<RoleServer>) -> F,
+    ) -> Result<R::Response, ErrorData>
+    where
+        R: Retried,
+        F: Future<Output = Result<R::Response, ErrorData>>,
+    {
+        if call::is_modern(&context) {
+            return self
+                .features(R::METHOD, context, |features, context| {
+                    ask(features, request, context)
+                })
+                .await;
+        }
+        let cancelled = context.ct.clone();
+        let rounds = async {
+            for _ in 0..older::ROUNDS {
+                let response = self
+                    .features(R::METHOD, context.clone(), |features, context| {
+                        ask(features, request.clone(), context)
+                    })
+                    .await?;
+                match R::questions(response) {
+                    Err(answer) => return Ok(answer),
+                    Ok(asked) => older::ask_again(&mut request, asked, &context).await?,
+                }
+            }
+            Err(older::too_many_rounds::<R>())
+        };
+        self.until_stopped(R::METHOD, &cancelled, rounds).await
     }
 }
 
@@ -195,10 +259,16 @@ impl<E: Executor> Session<E> {
     }
 }
 
-impl<E: Executor> ServerHandler for Session<E> {
+impl<E: Executor> Session<E> {
+    /// What the session declares to its client: rho's tools (or, for a
+    /// proxy, tools and logging as its server declared them) and the
+    /// features' resources, prompts and completions. `own` is what the
+    /// features declare to this session's client when that is its own
+    /// ([`McpFeatures::capabilities_for`]), in place of what they declare
+    /// to every client.
     // `enable_logging` is deprecated by SEP-2577; see `set_level`.
     #[allow(deprecated)]
-    fn get_info(&self) -> ServerConfig {
+    fn declared(&self, own: Option<ServerCapabilities>) -> ServerCapabilities {
         let shared = &self.calls.shared;
         let builder = ServerCapabilities::builder()
             .enable_tools()
@@ -208,7 +278,11 @@ impl<E: Executor> ServerHandler for Session<E> {
             None => builder,
         };
         let mut capabilities = builder.build();
-        match &shared.fronted {
+        match shared
+            .fronted
+            .as_ref()
+            .map(|upstream| own.as_ref().unwrap_or(upstream))
+        {
             // Tools log to the client through `McpClient::log`.
             None => capabilities.logging = Some(JsonObject::new()),
             // A proxy's tools and logs are its server's: declared as it
@@ -221,15 +295,56 @@ impl<E: Executor> ServerHandler for Session<E> {
                 }
             }
         }
-        let mut capabilities = features::merged(capabilities, shared.features.as_ref());
+        let theirs = match own {
+            Some(own) => Some(own),
+            None => shared
+                .features
+                .as_ref()
+                .map(|features| features.capabilities()),
+        };
+        let mut capabilities = features::merged(capabilities, theirs);
         if let Some(calls) = shared.advertised_max_calls {
             concurrency::declare(&mut capabilities, calls);
         }
+        capabilities
+    }
+}
+
+impl<E: Executor> ServerHandler for Session<E> {
+    fn get_info(&self) -> ServerConfig {
+        let shared = &self.calls.shared;
+        let capabilities = self.declared(None);
         let config = ServerConfig::new(capabilities).with_server_info(shared.identity.clone());
         match &shared.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,
         }
+    }
+
+    /// rmcp's own answer, with what the features declare to this client
+    /// (a proxy's server, on the connection the proxy opened for it) in
+    /// place of what they declare to every client.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        if self.calls.shared.features.is_some() {
+            // A failure leaves what the features declare to every client.
+            let own = self
+                .features("initialize", context, |features, context| async move {
+                    Ok(features.capabilities_for(context).await)
+                })
+                .await
+                .ok()
+                .flatten();
+            if own.is_some() {
+                result.capabilities = self.declared(own);
+            }
+        }
+        Ok(result)
     }
 
     async fn list_tools(
@@ -257,11 +372,9 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let stamp = self.stamp_for(&context);
-        self.features(
-            "resources/list",
-            context.ct.clone(),
-            |features| async move { features.list_resources(request, context).await },
-        )
+        self.features("resources/list", context, |features, context| async move {
+            features.list_resources(request, context).await
+        })
         .await
         .map(stamp)
     }
@@ -272,11 +385,9 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let stamp = self.stamp_for(&context);
-        self.features(
-            "resources/templates/list",
-            context.ct.clone(),
-            |features| async move { features.list_resource_templates(request, context).await },
-        )
+        self.features("resources/templates/list", context, |features, context| async move {
+            features.list_resource_templates(request, context).await
+        })
         .await
         .map(stamp)
     }
@@ -287,11 +398,9 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let stamp = self.stamp_for(&context);
-        self.features(
-            "resources/read",
-            context.ct.clone(),
-            |features| async move { features.read_resource(request, context).await },
-        )
+        self.asking(request, context, |features, request, context| async move {
+            features.read_resource(request, context).await
+        })
         .await
         .map(stamp)
     }
@@ -304,8 +413,8 @@ impl<E: Executor> ServerHandler for Session<E> {
         let uri = request.uri.clone();
         self.features(
             "resources/subscribe",
-            context.ct.clone(),
-            |features| async move { features.subscribe(request, context).await },
+            context,
+            |features, context| async move { features.subscribe(request, context).await },
         )
         .await?;
         self.subscribed.add(uri);
@@ -320,8 +429,8 @@ impl<E: Executor> ServerHandler for Session<E> {
         self.subscribed.remove(&request.uri);
         self.features(
             "resources/unsubscribe",
-            context.ct.clone(),
-            |features| async move { features.unsubscribe(request, context).await },
+            context,
+            |features, context| async move { features.unsubscribe(request, context).await },
         )
         .await
     }
@@ -332,7 +441,7 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let stamp = self.stamp_for(&context);
-        self.features("prompts/list", context.ct.clone(), |features| async move {
+        self.features("prompts/list", context, |features, context| async move {
             features.list_prompts(request, context).await
         })
         .await
@@ -345,7 +454,7 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let stamp = self.stamp_for(&context);
-        self.features("prompts/get", context.ct.clone(), |features| async move {
+        self.asking(request, context, |features, request, context| async move {
             features.get_prompt(request, context).await
         })
         .await
@@ -360,8 +469,8 @@ impl<E: Executor> ServerHandler for Session<E> {
         let stamp = self.stamp_for(&context);
         self.features(
             "completion/complete",
-            context.ct.clone(),
-            |features| async move { features.complete(request, context).await },
+            context,
+            |features, context| async move { features.complete(request, context).await },
         )
         .await
         .map(stamp)
@@ -406,7 +515,10 @@ impl<E: Executor> ServerHandler for Session<E> {
             Some(notifier) => {
                 // Each ends when the client stops listening or the session
                 // closes; one whose stream failed leaves the other to end so.
-                tokio::join!(tools, notify::listen(&notifier, &subscription, closed));
+                tokio::join!(
+                    tools,
+                    notify::listen(&notifier, self.calls.number, &subscription, closed)
+                );
             }
             None => tools.await,
         }
@@ -474,8 +586,8 @@ impl<E: Executor> ServerHandler for Session<E> {
         self.calls.log_threshold.set(request.level);
         self.features(
             "logging/setLevel",
-            context.ct.clone(),
-            |features| async move { features.set_level(request, context).await },
+            context,
+            |features, context| async move { features.set_level(request, context).await },
         )
         .await
         .or_else(|error| match error.code {
@@ -494,6 +606,7 @@ impl<E: Executor> ServerHandler for Session<E> {
         {
             notify::forward(
                 &notifier,
+                self.calls.number,
                 context.peer.clone(),
                 self.subscribed.clone(),
                 self.calls.log_threshold.clone(),

@@ -2,7 +2,8 @@
 MCP Python SDK's client, as one JSON object on stdout: the server's
 identity, capabilities and instructions, every list (tools, resources,
 resource templates, prompts), every listed resource read, and the calls,
-prompt gets, reads and completions a script asks for. It answers an
+prompt gets, reads (before the calls and after them) and completions a
+script asks for. It answers an
 elicitation as a person would, with the name "Ada". The Rust test
 (`tests/proxy_transparent.rs`) runs it against a server directly and
 through `rho-mcp proxy` and compares the two records item by item.
@@ -17,6 +18,7 @@ record's `protocol_version` says which was spoken). SCRIPT_JSON:
     {"calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}],
      "prompts": [{"name": "review", "arguments": {"code": "fn main() {}"}}],
      "reads": ["notes://proxies/summary"],
+     "reads_after": ["session://note"],
      "completions": [{"ref": {"type": "ref/prompt", "name": "review"},
                       "argument": {"name": "language", "value": "r"}}]}
 
@@ -98,6 +100,10 @@ async def record(mode, script, target):
             out["calls"].append(
                 await recorded(lambda call=call: client.call_tool(call["name"], call.get("arguments", {})))
             )
+        # Read after the calls: what a call left in the client's session.
+        out["reads_after"] = {}
+        for uri in script.get("reads_after", []):
+            out["reads_after"][uri] = await recorded(lambda uri=uri: client.read_resource(uri))
         out["prompt_gets"] = []
         for prompt in script.get("prompts", []):
             out["prompt_gets"].append(

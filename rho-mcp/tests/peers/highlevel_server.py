@@ -2,7 +2,8 @@
 writes one (`mcp` 2.3.0, its high-level `MCPServer` API): tools with
 titles, annotations, icons, their own `_meta` and structured output,
 static resources, resource templates, prompts with arguments, and
-completions, and a tool that asks its client a question. It is a peer for the proxy's transparency tests
+completions, a tool that asks its client a question, and a note kept
+per session (its client's alone). It is a peer for the proxy's transparency tests
 (`tests/proxy_transparent.rs`): everything a client sees of it directly
 must be what it sees through `rho-mcp proxy`.
 
@@ -24,6 +25,16 @@ from mcp_types import (
     ToolAnnotations,
 )
 from pydantic import BaseModel
+
+# Each session's note, by the session's id: its `Mcp-Session-Id` over
+# HTTP, where the SDK makes a session object per request; one session a
+# process over stdio.
+NOTES: dict[str, str] = {}
+
+
+def session_of(ctx: Context) -> str:
+    headers = ctx.headers or {}
+    return headers.get("mcp-session-id", "stdio")
 
 ICON = Icon(src="data:image/png;base64,iVBORw0KGgo=", mime_type="image/png", sizes=["16x16"])
 
@@ -73,6 +84,23 @@ async def whoami(ctx: Context) -> str:
     if answer.action == "accept":
         return f"Hello, {answer.data.name}."
     return f"No name: {answer.action}."
+
+
+@server.tool()
+async def remember(note: str, ctx: Context) -> str:
+    """Keeps a note for this session alone (read back as the resource
+    `session://note`), and logs it to this session's client where its
+    revision has log messages."""
+    NOTES[session_of(ctx)] = note
+    if ctx.protocol_version == "2025-11-25":
+        await ctx.info(f"remembered {note}")
+    return "remembered"
+
+
+@server.resource("session://{key}", name="session_note", mime_type="text/plain")
+def session_note(key: str, ctx: Context) -> str:
+    """What this session's client asked to `remember`."""
+    return NOTES.get(session_of(ctx), "(nothing yet)")
 
 
 @server.tool(annotations=ToolAnnotations(destructive_hint=True))

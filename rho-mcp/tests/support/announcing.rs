@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use rho_exec_tokio::TokioExecutor;
-use rho_mcp::rmcp::model::{ServerCapabilities, SubscribeRequestParams};
+use rho_mcp::rmcp::model::{ServerCapabilities, SubscribeRequestParams, UnsubscribeRequestParams};
 use rho_mcp::rmcp::service::RequestContext;
 use rho_mcp::rmcp::{ErrorData, RoleServer};
 use rho_mcp::{HttpOptions, HttpServer, McpFeatures, McpServer, Notifier};
@@ -30,6 +30,14 @@ impl McpFeatures for Announcing {
     async fn subscribe(
         &self,
         _request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         Ok(())

@@ -2,7 +2,8 @@
 // TypeScript SDK's client over streamable HTTP, as one JSON object on
 // stdout: the same record as ../compare_client.py (the server's identity,
 // capabilities and instructions, every list, every listed resource read,
-// and the calls, prompt gets, reads and completions a script asks for).
+// and the calls, prompt gets, reads (before the calls and after them) and
+// completions a script asks for).
 //
 //     node compare.mjs SCRIPT_JSON URL
 //
@@ -68,6 +69,11 @@ for (const uri of [...resources, ...(script.reads ?? [])]) {
 out.calls = [];
 for (const call of script.calls ?? []) {
   out.calls.push(await recorded(() => client.callTool({ name: call.name, arguments: call.arguments ?? {} })));
+}
+// Read after the calls: what a call left in the client's session.
+out.reads_after = {};
+for (const uri of script.reads_after ?? []) {
+  out.reads_after[uri] = await recorded(() => client.readResource({ uri }));
 }
 out.prompt_gets = [];
 for (const prompt of script.prompts ?? []) {
