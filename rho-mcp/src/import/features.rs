@@ -5,7 +5,7 @@
 //! rho governs tools; the rest it only carries. Each request goes to the
 //! server as the client sent it, on the connection that client's requests
 //! go on (the source's, or one of the client's own: see
-//! `Server::route_for`; started again if the server died), and the
+//! `Server::conduit_for`; started again if the server died), and the
 //! server's answer or error comes back as the server gave it, without
 //! what only 2026-07-28 has for an older client. The source's timeout
 //! bounds each request, so a server that hangs costs the client an error,
@@ -52,7 +52,7 @@ impl Forwarded {
     /// Sends `request`, from the client of `context`, to the server on the
     /// source's runtime, within the source's timeout: the server's answer,
     /// or why there is none. It goes where that client's requests go
-    /// ([`Server::route_for`]: a lane of its own for a client before
+    /// ([`Server::conduit_for`]: a lane of its own for a client before
     /// 2026-07-28, when there are lanes), and `request` is given what is
     /// heard there (the followed resources, the log level).
     async fn forward<T, F, Fut>(
@@ -71,8 +71,8 @@ impl Forwarded {
         let client = (!is_modern(context)).then(|| McpClient::of_request(context));
         let reached = async move {
             let name = &server.name;
-            let route = server
-                .route_for(client.as_ref())
+            let conduit = server
+                .conduit_for(client.as_ref())
                 .await
                 .map_err(|unavailable| {
                     Refused::Failed(match unavailable {
@@ -81,14 +81,16 @@ impl Forwarded {
                         Unavailable::StartFailed(why) => format!("MCP server `{name}` {why}"),
                     })
                 })?;
-            let asked = request(route.connection.peer().clone(), route.heard);
-            match tokio::time::timeout(timeout, asked).await {
-                Ok(Ok(answer)) => Ok(answer),
-                Ok(Err(ServiceError::McpError(error))) => Err(Refused::Server(error)),
-                Ok(Err(error)) => Err(Refused::Failed(format!(
+            let asking = conduit.heard.asking.clone();
+            let asked = request(conduit.connection.peer().clone(), conduit.heard);
+            // A person the server asks meanwhile is not the server.
+            match asking.within(timeout, asked).await {
+                Some(Ok(answer)) => Ok(answer),
+                Some(Err(ServiceError::McpError(error))) => Err(Refused::Server(error)),
+                Some(Err(error)) => Err(Refused::Failed(format!(
                     "MCP server `{name}` did not answer it ({error})"
                 ))),
-                Err(_) => Err(Refused::Failed(format!(
+                None => Err(Refused::Failed(format!(
                     "MCP server `{name}` did not answer it within {} ms",
                     timeout.as_millis()
                 ))),
@@ -249,7 +251,7 @@ impl McpFeatures for Forwarded {
     }
 
     /// What the server declared on the connection opened for this client
-    /// (see [`Server::route_for`]), which is opened now: the client is
+    /// (see [`Server::conduit_for`]), which is opened now: the client is
     /// told what its own session with the server has, as it would be
     /// directly (a server may declare otherwise at 2025-11-25 than at
     /// 2026-07-28, the revision of the shared connection). `None` for a
@@ -261,16 +263,16 @@ impl McpFeatures for Forwarded {
         let client = McpClient::of_request(&context);
         client.session()?;
         let server = Arc::clone(&self.server);
-        let route = super::source::on_runtime(&self.server, async move {
-            Ok(server.route_for(Some(&client)).await.ok())
+        let conduit = super::source::on_runtime(&self.server, async move {
+            Ok(server.conduit_for(Some(&client)).await.ok())
         })
         .await
         .ok()
         .flatten()?;
-        if route.heard.audience == Audience::Everyone {
+        if conduit.heard.audience == Audience::Everyone {
             return None;
         }
-        route
+        conduit
             .connection
             .server_info()
             .map(|info| info.capabilities.clone())
@@ -408,7 +410,7 @@ impl McpFeatures for Forwarded {
     /// The level goes to the server too, so it sends what the client
     /// asked for: set on a server before 2026-07-28, sent with each call
     /// to one on 2026-07-28. A client with a lane of its own (see
-    /// [`Server::route_for`]) sets its lane's level, as it would set its
+    /// [`Server::conduit_for`]) sets its lane's level, as it would set its
     /// session's directly. On the shared connection, with several clients
     /// (the proxy over HTTP) the server is asked for the most verbose
     /// level any of them asked for, and each client's session passes on
@@ -422,17 +424,6 @@ impl McpFeatures for Forwarded {
         mut request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if self.server.capabilities().logging.is_none() {
-            // Only the level kept, for the calls on 2026-07-28.
-            let mut asked = self
-                .server
-                .heard
-                .log_level
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            *asked = Some(most_verbose(*asked, request.level));
-            return Ok(());
-        }
         self.forward("logging/setLevel", &context, |peer, heard| async move {
             {
                 let mut asked = heard
@@ -444,7 +435,13 @@ impl McpFeatures for Forwarded {
                 }
                 *asked = Some(request.level);
             }
-            if speaks_2026(&peer) {
+            // Set where the connection has it: a server may declare
+            // logging on 2025-11-25 and not on 2026-07-28 (SEP-2577), and
+            // on 2026-07-28 the level goes with each call instead.
+            let logs = peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.logging.is_some());
+            if !logs || speaks_2026(&peer) {
                 return Ok(());
             }
             peer.set_level(request).await

@@ -27,6 +27,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::sync::Notify;
 
 use super::answering::{Answering, InFlight};
+use super::asking::Asking;
 use super::listen::Followed;
 use super::progress::{HandlerTally, ProgressRoutes, route};
 use crate::serve::{Answer, Audience, Notifier, Questions};
@@ -48,6 +49,10 @@ pub(crate) struct Heard {
     /// The log level the features' client asked for last, sent with each
     /// call to a server on 2026-07-28 (before, it is set on the server).
     pub(crate) log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// The questions the server asked outside any call rho knows of that
+    /// wait for their answers, which hold the deadline of what is
+    /// forwarded on the connection.
+    pub(crate) asking: Asking,
 }
 
 impl Heard {
@@ -61,6 +66,7 @@ impl Heard {
             audience: Audience::Session(number),
             followed: Followed::default(),
             log_level: Arc::default(),
+            asking: Asking::default(),
         }
     }
 
@@ -108,9 +114,13 @@ impl Handler {
     /// error the server's request gets.
     async fn ask(&self, request: InputRequest) -> Result<Answer, ErrorData> {
         let questions = Questions::new().with(QUESTION, request);
+        let call = self.in_flight.only();
+        // Outside a call rho knows, the person's time is not the clock of
+        // a call but the deadline of what is forwarded meanwhile.
+        let _held = call.is_none().then(|| self.heard.asking.hold());
         let mut answers = self
             .answering
-            .answer(questions, self.in_flight.only())
+            .answer(questions, call)
             .await
             .map_err(|why| ErrorData::new(ErrorCode::INTERNAL_ERROR, why, None))?;
         answers.take(QUESTION).ok_or_else(|| {

@@ -163,6 +163,8 @@
 //! (late progress, list changes and other announcements, questions),
 //! `listen` what a server on 2026-07-28 announces on the stream asked of it,
 //! `features` the server's resources, prompts and completions served on,
+//! `lanes` the connections opened for one client each, `asking` the
+//! deadline a question outside any call holds,
 //! `call` one
 //! `tools/call`, `answer` its result as rho's, `tool` an
 //! imported tool, `health` deaths, backoff and the server's quarantine,
@@ -184,6 +186,7 @@
 // reach the server on the source's runtime (`source::on_runtime`).
 mod answer;
 mod answering;
+mod asking;
 mod call;
 mod connection;
 mod error;
@@ -192,6 +195,7 @@ mod handler;
 mod handshake;
 mod health;
 mod http;
+mod lanes;
 mod listen;
 #[cfg(feature = "oauth")]
 mod oauth;

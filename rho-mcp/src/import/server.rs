@@ -18,17 +18,13 @@ use super::handler::Heard;
 use super::handshake::Handshake;
 use super::health::Health;
 use super::http::{self, HttpSpec};
+use super::lanes::{Conduit, Lanes, Reservation, Reserved};
 use super::listen;
 use super::runtime::SourceRuntime;
 use super::stdio::{self, CommandSpec};
 use super::tool::{ImportedTool, ToolSpec};
 use crate::concurrency;
-use crate::serve::{McpClient, ToolListing};
-
-/// The most clients before 2026-07-28 that get a connection of their own
-/// at once (see [`Server::connection_for`]); past it, a call goes on the
-/// shared connection, as every call did before there were lanes.
-const MAX_LANES: usize = 64;
+use crate::serve::{ClientSession, McpClient, ToolListing};
 
 /// Where the server is.
 #[derive(Debug, Clone)]
@@ -95,30 +91,14 @@ pub(crate) struct Server {
     /// Each tool as the last listing gave it, by the registry's name.
     listed: Mutex<HashMap<String, ToolListing>>,
     /// The connections opened for one client each (see
-    /// [`route_for`](Server::route_for)), by the number of the client's
+    /// [`conduit_for`](Server::conduit_for)), by the number of the client's
     /// session.
-    lanes: Mutex<HashMap<u64, Route>>,
-    /// Held while a lane starts, so that two calls of one client open one.
-    opening_lane: tokio::sync::Mutex<()>,
-    /// Whether every client before 2026-07-28 gets a lane, and not only
-    /// the clients of a server that speaks 2026-07-28: set when the source
-    /// serves many clients (a proxy over HTTP), where sharing the source's
-    /// connection would share one session of the server among them.
-    lanes_for_all: AtomicBool,
+    lanes: Lanes,
 }
 
 /// The turns of a server that takes `calls` calls at once.
 fn turns_for(calls: usize) -> Arc<Semaphore> {
     Arc::new(Semaphore::new(calls.clamp(1, Semaphore::MAX_PERMITS)))
-}
-
-/// A connection to the server and what is heard on it: the shared
-/// connection with the source's [`Heard`], or a client's lane with that
-/// client's own.
-#[derive(Clone)]
-pub(crate) struct Route {
-    pub(crate) connection: Arc<Connection>,
-    pub(crate) heard: Heard,
 }
 
 #[derive(Default)]
@@ -156,9 +136,7 @@ impl Server {
             heard: Heard::default(),
             turns,
             listed: Mutex::default(),
-            lanes: Mutex::default(),
-            opening_lane: tokio::sync::Mutex::default(),
-            lanes_for_all: AtomicBool::new(false),
+            lanes: Lanes::default(),
         }
     }
 
@@ -252,13 +230,13 @@ impl Server {
     }
 
     /// The connection for `call`: its client's lane or the shared one,
-    /// as [`route_for`](Server::route_for) says.
+    /// as [`conduit_for`](Server::conduit_for) says.
     pub(crate) async fn connection_for(
         self: &Arc<Self>,
         call: &rho_tool_core::ToolContext,
     ) -> Result<Arc<Connection>, Unavailable> {
         let client = McpClient::of(call);
-        Ok(self.route_for(client.as_ref()).await?.connection)
+        Ok(self.conduit_for(client.as_ref()).await?.connection)
     }
 
     /// Where a request of `client` goes: its own lane, for a client before
@@ -277,17 +255,20 @@ impl Server {
     /// else: the server asks it as it would have asked it directly, and
     /// lists and refuses by what it can do. Its calls, reads, prompts,
     /// completions, subscriptions and log level all go there, and what the
-    /// server announces there reaches that client alone (which then no
-    /// longer hears the shared connection's announcements): it has the
-    /// session of its own it would have had directly. The lane closes when
+    /// server announces there (but a change of its tools, which changes
+    /// the source's list) reaches that client alone (which then no longer
+    /// hears the shared connection's announcements): it has the session
+    /// of its own it would have had directly. The lane closes when
     /// the client's session does (or the source), and at most
-    /// [`MAX_LANES`] are open at once.
-    pub(crate) async fn route_for(
+    /// [`MAX_LANES`](super::lanes::MAX_LANES) are open at once (a client
+    /// that comes past them shares the source's connection for its whole
+    /// session).
+    pub(crate) async fn conduit_for(
         self: &Arc<Self>,
         client: Option<&McpClient>,
-    ) -> Result<Route, Unavailable> {
+    ) -> Result<Conduit, Unavailable> {
         let shared = self.connection().await?;
-        let shared = Route {
+        let shared = Conduit {
             connection: shared,
             heard: self.heard.clone(),
         };
@@ -295,7 +276,7 @@ impl Server {
         // source with one client (a proxy over stdio) has it share the
         // source's session; a source told to discover only has a server
         // that may not know `initialize`.
-        let lanes = shared.connection.speaks_2026() || self.lanes_for_all.load(Ordering::Acquire);
+        let lanes = shared.connection.speaks_2026() || self.lanes.for_all();
         if !lanes || self.settings.limits.handshake == Handshake::Discover {
             return Ok(shared);
         }
@@ -307,30 +288,37 @@ impl Server {
         let (Some(session), true) = (client.session().cloned(), client.info().is_some()) else {
             return Ok(shared);
         };
-        // A client's requests after its first find its lane without
-        // waiting behind another client's lane that is starting.
-        if let Some(lane) = self.lane(session.number) {
-            return Ok(lane);
+        let number = session.number;
+        // A client's requests after its first find their place without
+        // waiting for anything.
+        match self.lanes.settled(number) {
+            Some(Ok(lane)) => return Ok(lane),
+            Some(Err(())) => return Ok(shared),
+            None => {}
         }
-        let _opening = self.opening_lane.lock().await;
-        // Looked for again: a request of the same client may have opened
-        // it while this one waited.
-        if let Some(lane) = self.lane(session.number) {
-            return Ok(lane);
-        }
-        // A lane that died is replaced, for the client whose it was.
-        let before = self
-            .lanes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&session.number)
-            .map(|lane| lane.heard.clone());
-        if session.closed.is_cancelled() || (before.is_none() && self.lanes_open() >= MAX_LANES) {
+        let opener = self.lanes.opener(number);
+        let _opening = opener.lock().await;
+        let before = match self.lanes.reserve(number) {
+            Reserved::Live(lane) => return Ok(lane),
+            Reserved::Shared => return Ok(shared),
+            Reserved::Full => {
+                self.forget_when_closed(session);
+                return Ok(shared);
+            }
+            Reserved::New => None,
+            Reserved::Replacing(heard) => Some(heard),
+        };
+        // A new lane's place, given back unless it settles.
+        let _reserved = Reservation {
+            lanes: &self.lanes,
+            number,
+        };
+        if session.closed.is_cancelled() {
             return Ok(shared);
         }
         let heard = before
             .clone()
-            .unwrap_or_else(|| self.heard.of_session(session.number));
+            .unwrap_or_else(|| self.heard.of_session(number));
         let mut limits = self.settings.limits.clone();
         limits.handshake = Handshake::Initialize;
         limits.answering = limits.answering.for_client(client);
@@ -346,10 +334,6 @@ impl Server {
                 return Err(Unavailable::StartFailed(why));
             }
         };
-        if self.is_closed() {
-            connection.kill();
-            return Err(Unavailable::Closed);
-        }
         if before.is_some() {
             // The server the client had is gone with what it was asked
             // to do for it: asked again, and told the lists may differ.
@@ -357,64 +341,50 @@ impl Server {
             self.renew_log_level(&connection, &heard).await;
             heard.restarted();
         }
-        let lane = Route { connection, heard };
-        self.lanes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(session.number, lane.clone());
-        self.heard.notifier.set_apart(session.number, true);
+        // Looked at with nothing awaited before the lane settles: a lane
+        // settled after its source or its client's session closed would
+        // never be closed.
+        if self.is_closed() || session.closed.is_cancelled() {
+            connection.kill();
+            return Err(Unavailable::Closed);
+        }
+        let lane = Conduit { connection, heard };
+        self.lanes.settle(number, lane.clone());
+        self.heard.notifier.set_apart(number, true);
         if before.is_none() {
-            // Closed with the client's session.
-            let server = Arc::downgrade(self);
-            let closing = self.closing.clone();
-            self.runtime.handle().spawn(async move {
-                tokio::select! {
-                    () = session.closed.cancelled() => {}
-                    () = closing.cancelled() => {}
-                }
-                if let Some(server) = server.upgrade() {
-                    server.close_lane(session.number);
-                }
-            });
+            self.forget_when_closed(session);
         }
         Ok(lane)
     }
 
     /// Gives every client before 2026-07-28 a lane of its own from now
-    /// on (see [`route_for`](Server::route_for)): the source serves many
+    /// on (see [`conduit_for`](Server::conduit_for)): the source serves many
     /// clients, each of which would have a session of its own with the
     /// server directly.
     pub(crate) fn lanes_for_all(&self) {
-        self.lanes_for_all.store(true, Ordering::Release);
+        self.lanes.set_for_all();
     }
 
-    /// Client `number`'s live lane.
-    fn lane(&self, number: u64) -> Option<Route> {
-        let lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
-        lanes
-            .get(&number)
-            .filter(|lane| lane.connection.death().is_none())
-            .cloned()
-    }
-
-    /// How many lanes are open (a dead one is still counted until its
-    /// client's session ends, so that a client whose server keeps dying
-    /// does not open a lane after another past the bound).
-    fn lanes_open(&self) -> usize {
-        self.lanes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+    /// Forgets the client of `session` when its session ends (or the
+    /// source closes): its lane is closed, its place given up.
+    fn forget_when_closed(self: &Arc<Self>, session: ClientSession) {
+        let server = Arc::downgrade(self);
+        let closing = self.closing.clone();
+        self.runtime.handle().spawn(async move {
+            tokio::select! {
+                () = session.closed.cancelled() => {}
+                () = closing.cancelled() => {}
+            }
+            if let Some(server) = server.upgrade() {
+                server.close_lane(session.number);
+            }
+        });
     }
 
     /// Closes client `number`'s lane: its server killed (an HTTP session
     /// closed), its calls in flight ended.
     fn close_lane(&self, number: u64) {
-        let lane = self
-            .lanes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&number);
+        let lane = self.lanes.close(number);
         self.heard.notifier.set_apart(number, false);
         if let Some(lane) = lane {
             lane.connection.kill();
@@ -686,15 +656,8 @@ impl Server {
         if let Some(connection) = current {
             connection.kill();
         }
-        let lanes: Vec<_> = self
-            .lanes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain()
-            .map(|(_, lane)| lane.connection)
-            .collect();
-        for lane in lanes {
-            lane.kill();
+        for lane in self.lanes.drain() {
+            lane.connection.kill();
         }
         // The task that follows tool changes wakes, sees the source
         // closed, and ends (on the host's runtime nothing else ends it).

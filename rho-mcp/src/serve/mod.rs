@@ -54,6 +54,7 @@ mod stdio_fd;
 mod tasks;
 
 pub(crate) use call::is_modern;
+pub(crate) use client::ClientSession;
 pub(crate) use client::severity;
 pub use client::{McpClient, McpClientError};
 pub use elicit::ElicitationApprover;

@@ -258,3 +258,24 @@ pub(crate) async fn listen(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Property: a notification for one session reaches that session
+    /// alone; one for everyone reaches every session except those served
+    /// apart, and reaches a session again once it is no longer apart.
+    #[test]
+    fn a_session_served_apart_hears_only_what_is_its_own() {
+        let notifier = Notifier::new();
+        notifier.set_apart(1, true);
+        assert!(notifier.reaches(Audience::Session(1), 1));
+        assert!(!notifier.reaches(Audience::Everyone, 1));
+        assert!(!notifier.reaches(Audience::Session(1), 2));
+        assert!(notifier.reaches(Audience::Everyone, 2));
+        assert!(!notifier.reaches(Audience::Session(2), 1));
+        notifier.set_apart(1, false);
+        assert!(notifier.reaches(Audience::Everyone, 1));
+    }
+}
