@@ -1,10 +1,12 @@
 //! Log levels of several clients through one proxy (over streamable HTTP,
-//! `Proxy::serve_http`), whose clients are rmcp's at 2025-11-25: the
-//! server behind the proxy is asked for the most verbose level any client
-//! asked for, and each client hears only what its own level lets through.
-//! The server is rho's own, greeted at 2025-11-25 (so the level is set on
-//! its session with `logging/setLevel`), whose host logs what the test
-//! sends on its `Notifier`.
+//! `Proxy::serve_http`), whose clients are rmcp's at 2025-11-25: each
+//! client hears only what its own level lets through, and one client's
+//! level does not silence another's. Each such client has a connection
+//! of its own to the server, where its level is set; on a connection the
+//! clients share, the server is asked for the most verbose level any of
+//! them asked for. The server is rho's own, greeted at 2025-11-25 (so
+//! the level is set on its session with `logging/setLevel`), whose host
+//! logs what the test sends on its `Notifier`.
 
 // Logging is deprecated in rmcp by SEP-2577; clients and servers on
 // 2025-11-25 still log so, and the proxy carries it.
@@ -82,9 +84,8 @@ async fn until_heard(notifier: &Notifier, client: &Hearing, level: LoggingLevel,
 }
 
 /// Property: after one client asks for `debug` and another then for
-/// `error`, the first still hears debug messages (the server was not
-/// told the last level only), and the second hears only errors (its own
-/// level holds at the proxy).
+/// `error`, the first still hears debug messages (its level was not
+/// replaced by the last one asked), and the second hears only errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_clients_level_does_not_silence_anothers() {
     let (notifier, server) = served().await;
