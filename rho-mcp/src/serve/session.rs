@@ -333,13 +333,15 @@ impl<E: Executor> ServerHandler for Session<E> {
         let mut result = self.negotiate_initialize(&request)?;
         if self.calls.shared.features.is_some() {
             // A failure leaves what the features declare to every client.
-            let own = self
-                .features("initialize", context, |features, context| async move {
-                    Ok(features.capabilities_for(context).await)
-                })
-                .await
-                .ok()
-                .flatten();
+            // Boxed, as for `resources/read`: it runs once a session.
+            let own = Box::pin(self.features(
+                "initialize",
+                context,
+                |features, context| async move { Ok(features.capabilities_for(context).await) },
+            ))
+            .await
+            .ok()
+            .flatten();
             if own.is_some() {
                 result.capabilities = self.declared(own);
             }
@@ -398,9 +400,13 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let stamp = self.stamp_for(&context);
-        self.asking(request, context, |features, request, context| async move {
-            features.read_resource(request, context).await
-        })
+        // Boxed, as a call's is: rmcp moves each handler's future around,
+        // and one that may ask the client is large.
+        Box::pin(
+            self.asking(request, context, |features, request, context| async move {
+                features.read_resource(request, context).await
+            }),
+        )
         .await
         .map(stamp)
     }
@@ -454,9 +460,12 @@ impl<E: Executor> ServerHandler for Session<E> {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let stamp = self.stamp_for(&context);
-        self.asking(request, context, |features, request, context| async move {
-            features.get_prompt(request, context).await
-        })
+        // Boxed, as for `resources/read`.
+        Box::pin(
+            self.asking(request, context, |features, request, context| async move {
+                features.get_prompt(request, context).await
+            }),
+        )
         .await
         .map(stamp)
     }
