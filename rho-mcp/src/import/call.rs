@@ -35,6 +35,7 @@ use super::connection::{Connection, Death, error_chain, wait_for_death};
 use super::http::is_connection_failure;
 use super::progress::ProgressRoutes;
 use super::server::{Server, Unavailable};
+use crate::serve::QUESTION_ROUNDS;
 
 mod task;
 
@@ -145,11 +146,6 @@ fn closed(server: &Server) -> ToolOutput {
         server.name
     ))
 }
-
-/// At most how many rounds of questions a call answers (MCP 2026-07-28's
-/// input-required results) before it gives up on a server that keeps
-/// asking.
-pub(super) const QUESTION_ROUNDS: usize = 8;
 
 /// A call as the runtime runs it.
 struct Request {

@@ -64,6 +64,7 @@ pub use input::{Answer, Answers, Questions};
 pub(crate) use notify::Audience;
 pub use notify::Notifier;
 pub use observe::{CallObserver, ServedCall};
+pub(crate) use older::QUESTION_ROUNDS;
 pub use server::McpServer;
 pub use session::Session;
 pub(crate) use stamp::SERVER_INFO;

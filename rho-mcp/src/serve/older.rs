@@ -9,7 +9,7 @@
 //! rho asks that client the questions the way its revision asks
 //! (requests on its session: elicitation, sampling, roots, through
 //! [`McpClient::ask`]) and asks the features again with its answers and
-//! their state, as a later client would, for at most [`ROUNDS`] rounds.
+//! their state, as a later client would, for at most [`QUESTION_ROUNDS`] rounds.
 
 use rmcp::model::{
     ErrorCode, GetPromptRequestParams, GetPromptResponse, InputRequiredResult, InputResponses,
@@ -22,8 +22,9 @@ use super::client::McpClient;
 
 /// The most rounds of questions one request may ask before rho gives up
 /// on it (a host that keeps asking would otherwise hold the client's
-/// request, and its person, forever).
-pub(crate) const ROUNDS: usize = 8;
+/// request, and its person, forever): here, and for a call of an imported
+/// tool whose server keeps answering with questions.
+pub(crate) const QUESTION_ROUNDS: usize = 8;
 
 /// A request the features may answer with questions: how to tell the
 /// questions from the answer, and how it goes again with the answers.
@@ -97,13 +98,13 @@ pub(crate) async fn ask_again<R: Retried>(
     Ok(())
 }
 
-/// The error for a request whose features asked [`ROUNDS`] rounds of
+/// The error for a request whose features asked [`QUESTION_ROUNDS`] rounds of
 /// questions and still had no answer.
 pub(crate) fn too_many_rounds<R: Retried>() -> ErrorData {
     ErrorData::new(
         ErrorCode::INTERNAL_ERROR,
         format!(
-            "`{}`: the server asked {ROUNDS} rounds of questions without an answer; rho gave up \
+            "`{}`: the server asked {QUESTION_ROUNDS} rounds of questions without an answer; rho gave up \
              on it",
             R::METHOD
         ),

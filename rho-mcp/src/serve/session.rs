@@ -229,7 +229,7 @@ impl<E: Executor> Session<E> {
         }
         let cancelled = context.ct.clone();
         let rounds = async {
-            for _ in 0..older::ROUNDS {
+            for _ in 0..older::QUESTION_ROUNDS {
                 let response = self
                     .features(R::METHOD, context.clone(), |features, context| {
                         ask(features, request.clone(), context)
