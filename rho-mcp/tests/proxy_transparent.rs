@@ -572,3 +572,67 @@ fn a_2025_client_over_http_sees_the_server_through_the_proxy_as_directly() {
 fn a_2026_client_over_http_sees_the_server_through_the_proxy_as_directly() {
     compare_over_http("modern");
 }
+
+/// What `offers_client.py`'s two clients, one offering elicitation and
+/// sampling and one offering nothing, record of `target` (a URL, or
+/// `stdio` and a command).
+fn offers(target: &[String]) -> Value {
+    let output = Command::new(support::python())
+        .arg(support::peers_dir().join("offers_client.py"))
+        .args(target)
+        .output()
+        .expect("the venv's python runs");
+    support::client_json(&output)
+}
+
+/// Each 2025-11-25 client is listed the tools the server lists to it,
+/// as directly: a server that lists a tool only to a client that offers
+/// what the tool asks for (`offers_server.py`, on the Python SDK's
+/// low-level server) lists `ask_name` and `summarize` to the client that
+/// offers elicitation and sampling and not to the one that offers
+/// nothing, and a change of one session's tools (`hide_echo`) is told
+/// to that session's client and changes its list alone. Through the
+/// proxy over stdio and over `--http` (two clients of one proxy at once),
+/// with the server over stdio and over `--url`. (Each client was listed
+/// what the proxy's first connection was, which offered everything.)
+#[test]
+fn each_2025_client_is_listed_the_tools_the_server_lists_to_it() {
+    let expected = json!({
+        "offering": ["echo", "ask_name", "summarize", "hide_echo"],
+        "offering_nothing": ["echo", "hide_echo"],
+        "asked": ["accept: Ada"],
+        "told": true,
+        "offering_nothing_after": ["hide_echo"],
+        "offering_after": ["echo", "ask_name", "summarize", "hide_echo"],
+    });
+    let script = support::peers_dir().join("offers_server.py");
+    let script = script.to_str().expect("UTF-8");
+    let python = support::python().display().to_string();
+    let server = vec![python.clone(), script.to_owned(), "stdio".to_owned()];
+    let mut direct = vec!["stdio".to_owned()];
+    direct.extend(server.iter().cloned());
+    assert_eq!(offers(&direct), expected, "directly over stdio");
+    let (_http_server, server_url) = support::python_http_peer(&[script, "http"]);
+    assert_eq!(
+        offers(&[server_url.clone()]),
+        expected,
+        "directly over HTTP"
+    );
+
+    let mut through_stdio = vec!["stdio".to_owned()];
+    through_stdio.extend(proxied(&server));
+    assert_eq!(
+        offers(&through_stdio),
+        expected,
+        "through the proxy over stdio"
+    );
+    let mut stdio = vec!["--".to_owned()];
+    stdio.extend(server);
+    for (name, upstream) in [
+        ("stdio server", stdio),
+        ("--url server", vec!["--url".to_owned(), server_url]),
+    ] {
+        let (_proxy, url) = http_proxy(&upstream);
+        assert_eq!(offers(&[url]), expected, "through the --http proxy, {name}");
+    }
+}

@@ -41,7 +41,10 @@ use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 use super::connection::speaks_2026;
 use super::handler::Heard;
 use super::server::{Server, Unavailable};
-use crate::serve::{Audience, McpClient, McpFeatures, Notifier, SERVER_INFO, is_modern, severity};
+use crate::serve::{
+    Audience, ClientSession, McpClient, McpFeatures, Notifier, SERVER_INFO, ToolShown, is_modern,
+    severity,
+};
 
 /// The features of the server behind a source.
 pub(crate) struct Forwarded {
@@ -235,12 +238,33 @@ enum Refused {
 
 #[async_trait]
 impl McpFeatures for Forwarded {
-    /// What the server declared of resources, prompts and completions
-    /// (nothing before it first answered).
+    /// The tool as the server listed it on the source's connection.
     fn tool_listing(&self, name: &str) -> Option<crate::serve::ToolListing> {
         self.server.listing_of(name)
     }
 
+    /// An older client with a connection of its own is shown what the
+    /// server listed there, which declares what that client offered (a
+    /// server may list a tool only to a client that can answer its
+    /// questions); a tool listed there that the source's connection did
+    /// not list is not the registry's, and not shown. Any other client
+    /// is shown what the source's connection listed.
+    fn tool_shown(&self, name: &str, context: &RequestContext<RoleServer>) -> ToolShown {
+        let on_lane = context
+            .extensions
+            .get::<ClientSession>()
+            .and_then(|session| self.server.lane_listing_of(session.number, name));
+        match on_lane {
+            Some(Some(listing)) => ToolShown::Listed(listing),
+            Some(None) => ToolShown::Hidden,
+            None => self
+                .tool_listing(name)
+                .map_or(ToolShown::Recorded, ToolShown::Listed),
+        }
+    }
+
+    /// What the server declared of resources, prompts and completions
+    /// (nothing before it first answered).
     fn capabilities(&self) -> ServerCapabilities {
         let declared = self.server.capabilities();
         let mut capabilities = ServerCapabilities::default();

@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 
 use super::answering::{Answering, InFlight};
 use super::asking::Asking;
+use super::listed::Listed;
 use super::listen::Followed;
 use super::progress::{HandlerTally, ProgressRoutes, route};
 use crate::serve::{Answer, Audience, Notifier, Questions};
@@ -38,6 +39,8 @@ use crate::serve::{Answer, Audience, Notifier, Questions};
 pub(crate) struct Heard {
     /// Woken when the server says its tools changed.
     pub(crate) tools_changed: Arc<Notify>,
+    /// What the server listed of its tools here last.
+    pub(crate) listed: Listed,
     /// Where the rest goes, for the source's features to pass on.
     pub(crate) notifier: Notifier,
     /// Whose it is: every client's, or, on a connection opened for one
@@ -57,11 +60,13 @@ pub(crate) struct Heard {
 
 impl Heard {
     /// What a connection opened for the client of session `number` alone
-    /// hears: its announcements go to that client, its subscriptions and
-    /// log level are its own, and a change of its tools is the source's.
+    /// hears: its announcements go to that client, and its tools (what
+    /// that client is shown of the source's), subscriptions and log level
+    /// are its own.
     pub(crate) fn of_session(&self, number: u64) -> Self {
         Self {
-            tools_changed: Arc::clone(&self.tools_changed),
+            tools_changed: Arc::default(),
+            listed: Listed::default(),
             notifier: self.notifier.clone(),
             audience: Audience::Session(number),
             followed: Followed::default(),

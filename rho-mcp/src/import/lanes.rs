@@ -89,6 +89,15 @@ impl Lanes {
         }
     }
 
+    /// What client `number`'s lane hears, live or dead; `None` when it has
+    /// no lane.
+    pub(crate) fn heard_by(&self, number: u64) -> Option<Heard> {
+        match self.places().get(&number)? {
+            Place::Lane(conduit) => Some(conduit.heard.clone()),
+            Place::Opening | Place::Shared => None,
+        }
+    }
+
     /// The lock client `number`'s lane starts under.
     pub(crate) fn opener(&self, number: u64) -> Arc<tokio::sync::Mutex<()>> {
         let mut openers = self.openers.lock().unwrap_or_else(PoisonError::into_inner);

@@ -196,6 +196,7 @@ mod handshake;
 mod health;
 mod http;
 mod lanes;
+mod listed;
 mod listen;
 #[cfg(feature = "oauth")]
 mod oauth;

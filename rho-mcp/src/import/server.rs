@@ -2,14 +2,13 @@
 //! started on demand (again, with backoff, after a death), its health,
 //! and its tool list kept up to date.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use rho_registry::{Disabled, SourceHandle};
 use rho_tool_core::Tool;
-use rmcp::model::SubscribeRequestParams;
+use rmcp::model::{SubscribeRequestParams, ToolListChangedNotification};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +18,7 @@ use super::handshake::Handshake;
 use super::health::Health;
 use super::http::{self, HttpSpec};
 use super::lanes::{Conduit, Lanes, Reservation, Reserved};
+use super::listed;
 use super::listen;
 use super::runtime::SourceRuntime;
 use super::stdio::{self, CommandSpec};
@@ -88,8 +88,6 @@ pub(crate) struct Server {
     /// first connection that declares it, before any tool is listed.
     /// Closed with the source.
     turns: OnceLock<Arc<Semaphore>>,
-    /// Each tool as the last listing gave it, by the registry's name.
-    listed: Mutex<HashMap<String, ToolListing>>,
     /// The connections opened for one client each (see
     /// [`conduit_for`](Server::conduit_for)), by the number of the client's
     /// session.
@@ -135,7 +133,6 @@ impl Server {
             closing: CancellationToken::new(),
             heard: Heard::default(),
             turns,
-            listed: Mutex::default(),
             lanes: Lanes::default(),
         }
     }
@@ -254,9 +251,10 @@ impl Server {
     /// declares what it offered (elicitation, sampling, roots) and nothing
     /// else: the server asks it as it would have asked it directly, and
     /// lists and refuses by what it can do. Its calls, reads, prompts,
-    /// completions, subscriptions and log level all go there, and what the
-    /// server announces there (but a change of its tools, which changes
-    /// the source's list) reaches that client alone (which then no longer
+    /// completions, subscriptions and log level all go there, the tools
+    /// listed there are the ones it is shown (of the source's: see
+    /// [`lane_listing_of`](Server::lane_listing_of)), and what the server
+    /// announces there reaches that client alone (which then no longer
     /// hears the shared connection's announcements): it has the session
     /// of its own it would have had directly. The lane closes when
     /// the client's session does (or the source), and at most
@@ -336,10 +334,13 @@ impl Server {
         };
         if before.is_some() {
             // The server the client had is gone with what it was asked
-            // to do for it: asked again, and told the lists may differ.
+            // to do for it: asked again.
             self.renew_subscriptions(&connection, &heard).await;
             self.renew_log_level(&connection, &heard).await;
-            heard.restarted();
+        } else {
+            // What the client is shown of the source's tools, before it
+            // can ask (a failed listing shows it the source's).
+            self.list_lane_tools(&connection, &heard).await;
         }
         // Looked at with nothing awaited before the lane settles: a lane
         // settled after its source or its client's session closed would
@@ -351,10 +352,52 @@ impl Server {
         let lane = Conduit { connection, heard };
         self.lanes.settle(number, lane.clone());
         self.heard.notifier.set_apart(number, true);
-        if before.is_none() {
+        if before.is_some() {
+            // Told the lists may differ; its tools listed again now that
+            // the lane is where its follower looks.
+            lane.heard.restarted();
+        } else {
+            self.follow_lane_tools(session.clone(), lane.heard.clone());
             self.forget_when_closed(session);
         }
         Ok(lane)
+    }
+
+    /// Keeps what the server behind a lane, `connection`, lists of its
+    /// tools as its client's (`heard`'s); a listing that fails keeps the
+    /// one before.
+    async fn list_lane_tools(&self, connection: &Connection, heard: &Heard) {
+        let limit = self.settings.limits.startup_timeout;
+        if let Ok(tools) = listed::fetch(connection, &self.name, limit).await {
+            heard.listed.keep(&tools, &self.settings.prefix);
+        }
+    }
+
+    /// Lists the tools of the lane of `session`'s client again each time
+    /// its server says they changed (and after each replacement), and
+    /// tells that client, until its session ends or the source closes. A
+    /// change heard while the lane is dead or starting is listed by the
+    /// replacement, which wakes this once it settled.
+    fn follow_lane_tools(self: &Arc<Self>, session: ClientSession, heard: Heard) {
+        let server = Arc::downgrade(self);
+        let closing = self.closing.clone();
+        self.runtime.handle().spawn(async move {
+            loop {
+                tokio::select! {
+                    () = heard.tools_changed.notified() => {}
+                    () = session.closed.cancelled() => return,
+                    () = closing.cancelled() => return,
+                }
+                let Some(server) = server.upgrade() else {
+                    return;
+                };
+                let Some(Ok(lane)) = server.lanes.settled(session.number) else {
+                    continue;
+                };
+                server.list_lane_tools(&lane.connection, &heard).await;
+                heard.announce(ToolListChangedNotification::default().into());
+            }
+        });
     }
 
     /// Gives every client before 2026-07-28 a lane of its own from now
@@ -524,61 +567,40 @@ impl Server {
             Unavailable::Quarantined(quarantine) => quarantine.to_string(),
             Unavailable::StartFailed(why) => format!("MCP server `{}` {why}", self.name),
         })?;
-        let serves_tools = connection
-            .server_info()
-            .is_none_or(|info| info.capabilities.tools.is_some());
-        let listing = async {
-            if serves_tools {
-                connection.peer().list_all_tools().await
-            } else {
-                // A server of prompts or resources only: nothing to list,
-                // and asking would be refused.
-                Ok(Vec::new())
-            }
-        };
-        let listed = tokio::time::timeout(self.settings.limits.startup_timeout, listing)
-            .await
-            .map_err(|_| {
-                format!(
-                    "MCP server `{}` did not answer `tools/list` within {} ms",
-                    self.name,
-                    self.settings.limits.startup_timeout.as_millis()
-                )
-            })?
-            .map_err(|error| format!("MCP server `{}` failed `tools/list`: {error}", self.name))?;
-        let mut seen = HashSet::new();
-        let mut listings = HashMap::new();
+        let listed = listed::fetch(
+            &connection,
+            &self.name,
+            self.settings.limits.startup_timeout,
+        )
+        .await?;
+        // Kept as listed, so that a proxy lists each tool unchanged.
+        self.heard.listed.keep(&listed, &self.settings.prefix);
         let tools: Vec<Arc<dyn Tool>> = listed
             .into_iter()
-            .filter(|tool| seen.insert(tool.name.to_string()))
-            .enumerate()
-            .map(|(position, tool)| {
-                // As the server listed it (rho's reading leaves out its
-                // icons and `_meta`, and where it put its title), so that
-                // a proxy lists it unchanged.
-                let listed = match serde_json::to_value(&tool) {
-                    Ok(serde_json::Value::Object(fields)) => fields,
-                    _ => serde_json::Map::new(),
-                };
-                let tool = ImportedTool::new(Arc::clone(self), ToolSpec::from_mcp(tool));
-                listings.insert(tool.name().to_owned(), ToolListing::new(position, listed));
-                Arc::new(tool) as Arc<dyn Tool>
+            .map(|tool| {
+                Arc::new(ImportedTool::new(
+                    Arc::clone(self),
+                    ToolSpec::from_mcp(tool),
+                )) as Arc<dyn Tool>
             })
             .collect();
-        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = listings;
         self.source
             .set_tools(tools)
             .map_err(|error| format!("the tools of MCP server `{}`: {error}", self.name))
     }
 
     /// The tool the registry names `name` as the server's last listing
-    /// gave it.
+    /// on the source's connection gave it.
     pub(crate) fn listing_of(&self, name: &str) -> Option<ToolListing> {
-        self.listed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-            .cloned()
+        self.heard.listed.of(name).flatten()
+    }
+
+    /// The tool the registry names `name` as the server listed it on the
+    /// lane of the client of session `number`: `None` when that client has
+    /// no lane or nothing was listed there, `Some(None)` when the server
+    /// did not list it to that client.
+    pub(crate) fn lane_listing_of(&self, number: u64, name: &str) -> Option<Option<ToolListing>> {
+        self.lanes.heard_by(number)?.listed.of(name)
     }
 
     /// Refreshes the tools each time the server says they changed (and

@@ -176,6 +176,22 @@ pub trait McpFeatures: Send + Sync + 'static {
         None
     }
 
+    /// How `tools/list` shows the registry's tool `name` to the client of
+    /// `context`, when not every client is shown the same: listed as
+    /// given, from the registry's record, or not at all. A proxy shows
+    /// an older client what its server listed on the connection opened
+    /// for that client (a server may list by what its client offers).
+    /// Only what the registry holds is ever shown, and a tool left out is
+    /// still the registry's: a call of it is not refused for that.
+    /// Asked once per tool of each `tools/list`, so it should answer
+    /// from what it holds. Default: as
+    /// [`tool_listing`](McpFeatures::tool_listing) says, the same for
+    /// every client.
+    fn tool_shown(&self, name: &str, _context: &RequestContext<RoleServer>) -> ToolShown {
+        self.tool_listing(name)
+            .map_or(ToolShown::Recorded, ToolShown::Listed)
+    }
+
     /// What the features declare to the client of `context` alone, when
     /// that is not what [`capabilities`](McpFeatures::capabilities) says:
     /// asked once for each client before 2026-07-28, as it initializes
@@ -216,6 +232,20 @@ impl ToolListing {
     pub fn new(position: usize, tool: JsonObject) -> Self {
         Self { position, tool }
     }
+}
+
+/// How `tools/list` shows one of the registry's tools to one client
+/// ([`McpFeatures::tool_shown`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolShown {
+    /// As the MCP server it comes from lists it (see
+    /// [`McpFeatures::tool_listing`]).
+    Listed(ToolListing),
+    /// From the registry's record of it.
+    Recorded,
+    /// Not at all: this client is not shown it.
+    Hidden,
 }
 
 fn not_served(method: &'static str) -> ErrorData {

@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use rho_registry::{ToolInfo, ToolRegistry};
+use rmcp::RoleServer;
 use rmcp::model::{JsonObject, ListToolsResult, Tool};
+use rmcp::service::RequestContext;
 
-use super::features::McpFeatures;
+use super::features::{McpFeatures, ToolShown};
 
 /// Every tool the registry offers now (quarantined ones left out), sorted
 /// by name (after the tools whose origin's listing places them), in one
@@ -19,19 +21,28 @@ use super::features::McpFeatures;
 /// tools whose metadata it could read, so this is a guard, not a path
 /// anyone is expected to take).
 ///
-/// A tool whose origin's listing `features` has
-/// ([`McpFeatures::tool_listing`]) is listed as its origin lists it, in
-/// rho's words only for what rho governs.
+/// Each tool is shown to the client of `context` as `features` say
+/// ([`McpFeatures::tool_shown`]): a tool whose origin's listing they give
+/// is listed as its origin lists it, in rho's words only for what rho
+/// governs, and a tool they hide from this client is left out.
 pub(crate) fn list(
     registry: &ToolRegistry,
     believe_untrusted_hints: bool,
     features: Option<&Arc<dyn McpFeatures>>,
+    context: &RequestContext<RoleServer>,
 ) -> ListToolsResult {
     let mut tools: Vec<(Option<usize>, Tool)> = registry
         .tools()
         .iter()
         .filter_map(|info| {
-            let origin = features.and_then(|features| features.tool_listing(&info.name));
+            let shown = features.map_or(ToolShown::Recorded, |features| {
+                features.tool_shown(&info.name, context)
+            });
+            let origin = match shown {
+                ToolShown::Hidden => return None,
+                ToolShown::Listed(listing) => Some(listing),
+                ToolShown::Recorded => None,
+            };
             let position = origin.as_ref().map(|listing| listing.position);
             let tool = origin
                 .and_then(|listing| as_listed(listing.tool, info, believe_untrusted_hints))

@@ -58,7 +58,7 @@ pub(crate) use client::ClientSession;
 pub(crate) use client::severity;
 pub use client::{McpClient, McpClientError};
 pub use elicit::ElicitationApprover;
-pub use features::{McpFeatures, ToolListing};
+pub use features::{McpFeatures, ToolListing, ToolShown};
 pub use http::{HttpOptions, HttpServer};
 pub use input::{Answer, Answers, Questions};
 pub(crate) use notify::Audience;

@@ -11,7 +11,9 @@
 //!
 //! A notification may also be for one session alone ([`Audience`]): what
 //! a proxy's server said on the connection the proxy opened for that
-//! session's client. Such a session is then served apart: it hears what
+//! session's client (a change of the tools it lists there among them,
+//! which is what that client is shown of the registry's: the registry's
+//! own changes reach every session from the registry). Such a session is then served apart: it hears what
 //! is sent to it, and no longer what is sent to every session (that came
 //! from a connection that is not its own).
 
@@ -159,7 +161,8 @@ fn wanted(
 ) -> bool {
     match notification {
         ServerNotification::ResourceListChangedNotification(_)
-        | ServerNotification::PromptListChangedNotification(_) => true,
+        | ServerNotification::PromptListChangedNotification(_)
+        | ServerNotification::ToolListChangedNotification(_) => true,
         ServerNotification::ResourceUpdatedNotification(update) => {
             subscribed.contains(&update.params.uri)
         }
@@ -173,11 +176,13 @@ fn wanted(
     }
 }
 
-/// What a session hears when it fell behind: both lists may have changed.
-fn relisted() -> [ServerNotification; 2] {
+/// What a session hears when it fell behind: every list may have changed
+/// (its tools too, when what it is shown of them is told to it alone).
+fn relisted() -> [ServerNotification; 3] {
     [
         ServerNotification::ResourceListChangedNotification(Default::default()),
         ServerNotification::PromptListChangedNotification(Default::default()),
+        ServerNotification::ToolListChangedNotification(Default::default()),
     ]
 }
 

@@ -165,12 +165,7 @@ impl<E: Executor> Session<E> {
         let Some(features) = self.calls.shared.features.clone() else {
             return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None));
         };
-        if !call::is_modern(&context) {
-            context.extensions.insert(ClientSession {
-                number: self.calls.number,
-                closed: self.calls.closed.clone(),
-            });
-        }
+        self.in_session(&mut context);
         let cancelled = context.ct.clone();
         let answer = async {
             contained(ask(features, context))
@@ -183,6 +178,17 @@ impl<E: Executor> Session<E> {
                 })
         };
         self.until_stopped(method, &cancelled, answer).await
+    }
+
+    /// Puts this session in `context` for the features, when its client
+    /// is before 2026-07-28 (a later one keeps no session).
+    fn in_session(&self, context: &mut RequestContext<RoleServer>) {
+        if !call::is_modern(context) {
+            context.extensions.insert(ClientSession {
+                number: self.calls.number,
+                closed: self.calls.closed.clone(),
+            });
+        }
     }
 
     /// `work`, the answer to `method`, unless the request is `cancelled`
@@ -352,15 +358,17 @@ impl<E: Executor> ServerHandler for Session<E> {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let stamp = self.stamp_for(&context);
+        self.in_session(&mut context);
         contained(async {
             let shared = &self.calls.shared;
             listing::list(
                 &shared.registry,
                 shared.believe_untrusted_hints,
                 shared.features.as_ref(),
+                &context,
             )
         })
         .await
