@@ -52,10 +52,12 @@ fn compared(answer: &Value) -> Value {
 /// Checks a client's record (see `tests/peers/answers_client.py`): the
 /// proxy lists what the server lists, every listed tool was called, and
 /// each call's answer through the proxy is the direct one, on one of its
-/// tries at least. `not_called` names the tools the client itself
-/// refuses to call straight, each with the words of its refusal: those
-/// have no direct answer to compare.
-fn check(seen: &Value, not_called: &[(&str, &str)]) {
+/// tries at least. `refused_directly` names the tools the server runs
+/// only as tasks, which this client cannot make, each with the words of
+/// the server's refusal of its plain call: directly it gets that refusal,
+/// and through the proxy, which runs the call as a task on its behalf,
+/// the tool's result.
+fn check(seen: &Value, refused_directly: &[(&str, &str)]) {
     // The proxy declares to the server what it relays to its own client
     // (elicitation, sampling, roots), and the server then lists the tools
     // that ask so; these clients declare none of it and see those tools
@@ -86,12 +88,21 @@ fn check(seen: &Value, not_called: &[(&str, &str)]) {
     assert_eq!(records.len(), calls.len());
     for record in records {
         let tries = record["tries"].as_array().expect("tries");
-        if let Some((_, refusal)) = not_called.iter().find(|(tool, _)| record["tool"] == *tool) {
+        if let Some((_, refusal)) = refused_directly
+            .iter()
+            .find(|(tool, _)| record["tool"] == *tool)
+        {
             for attempt in tries {
-                let said = attempt["direct"]["error"].as_str().unwrap_or_default();
+                let (direct, proxied) =
+                    (compared(&attempt["direct"]), compared(&attempt["proxied"]));
                 assert!(
-                    said.contains(refusal),
-                    "the client was expected to refuse to call {} itself: {attempt}",
+                    direct["isError"] == true && direct["content"].to_string().contains(refusal),
+                    "the server was expected to refuse the plain call of {}: {attempt}",
+                    record["tool"]
+                );
+                assert!(
+                    proxied["isError"] == false && proxied["content"][0]["text"].is_string(),
+                    "through the proxy {} was expected to run as a task: {attempt}",
                     record["tool"]
                 );
             }
@@ -132,18 +143,71 @@ fn the_python_sdk_gets_through_the_proxy_what_the_server_sent() {
         .arg(spec())
         .output()
         .expect("the venv's python runs");
-    check(&client_json(&output), &[]);
+    // This client makes no tasks: the server refuses it the tool it runs
+    // only as a task, which the proxy runs as one.
+    let refused = [("simulate-research-query", "requires task augmentation")];
+    check(&client_json(&output), &refused);
 }
 
 #[test]
 fn the_typescript_sdk_gets_through_the_proxy_what_the_server_sent() {
     let output = run_node_peer("answers.mjs", &[&spec()], &[]);
-    // The server lists `simulate-research-query` as needing a
-    // task-augmented call (`execution.taskSupport: "required"`), and this
-    // client will not make a plain call of such a tool: there is no direct
-    // answer. rho's listing does not carry `execution` (rho runs no MCP
-    // tasks), so through the proxy the client does call it and reads the
-    // server's own error result, as the Python client does both ways.
-    let not_called = [("simulate-research-query", "requires task-based execution")];
-    check(&client_json(&output), &not_called);
+    // The server lists `simulate-research-query` as runnable only as a
+    // task (`execution.taskSupport: "required"`), and this client calls
+    // it directly as one. The proxy lists it without `execution` (rmcp
+    // reads none) and runs the client's plain call as a task: the same
+    // report both ways.
+    check(&client_json(&output), &[]);
+}
+
+/// What `task_client.py` records of `target` (a URL, or `stdio` and a
+/// command).
+fn research(target: &[String]) -> Value {
+    let output = std::process::Command::new(python())
+        .arg(peers_dir().join("task_client.py"))
+        .args(target)
+        .output()
+        .expect("the venv's python runs");
+    client_json(&output)
+}
+
+/// A tool the server runs only as a task (2025-11-25's
+/// `execution.taskSupport: "required"`) runs through the proxy for a
+/// client that makes no tasks (the Python SDK's): the proxy runs its plain
+/// call as a task, and the question the task asks on the way (an
+/// ambiguous query, an elicitation queued with the task) reaches that
+/// client, whose answer is in the report. Over stdio and over `--http`
+/// (where the client has a connection of its own). Directly, the server
+/// refuses the call (see the Python SDK's record above).
+#[test]
+fn a_tool_run_only_as_a_task_runs_as_one_and_its_question_reaches_the_client() {
+    let server = [
+        node().to_owned(),
+        everything().to_str().expect("UTF-8").to_owned(),
+        "stdio".to_owned(),
+    ];
+    let expected = json!({
+        "asked": ["The research query \"rho\" could have multiple interpretations. Please clarify what you're looking for:"],
+        "first_line": "# Research Report: rho (historical)",
+        "is_error": false,
+    });
+    let mut stdio = vec![
+        "stdio".to_owned(),
+        PROXY.to_owned(),
+        "proxy".to_owned(),
+        "--".to_owned(),
+    ];
+    stdio.extend(server.iter().cloned());
+    assert_eq!(research(&stdio), expected, "through the proxy over stdio");
+    let mut proxy = std::process::Command::new(PROXY)
+        .args(["proxy", "--http", "--"])
+        .args(&server)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the proxy starts");
+    let url = support::printed_url(&mut proxy);
+    let _proxy = support::Running(proxy);
+    assert_eq!(research(&[url]), expected, "through the proxy over --http");
 }

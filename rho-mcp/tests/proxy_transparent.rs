@@ -614,7 +614,7 @@ fn each_2025_client_is_listed_the_tools_the_server_lists_to_it() {
     assert_eq!(offers(&direct), expected, "directly over stdio");
     let (_http_server, server_url) = support::python_http_peer(&[script, "http"]);
     assert_eq!(
-        offers(&[server_url.clone()]),
+        offers(std::slice::from_ref(&server_url)),
         expected,
         "directly over HTTP"
     );

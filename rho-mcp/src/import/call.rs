@@ -37,6 +37,7 @@ use super::progress::ProgressRoutes;
 use super::server::{Server, Unavailable};
 use crate::serve::QUESTION_ROUNDS;
 
+mod older_task;
 mod task;
 
 /// How many partial results may wait for the tool's future; more are
@@ -174,6 +175,10 @@ impl Request {
             Err(why) => return self.unavailable(why),
         };
         let _registered = connection.in_flight().register(self.context.clone());
+        if !connection.speaks_2026() && connection.runs_only_as_task(&self.remote) {
+            let mut died = connection.death_watch();
+            return self.run_as_task(&connection, progress, &mut died).await;
+        }
         let mut params = CallToolRequestParams::new(self.remote.clone());
         params.arguments = self.arguments.clone();
         for _ in 0..QUESTION_ROUNDS {
@@ -271,7 +276,11 @@ impl Request {
                 return Round::Ended(self.lost(connection, self.service_error(&error)).await);
             }
         };
-        let _route = Route::new(connection.routes(), handle.progress_token.clone(), progress);
+        let _route = Route::new(
+            connection.routes(),
+            handle.progress_token.clone(),
+            progress.clone(),
+        );
         let mut cancel = CancelOnDrop::request(&self.server, connection.peer(), handle.id.clone());
         let response = tokio::select! {
             response = &mut handle.rx => response,
@@ -300,6 +309,13 @@ impl Request {
             // with the call's progress route still in place.
             Ok(Ok(ServerResult::CreateTaskResult(created))) => {
                 Round::Ended(self.follow_task(connection, created.task, &mut died).await)
+            }
+            // A server on 2025-11-25 refuses so a plain call of a tool it
+            // runs only as a task: run as one (see `older_task`).
+            Ok(Err(ServiceError::McpError(error)))
+                if error.code == ErrorCode::METHOD_NOT_FOUND && !connection.speaks_2026() =>
+            {
+                Round::Ended(self.run_as_task(connection, progress, &mut died).await)
             }
             response => Round::Ended(
                 self.answered(connection, response.map_err(|_| AnswerLost))

@@ -208,6 +208,16 @@ impl Connection {
         speaks_2026(self.peer())
     }
 
+    /// Whether the server's tool `name` runs only as a task of
+    /// 2025-11-25, as its listings over stdio said (see `task_support`);
+    /// over HTTP, rmcp reads the listings, and nothing says so.
+    pub(crate) fn runs_only_as_task(&self, name: &str) -> bool {
+        match &self.remote {
+            Remote::Process(process) => process.task_only.contains(name),
+            Remote::Http(_) => false,
+        }
+    }
+
     /// The rmcp peer to send requests on.
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::Tool;
+use rmcp::{Peer, RoleClient};
 
-use super::connection::Connection;
 use crate::serve::ToolListing;
 
 /// The last listing one connection got, by the registry's name of each
@@ -53,8 +53,8 @@ impl Listed {
     }
 }
 
-/// The tools the server behind `connection` lists (every page), the first
-/// of each name only, within `limit`; none when it declared no tools (a
+/// The tools the server behind `peer` lists (every page), the first of
+/// each name only, within `limit`; none when it declared no tools (a
 /// server of prompts or resources only, which would refuse the request).
 ///
 /// # Errors
@@ -62,17 +62,17 @@ impl Listed {
 /// The listing failed or timed out: the text says which, naming the
 /// server by `server`.
 pub(crate) async fn fetch(
-    connection: &Connection,
+    peer: &Peer<RoleClient>,
     server: &str,
     limit: Duration,
 ) -> Result<Vec<Tool>, String> {
-    let serves_tools = connection
-        .server_info()
+    let serves_tools = peer
+        .peer_info()
         .is_none_or(|info| info.capabilities.tools.is_some());
     if !serves_tools {
         return Ok(Vec::new());
     }
-    let listed = tokio::time::timeout(limit, connection.peer().list_all_tools())
+    let listed = tokio::time::timeout(limit, peer.list_all_tools())
         .await
         .map_err(|_| {
             format!(

@@ -70,7 +70,11 @@
 //!   questions answered as below through `tasks/update`) and ends with the
 //!   task's result, as any call does; a call given up cancels its task
 //!   (`tasks/cancel`), so the server's work stops too. A tool the server
-//!   serves only as a task runs like the others.
+//!   serves only as a task runs like the others. So does one a server on
+//!   2025-11-25 runs only as a task (that revision's tasks): its call is
+//!   made a task (`tools/call` with `task`, then `tasks/result`), known
+//!   from the listing over stdio and from the server's refusal of a
+//!   plain call (JSON-RPC's -32601) otherwise.
 //! - **Its questions, answered by the host.** What the server asks its
 //!   client while a call runs (the user through elicitation, the model
 //!   through sampling, the roots), as a request of its own or, on
@@ -206,6 +210,7 @@ mod runtime;
 mod server;
 mod source;
 mod stdio;
+mod task_support;
 mod tool;
 mod transport;
 

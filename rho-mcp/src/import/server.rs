@@ -368,7 +368,7 @@ impl Server {
     /// one before.
     async fn list_lane_tools(&self, connection: &Connection, heard: &Heard) {
         let limit = self.settings.limits.startup_timeout;
-        if let Ok(tools) = listed::fetch(connection, &self.name, limit).await {
+        if let Ok(tools) = listed::fetch(connection.peer(), &self.name, limit).await {
             heard.listed.keep(&tools, &self.settings.prefix);
         }
     }
@@ -568,7 +568,7 @@ impl Server {
             Unavailable::StartFailed(why) => format!("MCP server `{}` {why}", self.name),
         })?;
         let listed = listed::fetch(
-            &connection,
+            connection.peer(),
             &self.name,
             self.settings.limits.startup_timeout,
         )

@@ -19,6 +19,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::connection::{Connection, Death, DeathSender, Limits, Remote, publish};
 use super::handler::Heard;
+use super::task_support::TaskOnly;
 use super::transport::ServerStdin;
 use super::transport::{LineTransport, TransportEnd};
 use crate::output::{Output, SharedOutput};
@@ -78,6 +79,8 @@ pub(crate) struct Process {
     /// The server's stdin, shared with the transport: open as long as the
     /// connection lives (see [`LineTransport`]'s `close`).
     _stdin: SharedOutput<ServerStdin>,
+    /// The tools its listings say run only as tasks.
+    pub(crate) task_only: TaskOnly,
 }
 
 impl Process {
@@ -140,11 +143,13 @@ pub(crate) async fn start(
         pipes.map_err(|error| format!("could not be started (its pipes: {error})"))?;
     let (end_tx, end_rx) = oneshot::channel();
     let stdin = Output::shared(Box::new(stdin) as ServerStdin);
+    let task_only = TaskOnly::default();
     let transport = LineTransport::new(
         tokio::io::BufReader::with_capacity(64 << 10, stdout),
         Arc::clone(&stdin),
         limits.max_message,
         end_tx,
+        task_only.clone(),
     );
     let watching = Watching {
         exited: child.exited(),
@@ -154,6 +159,7 @@ pub(crate) async fn start(
     let process = Arc::new(Process {
         child,
         _stdin: stdin,
+        task_only,
     });
     let (died_tx, died) = watch::channel(None);
     tokio::spawn(watch_process(

@@ -14,11 +14,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, NumberOrString, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, JsonRpcMessage, NumberOrString, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::oneshot;
 
+use super::task_support::TaskOnly;
 use crate::answered::answered_id;
 use crate::lines::{BoundedLines, Line, encode, excerpt};
 use crate::output::SharedOutput;
@@ -49,6 +52,8 @@ pub(crate) struct LineTransport<R> {
     sent: SentIds,
     output: SharedOutput<ServerStdin>,
     end: Option<oneshot::Sender<TransportEnd>>,
+    /// What the server's listings say of tasks, which rmcp does not read.
+    task_only: TaskOnly,
 }
 
 /// Which request ids a client sent, to tell an answer to one of them
@@ -111,6 +116,7 @@ where
         output: SharedOutput<ServerStdin>,
         max_line: usize,
         end: oneshot::Sender<TransportEnd>,
+        task_only: TaskOnly,
     ) -> Self {
         Self {
             lines: BoundedLines::new(reader, max_line),
@@ -118,6 +124,7 @@ where
             sent: SentIds::default(),
             output,
             end: Some(end),
+            task_only,
         }
     }
 
@@ -136,13 +143,19 @@ where
                 excerpt(line, EXCERPT_BYTES)
             )
         })?;
-        match self.sent.unsent_answer(&message) {
-            Some(id) => Err(format!(
+        if let Some(id) = self.sent.unsent_answer(&message) {
+            return Err(format!(
                 "answered request id {id}, which it was never sent: {}",
                 excerpt(line, EXCERPT_BYTES)
-            )),
-            None => Ok(message),
+            ));
         }
+        if let JsonRpcMessage::Response(answer) = &message
+            && let ServerResult::ListToolsResult(_) = answer.result
+        {
+            // Read once more, for what rmcp's reading left out.
+            self.task_only.read_listing(line);
+        }
+        Ok(message)
     }
 }
 

@@ -646,8 +646,9 @@ pub fn everything_calls() -> Vec<EverythingCall> {
             "trigger-long-running-operation",
             json!({ "duration": 0.2, "steps": 2 }),
         ),
-        // It asks for a task-augmented call, which neither side makes:
-        // its answer is an error result, the same both ways.
+        // It runs only as a task (`execution.taskSupport: "required"`):
+        // the raw client calls it as one, rho's import runs its plain
+        // call as one.
         once("simulate-research-query", json!({ "topic": "rho" })),
     ]
 }
@@ -682,7 +683,7 @@ impl RawEverything {
         };
         raw.request(
             "initialize",
-            serde_json::json!({ "protocolVersion": "2025-06-18", "capabilities": {},
+            serde_json::json!({ "protocolVersion": "2025-11-25", "capabilities": {},
                 "clientInfo": { "name": "rho-raw", "version": "1" } }),
         );
         raw.send(&serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
@@ -699,6 +700,52 @@ impl RawEverything {
             "tools/call",
             serde_json::json!({ "name": tool, "arguments": arguments }),
         )
+    }
+
+    /// The result of `tool` called as a task of 2025-11-25: `tools/call`
+    /// with `task`, then `tasks/result`, which the server answers once
+    /// the task has ended.
+    ///
+    /// # Panics
+    ///
+    /// When the server made no task of the call, or answered with a
+    /// JSON-RPC error.
+    pub fn call_as_task(&mut self, tool: &str, arguments: &Value) -> Value {
+        let created = self.request(
+            "tools/call",
+            serde_json::json!({ "name": tool, "arguments": arguments, "task": {} }),
+        );
+        let id = created["task"]["taskId"].clone();
+        assert!(id.is_string(), "no task was made of `{tool}`: {created}");
+        self.request("tasks/result", serde_json::json!({ "taskId": id }))
+    }
+
+    /// The names of the tools the server lists as runnable only as
+    /// tasks, once it lists every one of `expected` (it adds some after
+    /// the handshake).
+    ///
+    /// # Panics
+    ///
+    /// When it does not list them all within 10 s.
+    pub fn task_only_tools(&mut self, expected: &[String]) -> Vec<String> {
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let listed = self.request("tools/list", serde_json::json!({}));
+            let tools = listed["tools"].as_array().cloned().unwrap_or_default();
+            let has = |name: &String| tools.iter().any(|tool| tool["name"] == name.as_str());
+            if expected.iter().all(has) {
+                return tools
+                    .iter()
+                    .filter(|tool| tool["execution"]["taskSupport"] == "required")
+                    .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+                    .collect();
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "the raw server does not list all of {expected:?}: {listed}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn send(&mut self, message: &Value) {

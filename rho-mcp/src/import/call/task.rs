@@ -204,7 +204,7 @@ impl Request {
     /// Sends the server one request of the call's (saying what the call's
     /// requests say of their client, which rmcp's own `get_task` and
     /// `update_task` would not) and waits for its answer.
-    async fn ask_server(
+    pub(super) async fn ask_server(
         &self,
         connection: &Connection,
         request: ClientRequest,

@@ -9,8 +9,9 @@
 // [{"tool": name, "arguments": {...}, "tries": n}]}`. Each call is made
 // `tries` times (default 1), each time to the direct server then to the
 // proxied one, so that an answer holding the time of day can be compared
-// within one second. A call that throws records its error instead; the
-// Rust test decides what is right.
+// within one second. A tool a server lists as runnable only as a task is
+// called as one. A call that throws records its error instead; the Rust
+// test decides what is right.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
@@ -32,16 +33,34 @@ async function connect(command) {
   return client;
 }
 
+// The tools each client was listed as runnable only as tasks
+// (`execution.taskSupport: "required"`): called as tasks, with the SDK's
+// own task client, which waits for the task's result.
+const taskOnly = new Map();
+
 async function answer(client, call) {
+  const params = { name: call.tool, arguments: call.arguments ?? {} };
   try {
-    return { result: await client.callTool({ name: call.tool, arguments: call.arguments ?? {} }) };
+    if (taskOnly.get(client)?.has(call.tool)) {
+      for await (const message of client.experimental.tasks.callToolStream(params)) {
+        if (message.type === "result") return { result: message.result };
+        if (message.type === "error") throw message.error;
+      }
+      throw new Error("the task's stream ended without a result");
+    }
+    return { result: await client.callTool(params) };
   } catch (error) {
     return { error: String(error), trace: error?.stack ?? null };
   }
 }
 
 async function names(client) {
-  return (await client.listTools()).tools.map((tool) => tool.name).sort();
+  const tools = (await client.listTools()).tools;
+  taskOnly.set(
+    client,
+    new Set(tools.filter((tool) => tool.execution?.taskSupport === "required").map((tool) => tool.name)),
+  );
+  return tools.map((tool) => tool.name).sort();
 }
 
 const direct = await connect(spec.direct);
