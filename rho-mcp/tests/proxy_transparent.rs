@@ -592,9 +592,10 @@ fn offers(target: &[String]) -> Value {
 /// offers elicitation and sampling and not to the one that offers
 /// nothing, and a change of one session's tools (`hide_echo`) is told
 /// to that session's client and changes its list alone. Through the
-/// proxy over stdio and over `--http` (two clients of one proxy at once),
-/// with the server over stdio and over `--url`. (Each client was listed
-/// what the proxy's first connection was, which offered everything.)
+/// proxy over stdio (with the server spoken to at either revision) and
+/// over `--http` (two clients of one proxy at once), with the server over
+/// stdio and over `--url`. (Each client was listed what the proxy's first
+/// connection was, which offered everything.)
 #[test]
 fn each_2025_client_is_listed_the_tools_the_server_lists_to_it() {
     let expected = json!({
@@ -625,6 +626,21 @@ fn each_2025_client_is_listed_the_tools_the_server_lists_to_it() {
         offers(&through_stdio),
         expected,
         "through the proxy over stdio"
+    );
+    // Spoken to at 2025-11-25 only, the server is told what the proxy's
+    // one client offered as that client initializes.
+    let mut older = vec!["stdio".to_owned()];
+    older.extend(proxy_options());
+    older.extend([
+        "--handshake".to_owned(),
+        "initialize".to_owned(),
+        "--".to_owned(),
+    ]);
+    older.extend(server.iter().cloned());
+    assert_eq!(
+        offers(&older),
+        expected,
+        "through the proxy over stdio, the server at 2025-11-25"
     );
     let mut stdio = vec!["--".to_owned()];
     stdio.extend(server);

@@ -25,7 +25,7 @@ use rmcp::model::{
     RequestMetaObject, ServerResult, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
-use rmcp::{Peer, RoleClient};
+use rmcp::{ErrorData, Peer, RoleClient};
 use serde::Deserialize as _;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -376,13 +376,7 @@ impl Request {
                 if error.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
                     self.missing_capabilities(error.data.as_ref()).await;
                 }
-                ToolOutput::error(error_text(
-                    &self.server.name,
-                    &self.shown,
-                    error.code.0,
-                    &error.message,
-                    error.data.as_ref(),
-                ))
+                ToolOutput::error(self.refusal(&error))
             }
             Ok(Err(error)) => self.lost(connection, self.service_error(&error)).await,
             Err(AnswerLost) => {
@@ -393,6 +387,18 @@ impl Request {
                 self.lost(connection, closed).await
             }
         }
+    }
+
+    /// The server's JSON-RPC error in answer to a request of the call,
+    /// as the call's error text.
+    fn refusal(&self, error: &ErrorData) -> String {
+        error_text(
+            &self.server.name,
+            &self.shown,
+            error.code.0,
+            &error.message,
+            error.data.as_ref(),
+        )
     }
 
     /// What rmcp's error says of a request lost in the transport, and

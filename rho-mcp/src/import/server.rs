@@ -12,6 +12,7 @@ use rmcp::model::{SubscribeRequestParams, ToolListChangedNotification};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::answering::Answering;
 use super::connection::{Connection, Limits, wait_for_death};
 use super::handler::Heard;
 use super::handshake::Handshake;
@@ -92,6 +93,18 @@ pub(crate) struct Server {
     /// [`conduit_for`](Server::conduit_for)), by the number of the client's
     /// session.
     lanes: Lanes,
+    /// Whether the source serves one client, and what that client offered
+    /// once it came (see [`serve_one_client`](Server::serve_one_client)).
+    one_client: OneClient,
+}
+
+/// The one client of a source served to one client (a proxy over stdio).
+#[derive(Default)]
+struct OneClient {
+    served: AtomicBool,
+    /// What the shared connection declares from the client's first
+    /// request on: what it offered.
+    offered: OnceLock<Answering>,
 }
 
 /// The turns of a server that takes `calls` calls at once.
@@ -134,6 +147,7 @@ impl Server {
             heard: Heard::default(),
             turns,
             lanes: Lanes::default(),
+            one_client: OneClient::default(),
         }
     }
 
@@ -265,6 +279,9 @@ impl Server {
         self: &Arc<Self>,
         client: Option<&McpClient>,
     ) -> Result<Conduit, Unavailable> {
+        if let Some(client) = client {
+            self.offer_to_its_one_client(client).await;
+        }
         let shared = self.connection().await?;
         let shared = Conduit {
             connection: shared,
@@ -400,6 +417,77 @@ impl Server {
         });
     }
 
+    /// Serves one client from now on (a proxy over stdio): in front of a
+    /// server that speaks only 2025-11-25, where that client has no lane,
+    /// the shared connection is opened again declaring only what that
+    /// client offered, as it initializes (see
+    /// [`offer_to_its_one_client`](Server::offer_to_its_one_client)).
+    pub(crate) fn serve_one_client(&self) {
+        self.one_client.served.store(true, Ordering::Release);
+    }
+
+    /// Opens the shared connection again declaring only what `client`
+    /// offered, at its first request (its `initialize`, when rho's server
+    /// serves it, before any request of its reaches the server), when the
+    /// source serves it alone and it would have no lane (the server speaks
+    /// 2025-11-25, which learns at the handshake what its client offers,
+    /// and lists tools and asks by it); and lists the tools there before
+    /// the client goes on. A connection that declared what the client
+    /// offered already is kept. Not a restart the clients are told of:
+    /// their client has not listed anything yet.
+    async fn offer_to_its_one_client(self: &Arc<Self>, client: &McpClient) {
+        if !self.one_client.served.load(Ordering::Acquire)
+            || self.one_client.offered.get().is_some()
+            || self.settings.limits.handshake == Handshake::Discover
+            || client.session().is_none()
+            || client.info().is_none()
+            || self.server_info().is_none_or(|info| {
+                info.protocol_version >= rmcp::model::ProtocolVersion::V_2026_07_28
+            })
+        {
+            return;
+        }
+        let offered = self.settings.limits.answering.for_client(client);
+        let same = offered.capabilities() == self.settings.limits.answering.capabilities();
+        if self.one_client.offered.set(offered).is_err() || same {
+            return;
+        }
+        let mut slot = self.slot.lock().await;
+        if self.is_closed() {
+            return;
+        }
+        let before = slot.connection.take();
+        self.current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(before) = before {
+            // Dropped here, by its last holder (no call has gone on it):
+            // a death the watcher sees as deliberate, not the server's.
+            before.kill();
+        }
+        let attempt = self.attempts.fetch_add(1, Ordering::AcqRel) + 1;
+        let started = tokio::select! {
+            started = self.start() => started,
+            () = self.closing.cancelled() => return,
+        };
+        match started {
+            Ok(connection) => {
+                slot.connection = Some(connection);
+                slot.failure = None;
+            }
+            Err(why) => {
+                self.health
+                    .died(&format!("MCP server `{}` {why}", self.name));
+                slot.failure = Some((attempt, why));
+            }
+        }
+        drop(slot);
+        // A listing that fails leaves the tools listed before, as any
+        // refresh does.
+        let _ = self.refresh().await;
+    }
+
     /// Gives every client before 2026-07-28 a lane of its own from now
     /// on (see [`conduit_for`](Server::conduit_for)): the source serves many
     /// clients, each of which would have a session of its own with the
@@ -438,9 +526,11 @@ impl Server {
     /// with the source's limits, then what the server's announcements and
     /// subscriptions need.
     async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
-        let connection = self
-            .start_connection(self.settings.limits.clone(), self.heard.clone())
-            .await?;
+        let mut limits = self.settings.limits.clone();
+        if let Some(offered) = self.one_client.offered.get() {
+            limits.answering = offered.clone();
+        }
+        let connection = self.start_connection(limits, self.heard.clone()).await?;
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Arc::clone(&connection));
         if let Some(info) = connection.server_info()

@@ -195,6 +195,14 @@ impl McpSource {
         self.server.lanes_for_all();
     }
 
+    /// Serves the source's features and tools to one client (a proxy over
+    /// stdio): in front of a server that speaks only 2025-11-25, the
+    /// server is started again as that client initializes, told only what
+    /// the client offered, as it would have been directly.
+    pub(crate) fn serve_one_client(&self) {
+        self.server.serve_one_client();
+    }
+
     /// Closes the source now, as dropping it does.
     pub fn close(&self) {
         // Only this source: the host may have removed it and registered

@@ -556,7 +556,10 @@ impl Proxy {
 
     /// Serves one client over stdin and stdout until it closes stdin, or
     /// the process is told to stop (SIGTERM, SIGINT, SIGHUP); then the
-    /// imported server is killed, whole. A `SIGUSR1` lifts every
+    /// imported server is killed, whole. The server is told what that
+    /// client offered, as it would be directly: a server that speaks only
+    /// 2025-11-25 is started again as the client initializes, when it was
+    /// told more. A `SIGUSR1` lifts every
     /// quarantine ([`reenable`](Proxy::reenable)) and says so on stderr:
     /// `kill -USR1 <pid>` puts a fixed server's tools back without
     /// restarting the client.
@@ -565,6 +568,8 @@ impl Proxy {
     ///
     /// [`ProxyError::Serve`] when the client's handshake failed.
     pub async fn serve_stdio(self) -> Result<(), ProxyError> {
+        // Its one client's offer is what the server is told, as directly.
+        self.source.serve_one_client();
         let served = self.until_stopped(self.server.serve_stdio()).await;
         self.source.close();
         served
@@ -629,6 +634,7 @@ impl Proxy {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        self.source.serve_one_client();
         let served = self.server.serve_io(reader, writer).await;
         self.source.close();
         Ok(served?)

@@ -25,7 +25,6 @@ use rmcp::service::ServiceError;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::super::answer::error_text;
 use super::super::connection::{Connection, DeathReceiver, wait_for_death};
 use super::{AnswerLost, CancelOnDrop, Request, Route};
 
@@ -88,13 +87,7 @@ impl Request {
                 "tool `{}` of MCP server `{}` ran as task `{id}`, which ended without a result: {}",
                 self.shown,
                 self.server.name,
-                error_text(
-                    &self.server.name,
-                    &self.shown,
-                    error.code.0,
-                    &error.message,
-                    error.data.as_ref()
-                )
+                self.refusal(&error)
             )),
             Err(error) => {
                 self.answered(connection, Ok::<_, AnswerLost>(Err(error)))

@@ -85,13 +85,7 @@ impl Request {
                          would not tell: {}",
                         self.shown,
                         self.server.name,
-                        error_text(
-                            &self.server.name,
-                            &self.shown,
-                            error.code.0,
-                            &error.message,
-                            error.data.as_ref()
-                        )
+                        self.refusal(&error)
                     ));
                 }
                 Err(error) => {
