@@ -118,6 +118,57 @@ fn a_hung_call_ends_at_rhos_timeout_and_is_cancelled(host: impl Host) {
     assert!(source.stderr_tail().contains("fault-server: cancelled"));
 }
 
+/// A tool the server runs only as a task (MCP 2025-11-25's
+/// `execution.taskSupport: "required"`) runs as one, whether its listing
+/// says so (`task_only`) or only its refusal of a plain call with -32601
+/// does (`task_only_quiet`, as over HTTP, where rho does not read the
+/// listing's lines); a call of one given up at rho's timeout ends then
+/// and cancels its task (`tasks/cancel`), and the server serves on.
+fn a_task_only_tool_runs_as_a_task_and_a_given_up_one_is_cancelled(host: impl Host) {
+    let registry = ToolRegistry::new();
+    let source = host
+        .block_on(
+            fault_source("faulty")
+                .timeout(Duration::from_millis(500))
+                .connect(&registry),
+        )
+        .expect("imports");
+    let pid = source.server_pid();
+    let runner = host.runner();
+    host.block_on(async {
+        for tool in ["task_only", "task_only_quiet"] {
+            let done = call(&registry, &runner, tool, json!({ "ms": 20 })).await;
+            assert_eq!(
+                done.outcome,
+                Outcome::Succeeded,
+                "{tool}: {}",
+                done.result.text()
+            );
+            assert_eq!(done.result.text(), "done after 20 ms", "{tool}");
+        }
+        let started = Instant::now();
+        let long = call(&registry, &runner, "task_only", json!({ "ms": 30000 })).await;
+        assert_eq!(long.outcome, Outcome::TimedOut, "{}", long.result.text());
+        assert!(started.elapsed() < Duration::from_secs(3));
+        // The cancel is sent as the call is given up: give it a moment.
+        let mut told: Vec<String> = Vec::new();
+        for _ in 0..50 {
+            let end = call(&registry, &runner, "cancelled_tasks", json!({})).await;
+            told = serde_json::from_str(&end.result.text()).expect("a list of task ids");
+            if !told.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            told,
+            vec!["task-3".to_owned()],
+            "the given-up call's task, alone"
+        );
+    });
+    assert_eq!(source.server_pid(), pid, "the same server, not a restart");
+}
+
 fn garbage_on_stdout_is_a_clear_error(host: impl Host) {
     let registry = ToolRegistry::new();
     let _source = host
@@ -308,6 +359,7 @@ on_both_hosts!(
     killed_mid_call_crashes_every_call_in_flight_at_once,
     a_server_that_exits_mid_call_is_quoted_with_its_stderr,
     a_hung_call_ends_at_rhos_timeout_and_is_cancelled,
+    a_task_only_tool_runs_as_a_task_and_a_given_up_one_is_cancelled,
     garbage_on_stdout_is_a_clear_error,
     a_server_that_closes_its_stdout_is_dead,
     a_server_that_keeps_dying_is_quarantined_whole,

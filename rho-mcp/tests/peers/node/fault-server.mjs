@@ -53,8 +53,35 @@ const tools = () => [
     { name: "add_tool", description: "Adds the tool `added` and says the list changed.", inputSchema: object() },
     { name: "serial", description: "Takes `ms` milliseconds to answer call `n`; fails a call that overlaps another (a server that cannot take parallel calls).",
       inputSchema: object({ ms: { type: "number" }, n: { type: "number" } }) },
+    { name: "task_only", description: "Runs only as a task (MCP 2025-11-25): answers after `ms` milliseconds.",
+      inputSchema: object({ ms: { type: "number" } }), execution: { taskSupport: "required" } },
+    { name: "task_only_quiet", description: "As `task_only`, but its listing does not say so: only its refusal of a plain call does.",
+      inputSchema: object({ ms: { type: "number" } }) },
+    { name: "cancelled_tasks", description: "The task ids it was told were cancelled.", inputSchema: object() },
     ...(extraTool ? [{ name: "added", description: "Added at run time.", inputSchema: object() }] : []),
 ];
+
+// The tasks of 2025-11-25 made of calls, by id: each a promise of its
+// result and whether it was cancelled.
+const tasks = new Map();
+const cancelledTasks = [];
+const isoNow = () => new Date().toISOString();
+
+function createTask(id, ms) {
+    const taskId = `task-${tasks.size + 1}`;
+    const task = { cancelled: false };
+    task.result = sleep(ms).then(() => ({ content: [{ type: "text", text: `done after ${ms} ms` }] }));
+    tasks.set(taskId, task);
+    answer(id, { task: { taskId, status: "working", createdAt: isoNow(), lastUpdatedAt: isoNow(), ttl: null } });
+}
+
+async function taskResult(id, taskId) {
+    const task = tasks.get(taskId);
+    if (!task) return send({ jsonrpc: "2.0", id, error: { code: -32602, message: `no task ${taskId}` } });
+    const result = await task.result;
+    if (task.cancelled) return send({ jsonrpc: "2.0", id, error: { code: -32602, message: `task ${taskId} was cancelled` } });
+    answer(id, { ...result, _meta: { "io.modelcontextprotocol/related-task": { taskId } } });
+}
 
 async function call(id, name, args, meta) {
     switch (name) {
@@ -129,6 +156,10 @@ async function call(id, name, args, meta) {
             send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
             return text(id, "added");
         case "added": return text(id, "I was added");
+        case "task_only":
+        case "task_only_quiet":
+            return send({ jsonrpc: "2.0", id, error: { code: -32601, message: `tool ${name} requires task augmentation` } });
+        case "cancelled_tasks": return text(id, JSON.stringify(cancelledTasks));
         default:
             return send({ jsonrpc: "2.0", id, error: { code: -32602, message: `no tool ${name}` } });
     }
@@ -147,7 +178,17 @@ function handle(message) {
         return;
     }
     if (method === "tools/list") return answer(id, { tools: tools() });
+    if (method === "tools/call" && params.task && params.name.startsWith("task_only")) {
+        return createTask(id, params.arguments?.ms ?? 0);
+    }
     if (method === "tools/call") return call(id, params.name, params.arguments ?? {}, params._meta);
+    if (method === "tasks/result") return taskResult(id, params.taskId);
+    if (method === "tasks/cancel") {
+        const task = tasks.get(params.taskId);
+        if (task) task.cancelled = true;
+        cancelledTasks.push(params.taskId);
+        return answer(id, { taskId: params.taskId, status: "cancelled", createdAt: isoNow(), lastUpdatedAt: isoNow(), ttl: null });
+    }
     if (method === "ping") return answer(id, {});
     if (id !== undefined && method !== undefined) {
         send({ jsonrpc: "2.0", id, error: { code: -32601, message: `no method ${method}` } });
