@@ -10,8 +10,8 @@ mod import_support;
 use std::time::{Duration, Instant};
 
 use import_support::{
-    Host, Smol, Tokio, alive, call, check_progress_read_with_the_answer, eventually, fault_source,
-    kill_9,
+    Host, Smol, Tokio, alive, call, call_with_updates, check_progress_read_with_the_answer,
+    eventually, fault_source, kill_9,
 };
 use rho_mcp::import::{Backoff, ImportError};
 use rho_registry::{QuarantineRule, ToolRegistry};
@@ -122,8 +122,9 @@ fn a_hung_call_ends_at_rhos_timeout_and_is_cancelled(host: impl Host) {
 /// `execution.taskSupport: "required"`) runs as one, whether its listing
 /// says so (`task_only`) or only its refusal of a plain call with -32601
 /// does (`task_only_quiet`, as over HTTP, where rho does not read the
-/// listing's lines); a call of one given up at rho's timeout ends then
-/// and cancels its task (`tasks/cancel`), and the server serves on.
+/// listing's lines), its progress reaching the call; a call of one given
+/// up at rho's timeout ends then and cancels its task (`tasks/cancel`),
+/// and the server serves on.
 fn a_task_only_tool_runs_as_a_task_and_a_given_up_one_is_cancelled(host: impl Host) {
     let registry = ToolRegistry::new();
     let source = host
@@ -137,14 +138,21 @@ fn a_task_only_tool_runs_as_a_task_and_a_given_up_one_is_cancelled(host: impl Ho
     let runner = host.runner();
     host.block_on(async {
         for tool in ["task_only", "task_only_quiet"] {
-            let done = call(&registry, &runner, tool, json!({ "ms": 20 })).await;
+            let (done, updates) =
+                call_with_updates(&registry, &runner, tool, json!({ "ms": 40 })).await;
             assert_eq!(
                 done.outcome,
                 Outcome::Succeeded,
                 "{tool}: {}",
                 done.result.text()
             );
-            assert_eq!(done.result.text(), "done after 20 ms", "{tool}");
+            assert_eq!(done.result.text(), "done after 40 ms", "{tool}");
+            // What the task reported on the way reached the call.
+            assert_eq!(
+                updates,
+                vec![json!({ "progress": 1, "total": 2 })],
+                "{tool}"
+            );
         }
         let started = Instant::now();
         let long = call(&registry, &runner, "task_only", json!({ "ms": 30000 })).await;

@@ -243,13 +243,18 @@ impl McpFeatures for Forwarded {
         self.server.listing_of(name)
     }
 
-    /// An older client with a connection of its own is shown what the
-    /// server listed there, which declares what that client offered (a
-    /// server may list a tool only to a client that can answer its
-    /// questions); a tool listed there that the source's connection did
-    /// not list is not the registry's, and not shown. Any other client
-    /// is shown what the source's connection listed.
+    /// An older client with a connection of its own is shown this
+    /// server's tools as the server listed them there, which declares
+    /// what that client offered (a server may list a tool only to a
+    /// client that can answer its questions); a tool listed there that
+    /// the source's connection did not list is not the registry's, and
+    /// not shown. Any other client, and any tool of another source, is
+    /// shown as the source's connection (or the registry) has it.
     fn tool_shown(&self, name: &str, context: &RequestContext<RoleServer>) -> ToolShown {
+        let Some(shared) = self.tool_listing(name) else {
+            // Not this server's tool.
+            return ToolShown::Recorded;
+        };
         let on_lane = context
             .extensions
             .get::<ClientSession>()
@@ -257,9 +262,7 @@ impl McpFeatures for Forwarded {
         match on_lane {
             Some(Some(listing)) => ToolShown::Listed(listing),
             Some(None) => ToolShown::Hidden,
-            None => self
-                .tool_listing(name)
-                .map_or(ToolShown::Recorded, ToolShown::Listed),
+            None => ToolShown::Listed(shared),
         }
     }
 

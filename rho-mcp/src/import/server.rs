@@ -102,9 +102,10 @@ pub(crate) struct Server {
 #[derive(Default)]
 struct OneClient {
     served: AtomicBool,
-    /// What the shared connection declares from the client's first
-    /// request on: what it offered.
-    offered: OnceLock<Answering>,
+    /// Decided at the client's first request: what the shared connection
+    /// declares from then on, when that is what the client offered
+    /// (`None`: the source's own offer).
+    offered: OnceLock<Option<Answering>>,
 }
 
 /// The turns of a server that takes `calls` calls at once.
@@ -356,7 +357,8 @@ impl Server {
             self.renew_log_level(&connection, &heard).await;
         } else {
             // What the client is shown of the source's tools, before it
-            // can ask (a failed listing shows it the source's).
+            // can ask (a failed listing shows it the source's, until the
+            // server says its tools changed).
             self.list_lane_tools(&connection, &heard).await;
         }
         // Looked at with nothing awaited before the lane settles: a lane
@@ -381,12 +383,16 @@ impl Server {
     }
 
     /// Keeps what the server behind a lane, `connection`, lists of its
-    /// tools as its client's (`heard`'s); a listing that fails keeps the
-    /// one before.
-    async fn list_lane_tools(&self, connection: &Connection, heard: &Heard) {
+    /// tools as its client's (`heard`'s); whether it listed them (a
+    /// listing that fails keeps the one before).
+    async fn list_lane_tools(&self, connection: &Connection, heard: &Heard) -> bool {
         let limit = self.settings.limits.startup_timeout;
-        if let Ok(tools) = listed::fetch(connection.peer(), &self.name, limit).await {
-            heard.listed.keep(&tools, &self.settings.prefix);
+        match listed::fetch(connection.peer(), &self.name, limit).await {
+            Ok(tools) => {
+                heard.listed.keep(&tools, &self.settings.prefix);
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -411,8 +417,9 @@ impl Server {
                 let Some(Ok(lane)) = server.lanes.settled(session.number) else {
                     continue;
                 };
-                server.list_lane_tools(&lane.connection, &heard).await;
-                heard.announce(ToolListChangedNotification::default().into());
+                if server.list_lane_tools(&lane.connection, &heard).await {
+                    heard.announce(ToolListChangedNotification::default().into());
+                }
             }
         });
     }
@@ -426,30 +433,36 @@ impl Server {
         self.one_client.served.store(true, Ordering::Release);
     }
 
-    /// Opens the shared connection again declaring only what `client`
-    /// offered, at its first request (its `initialize`, when rho's server
-    /// serves it, before any request of its reaches the server), when the
-    /// source serves it alone and it would have no lane (the server speaks
-    /// 2025-11-25, which learns at the handshake what its client offers,
-    /// and lists tools and asks by it); and lists the tools there before
-    /// the client goes on. A connection that declared what the client
-    /// offered already is kept. Not a restart the clients are told of:
-    /// their client has not listed anything yet.
+    /// Decides, at the first request of the source's one client (its
+    /// `initialize`, when rho's server serves it, before any request of
+    /// its reaches the server), what the shared connection declares: when
+    /// that client would have no lane (the server speaks 2025-11-25,
+    /// which learns at the handshake what its client offers, and lists
+    /// tools and asks by it) and offered less than the source does, what
+    /// it offered. A connection already open declared more: it is opened
+    /// again, and the tools listed there, before the client goes on (not
+    /// a restart its client is told of: it has listed nothing yet).
     async fn offer_to_its_one_client(self: &Arc<Self>, client: &McpClient) {
         if !self.one_client.served.load(Ordering::Acquire)
             || self.one_client.offered.get().is_some()
-            || self.settings.limits.handshake == Handshake::Discover
-            || client.session().is_none()
-            || client.info().is_none()
-            || self.server_info().is_none_or(|info| {
-                info.protocol_version >= rmcp::model::ProtocolVersion::V_2026_07_28
-            })
         {
             return;
         }
+        let speaks_2026 = self
+            .server_info()
+            .map(|info| info.protocol_version >= rmcp::model::ProtocolVersion::V_2026_07_28);
         let offered = self.settings.limits.answering.for_client(client);
-        let same = offered.capabilities() == self.settings.limits.answering.capabilities();
-        if self.one_client.offered.set(offered).is_err() || same {
+        let apart = speaks_2026 == Some(true)
+            || self.settings.limits.handshake == Handshake::Discover
+            || client.session().is_none()
+            || client.info().is_none()
+            || offered.capabilities() == self.settings.limits.answering.capabilities();
+        // Decided once, whatever the client: a later request never
+        // reopens a connection its calls may be on.
+        let decided = if apart { None } else { Some(offered) };
+        let reopen = decided.is_some() && speaks_2026.is_some();
+        if self.one_client.offered.set(decided).is_err() || !reopen {
+            // Not open yet, it starts declaring what was decided.
             return;
         }
         let mut slot = self.slot.lock().await;
@@ -462,8 +475,9 @@ impl Server {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         if let Some(before) = before {
-            // Dropped here, by its last holder (no call has gone on it):
-            // a death the watcher sees as deliberate, not the server's.
+            // Dropped here, by its last holder (no request has gone on it
+            // since the source's own listing): a death the watcher sees as
+            // deliberate, not the server's.
             before.kill();
         }
         let attempt = self.attempts.fetch_add(1, Ordering::AcqRel) + 1;
@@ -471,6 +485,17 @@ impl Server {
             started = self.start() => started,
             () = self.closing.cancelled() => return,
         };
+        if self.is_closed() {
+            // Closed as the start finished: `close` may have missed it.
+            if let Ok(connection) = started {
+                connection.kill();
+                self.current
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+            }
+            return;
+        }
         match started {
             Ok(connection) => {
                 slot.connection = Some(connection);
@@ -527,7 +552,7 @@ impl Server {
     /// subscriptions need.
     async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
         let mut limits = self.settings.limits.clone();
-        if let Some(offered) = self.one_client.offered.get() {
+        if let Some(Some(offered)) = self.one_client.offered.get() {
             limits.answering = offered.clone();
         }
         let connection = self.start_connection(limits, self.heard.clone()).await?;

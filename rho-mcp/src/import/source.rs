@@ -198,7 +198,8 @@ impl McpSource {
     /// Serves the source's features and tools to one client (a proxy over
     /// stdio): in front of a server that speaks only 2025-11-25, the
     /// server is started again as that client initializes, told only what
-    /// the client offered, as it would have been directly.
+    /// the client offered, as it would have been directly (when that is
+    /// less than the source offers).
     pub(crate) fn serve_one_client(&self) {
         self.server.serve_one_client();
     }

@@ -153,16 +153,21 @@ impl Subscribed {
 }
 
 /// Whether a session whose client subscribed to `subscribed` and logs at
-/// `threshold` passes `notification` on.
+/// `threshold` passes `notification`, sent to `audience`, on.
 fn wanted(
+    audience: Audience,
     notification: &ServerNotification,
     subscribed: &Subscribed,
     threshold: &LogThreshold,
 ) -> bool {
     match notification {
         ServerNotification::ResourceListChangedNotification(_)
-        | ServerNotification::PromptListChangedNotification(_)
-        | ServerNotification::ToolListChangedNotification(_) => true,
+        | ServerNotification::PromptListChangedNotification(_) => true,
+        // The registry tells every session of its own changes; what is
+        // sent to one session alone is what that client is shown of them.
+        ServerNotification::ToolListChangedNotification(_) => {
+            matches!(audience, Audience::Session(_))
+        }
         ServerNotification::ResourceUpdatedNotification(update) => {
             subscribed.contains(&update.params.uri)
         }
@@ -206,7 +211,7 @@ pub(crate) fn forward(
                 received = heard.recv() => match received {
                     Ok((audience, notification))
                         if notifier.reaches(audience, number)
-                            && wanted(&notification, &subscribed, &threshold) =>
+                            && wanted(audience, &notification, &subscribed, &threshold) =>
                     {
                         vec![notification]
                     }

@@ -3,8 +3,9 @@
 //! revision before the tasks extension `task` follows).
 //!
 //! rmcp reads neither a tool's `execution` nor that revision's task
-//! requests, so rho cannot tell such a tool from its listing. The server
-//! tells it instead: it refuses a plain call of one with JSON-RPC's
+//! requests. Over stdio, rho reads the listing's lines itself (see
+//! `task_support`) and calls such a tool as a task at once; otherwise the
+//! server tells it: it refuses a plain call of one with JSON-RPC's
 //! "Method not found", as the revision says it must, before the tool runs.
 //! The call is then sent again as a task (`tools/call` with `task`), and
 //! its result asked for with `tasks/result`, which the server answers once
@@ -15,21 +16,14 @@
 //! instead of finishing it for nobody. To the host, and to a proxy's
 //! client, it is one call like any other.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use rho_tool_core::ToolOutput;
-use rmcp::model::{
-    CallToolResult, ClientRequest, CustomRequest, NumberOrString, ProgressToken, ServerResult,
-};
+use rmcp::model::{CallToolResult, ClientRequest, CustomRequest, ServerResult};
 use rmcp::service::ServiceError;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::super::connection::{Connection, DeathReceiver, wait_for_death};
 use super::{AnswerLost, CancelOnDrop, Request, Route};
-
-/// The number of the next progress token of a call run as a task.
-static TOKENS: AtomicU64 = AtomicU64::new(0);
 
 impl Request {
     /// Runs the call as a task of MCP 2025-11-25, to its end.
@@ -39,12 +33,6 @@ impl Request {
         progress: mpsc::Sender<Value>,
         died: &mut DeathReceiver,
     ) -> ToolOutput {
-        // The task reports its progress with the call's token: one of
-        // rho's own, since rmcp gives none to a request it has no type for.
-        let token = ProgressToken(NumberOrString::String(
-            format!("rho-task-{}", TOKENS.fetch_add(1, Ordering::Relaxed)).into(),
-        ));
-        let _route = Route::new(connection.routes(), token.clone(), progress);
         let mut call = Map::new();
         call.insert("name".to_owned(), self.remote.clone().into());
         if let Some(arguments) = &self.arguments {
@@ -52,19 +40,38 @@ impl Request {
         }
         // The server keeps the task as long as it likes.
         call.insert("task".to_owned(), json!({}));
-        call.insert("_meta".to_owned(), json!({ "progressToken": token }));
         let request = custom("tools/call", Value::Object(call));
-        let created = tokio::select! {
-            created = self.ask_server(connection, request) => created,
+        let sent = tokio::select! {
+            sent = connection.peer().send_request_with_option(request, self.options(connection)) => sent,
             death = wait_for_death(died) => return self.crashed(&death),
         };
+        let mut handle = match sent {
+            Ok(handle) => handle,
+            Err(error) => return self.lost(connection, self.service_error(&error)).await,
+        };
+        // The task reports its progress with the token rmcp gave the
+        // request, for as long as it runs.
+        let _route = Route::new(connection.routes(), handle.progress_token.clone(), progress);
+        let mut cancel = CancelOnDrop::request(&self.server, connection.peer(), handle.id.clone());
+        let created = tokio::select! {
+            created = &mut handle.rx => created,
+            death = wait_for_death(died) => {
+                cancel.disarm();
+                return self.crashed(&death);
+            }
+        };
+        cancel.disarm();
         let id = match created {
-            Ok(result) => match created_task(&result) {
+            Ok(Ok(result)) => match created_task(&result) {
                 Some(id) => id,
                 // A server that ran the call at once after all.
                 None => return self.answered(connection, Ok(Ok(result))).await,
             },
-            Err(error) => return self.answered(connection, Ok(Err(error))).await,
+            answer => {
+                return self
+                    .answered(connection, answer.map_err(|_| AnswerLost))
+                    .await;
+            }
         };
         let mut cancel = CancelOnDrop::task(
             &self.server,

@@ -67,10 +67,14 @@ const tasks = new Map();
 const cancelledTasks = [];
 const isoNow = () => new Date().toISOString();
 
-function createTask(id, ms) {
+function createTask(id, ms, progressToken) {
     const taskId = `task-${tasks.size + 1}`;
     const task = { cancelled: false };
-    task.result = sleep(ms).then(() => ({ content: [{ type: "text", text: `done after ${ms} ms` }] }));
+    // Halfway, it reports its progress with the call's token.
+    const report = () => progressToken !== undefined &&
+        send({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken, progress: 1, total: 2 } });
+    task.result = sleep(ms / 2).then(report).then(() => sleep(ms / 2))
+        .then(() => ({ content: [{ type: "text", text: `done after ${ms} ms` }] }));
     tasks.set(taskId, task);
     answer(id, { task: { taskId, status: "working", createdAt: isoNow(), lastUpdatedAt: isoNow(), ttl: null } });
 }
@@ -179,7 +183,7 @@ function handle(message) {
     }
     if (method === "tools/list") return answer(id, { tools: tools() });
     if (method === "tools/call" && params.task && params.name.startsWith("task_only")) {
-        return createTask(id, params.arguments?.ms ?? 0);
+        return createTask(id, params.arguments?.ms ?? 0, params._meta?.progressToken);
     }
     if (method === "tools/call") return call(id, params.name, params.arguments ?? {}, params._meta);
     if (method === "tasks/result") return taskResult(id, params.taskId);
