@@ -204,10 +204,29 @@ impl Server {
                 () = self.closing.cancelled() => return Err(Unavailable::Closed),
             }
         }
+        let (attempt, started) = self.start_in(&mut slot).await;
+        let connection = started?;
+        drop(slot);
+        if attempt > 1 {
+            // A restarted server may offer other tools, resources and
+            // prompts.
+            self.heard.restarted();
+        }
+        Ok(connection)
+    }
+
+    /// Starts the shared connection into `slot` (held by the caller, so
+    /// that no other start runs meanwhile): the attempt's number, and the
+    /// connection or why there is none (a failure kept in the slot for
+    /// the callers that waited, and counted against the server's health).
+    async fn start_in(
+        self: &Arc<Self>,
+        slot: &mut Slot,
+    ) -> (u64, Result<Arc<Connection>, Unavailable>) {
         let attempt = self.attempts.fetch_add(1, Ordering::AcqRel) + 1;
         let started = tokio::select! {
             started = self.start() => started,
-            () = self.closing.cancelled() => return Err(Unavailable::Closed),
+            () = self.closing.cancelled() => return (attempt, Err(Unavailable::Closed)),
         };
         if self.is_closed() {
             // Closed as the start finished: `close` may have missed it.
@@ -218,18 +237,12 @@ impl Server {
                     .unwrap_or_else(PoisonError::into_inner)
                     .take();
             }
-            return Err(Unavailable::Closed);
+            return (attempt, Err(Unavailable::Closed));
         }
-        match started {
+        let started = match started {
             Ok(connection) => {
                 slot.connection = Some(Arc::clone(&connection));
                 slot.failure = None;
-                drop(slot);
-                if attempt > 1 {
-                    // A restarted server may offer other tools, resources
-                    // and prompts.
-                    self.heard.restarted();
-                }
                 Ok(connection)
             }
             Err(why) => {
@@ -238,7 +251,8 @@ impl Server {
                 slot.failure = Some((attempt, why.clone()));
                 Err(Unavailable::StartFailed(why))
             }
-        }
+        };
+        (attempt, started)
     }
 
     /// The connection for `call`: its client's lane or the shared one,
@@ -480,33 +494,9 @@ impl Server {
             // deliberate, not the server's.
             before.kill();
         }
-        let attempt = self.attempts.fetch_add(1, Ordering::AcqRel) + 1;
-        let started = tokio::select! {
-            started = self.start() => started,
-            () = self.closing.cancelled() => return,
-        };
-        if self.is_closed() {
-            // Closed as the start finished: `close` may have missed it.
-            if let Ok(connection) = started {
-                connection.kill();
-                self.current
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take();
-            }
-            return;
-        }
-        match started {
-            Ok(connection) => {
-                slot.connection = Some(connection);
-                slot.failure = None;
-            }
-            Err(why) => {
-                self.health
-                    .died(&format!("MCP server `{}` {why}", self.name));
-                slot.failure = Some((attempt, why));
-            }
-        }
+        // Not told as a restart (see above); a failure is kept for the
+        // client's requests, as any start's.
+        let _ = self.start_in(&mut slot).await;
         drop(slot);
         // A listing that fails leaves the tools listed before, as any
         // refresh does.
